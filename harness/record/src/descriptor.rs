@@ -1,0 +1,118 @@
+//! The environment descriptor: written by `xtask env up` as `<env dir>/env.json`, read by every harness arm.
+//!
+//! Credentials are files next to the descriptor; the descriptor holds their paths, never the secrets,
+//! so it can be logged and a record can never leak one.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+pub const DESCRIPTOR_SCHEMA: u32 = 1;
+pub const DESCRIPTOR_FILE: &str = "env.json";
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EnvDescriptor {
+    pub schema: u32,
+    /// Unique per environment; used to label processes and containers.
+    pub id: String,
+    /// `native`, `docker` or `external`.
+    pub backend: String,
+    pub dir: PathBuf,
+    pub started_ts_ms: u64,
+    pub kafka: KafkaEnv,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mysql: Option<MysqlEnv>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct KafkaEnv {
+    /// Broker version as the broker reported it (or its jar manifest).
+    pub version: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    /// Client listeners by name: `plaintext`, `ssl`, `scram256`, `scram512`, `oauth`.
+    pub listeners: BTreeMap<String, Listener>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub controller: Option<String>,
+    /// CPUs the broker is pinned to, if capped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpus: Option<Vec<usize>>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Listener {
+    /// `host:port`, always loopback for native environments.
+    pub bootstrap: String,
+    /// Kafka `security.protocol`: PLAINTEXT, SSL, SASL_PLAINTEXT.
+    pub security_protocol: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sasl_mechanism: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub username: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub password_file: Option<PathBuf>,
+    /// PEM CA certificate that signed the broker's certificate (SSL listeners).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MysqlEnv {
+    /// `mariadb` or `mysql`.
+    pub flavour: String,
+    /// `SELECT VERSION()` as the server answered.
+    pub version: String,
+    pub host: String,
+    pub port: u16,
+    pub user: String,
+    pub password_file: PathBuf,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub socket: Option<PathBuf>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_file: Option<PathBuf>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum DescriptorError {
+    #[error("cannot read env descriptor {path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("env descriptor {path} is not valid: {source}")]
+    Parse { path: PathBuf, source: serde_json::Error },
+    #[error("env descriptor {path} has schema {found}, this build reads schema {DESCRIPTOR_SCHEMA}")]
+    Schema { path: PathBuf, found: u32 },
+    #[error("cannot read secret {path}: {source}")]
+    Secret { path: PathBuf, source: std::io::Error },
+}
+
+impl EnvDescriptor {
+    pub fn load(path: &Path) -> Result<Self, DescriptorError> {
+        let text = std::fs::read_to_string(path)
+            .map_err(|source| DescriptorError::Io { path: path.to_owned(), source })?;
+        let d: EnvDescriptor = serde_json::from_str(&text)
+            .map_err(|source| DescriptorError::Parse { path: path.to_owned(), source })?;
+        if d.schema != DESCRIPTOR_SCHEMA {
+            return Err(DescriptorError::Schema { path: path.to_owned(), found: d.schema });
+        }
+        Ok(d)
+    }
+
+    pub fn listener(&self, name: &str) -> Option<&Listener> {
+        self.kafka.listeners.get(name)
+    }
+}
+
+/// Read a secret file, trimming the trailing newline.
+pub fn read_secret(path: &Path) -> Result<String, DescriptorError> {
+    std::fs::read_to_string(path)
+        .map(|s| s.trim_end().to_owned())
+        .map_err(|source| DescriptorError::Secret { path: path.to_owned(), source })
+}

@@ -1,0 +1,169 @@
+//! JSONL files: written atomically (temp file + rename), read back with errors that name file and line.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+
+use crate::record::{Record, SCHEMA};
+
+#[derive(Debug, thiserror::Error)]
+pub enum JsonlError {
+    #[error("{path}: {source}")]
+    Io { path: PathBuf, source: std::io::Error },
+    #[error("{path}:{line}: not a valid record: {source}")]
+    Parse { path: PathBuf, line: usize, source: serde_json::Error },
+    #[error("{path}:{line}: unknown schema {found:?}; this build reads {SCHEMA:?}")]
+    Schema { path: PathBuf, line: usize, found: String },
+    #[error("cannot encode a record for {path}: {source}")]
+    Encode { path: PathBuf, source: serde_json::Error },
+}
+
+/// Write `bytes` to `path` atomically: a reader sees the old file or the new one, never half of one.
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), JsonlError> {
+    let io = |source| JsonlError::Io { path: path.to_owned(), source };
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).map_err(io)?;
+    let file_name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = dir.join(format!(".{file_name}.{}.tmp", std::process::id()));
+    let result = (|| {
+        let mut f = std::fs::File::create(&tmp)?;
+        f.write_all(bytes)?;
+        f.sync_all()?;
+        std::fs::rename(&tmp, path)
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result.map_err(io)
+}
+
+/// Serialize values one per line.
+pub fn to_lines<T: Serialize>(path: &Path, items: &[T]) -> Result<Vec<u8>, JsonlError> {
+    let mut out = Vec::new();
+    for item in items {
+        serde_json::to_writer(&mut out, item)
+            .map_err(|source| JsonlError::Encode { path: path.to_owned(), source })?;
+        out.push(b'\n');
+    }
+    Ok(out)
+}
+
+/// Append records to a JSONL file atomically (rewrites the file with the old lines plus the new ones).
+pub fn append_records(path: &Path, records: &[Record]) -> Result<(), JsonlError> {
+    let mut bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(source) => return Err(JsonlError::Io { path: path.to_owned(), source }),
+    };
+    if !bytes.is_empty() && !bytes.ends_with(b"\n") {
+        bytes.push(b'\n');
+    }
+    bytes.extend(to_lines(path, records)?);
+    write_atomic(path, &bytes)
+}
+
+/// Parse every non-empty line of `text` as a `T`, naming `path:line` on the first bad one.
+pub fn parse_lines<T: DeserializeOwned>(path: &Path, text: &str) -> Result<Vec<T>, JsonlError> {
+    text.lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| {
+            serde_json::from_str(l).map_err(|source| JsonlError::Parse { path: path.to_owned(), line: i + 1, source })
+        })
+        .collect()
+}
+
+/// Read a results JSONL file: every line must be a record of the current schema.
+pub fn read_records(path: &Path) -> Result<Vec<Record>, JsonlError> {
+    let text = std::fs::read_to_string(path).map_err(|source| JsonlError::Io { path: path.to_owned(), source })?;
+    let mut out = Vec::new();
+    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        let at = |source| JsonlError::Parse { path: path.to_owned(), line: i + 1, source };
+        // Check the schema first so a future record is refused as such, not as a field mismatch.
+        let value: serde_json::Value = serde_json::from_str(line).map_err(at)?;
+        let schema = value.get("schema").and_then(|s| s.as_str()).unwrap_or("<missing>");
+        if schema != SCHEMA {
+            return Err(JsonlError::Schema { path: path.to_owned(), line: i + 1, found: schema.to_owned() });
+        }
+        out.push(serde_json::from_value(value).map_err(at)?);
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::{Integrity, Metric, RunInfo, Status, Variant};
+
+    pub(crate) fn sample(rep: u32) -> Record {
+        Record {
+            schema: SCHEMA.into(),
+            bench: "kafka_sink".into(),
+            kind: "produce".into(),
+            run: RunInfo {
+                id: "20261129T000000Z-abc".into(),
+                ts_ms: 1,
+                commit: "deadbeef".into(),
+                dirty: false,
+                host: "h".into(),
+                cpu: "cpu".into(),
+                cores: 2,
+                os: "Debian 12".into(),
+                profile: "quick".into(),
+                env: "native".into(),
+            },
+            arm: "raw".into(),
+            variant: Variant {
+                label: "2 cores <b>".into(),
+                sweeps: vec!["mode".into()],
+                default: true,
+                knobs: BTreeMap::from([("partitions".into(), serde_json::json!(16))]),
+            },
+            status: Status::Ok,
+            reason: None,
+            log_tail: None,
+            metrics: BTreeMap::from([("records_per_s".into(), Metric::new(1234.5, "records/s", true))]),
+            integrity: Integrity::compare(10, 10, "hwm"),
+            verdict: BTreeMap::new(),
+            note: Some("n".into()),
+            rep,
+            reproduce: "cargo xtask lab run".into(),
+        }
+    }
+
+    #[test]
+    fn records_round_trip_through_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("kafka_sink.jsonl");
+        append_records(&path, &[sample(1)]).unwrap();
+        append_records(&path, &[sample(2)]).unwrap();
+        let back = read_records(&path).unwrap();
+        assert_eq!(back, vec![sample(1), sample(2)]);
+        // No temp file is left behind.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_corrupt_line_is_reported_with_file_and_line() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.jsonl");
+        let good = serde_json::to_string(&sample(1)).unwrap();
+        std::fs::write(&path, format!("{good}\n\n{}\n", &good[..good.len() / 2])).unwrap();
+        let err = read_records(&path).unwrap_err().to_string();
+        assert!(err.starts_with(&format!("{}:3: not a valid record", path.display())), "{err}");
+    }
+
+    #[test]
+    fn an_unknown_schema_is_refused_by_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.jsonl");
+        let line = serde_json::to_string(&sample(1)).unwrap().replace(SCHEMA, "streamlab.record/99");
+        std::fs::write(&path, line).unwrap();
+        let err = read_records(&path).unwrap_err().to_string();
+        assert!(err.contains(":1: unknown schema \"streamlab.record/99\""), "{err}");
+    }
+}

@@ -1,0 +1,13 @@
+//! Types shared by the harness (which measures) and xtask (which provisions, runs and renders).
+//!
+//! Kept free of client crates so that `cargo xtask` builds quickly on a fresh clone.
+
+pub mod descriptor;
+pub mod integrity;
+pub mod jsonl;
+pub mod record;
+pub mod stats;
+
+pub use descriptor::EnvDescriptor;
+pub use integrity::{Integrity, IntegrityStatus};
+pub use record::{Measurement, Metric, Record, RunInfo, Status, Variant, SCHEMA};

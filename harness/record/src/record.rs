@@ -1,0 +1,131 @@
+//! The result record: one JSON object per line in `results/<run-id>/<matrix>.jsonl`.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::integrity::Integrity;
+
+/// Schema tag of every record this version writes. Readers refuse any other.
+pub const SCHEMA: &str = "streamlab.record/1";
+
+/// One measured (or failed, or not-run) arm x variant x rep.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Record {
+    pub schema: String,
+    /// The matrix name, e.g. `kafka_sink`.
+    pub bench: String,
+    /// What was measured: `produce`, `fetch`, `latency`, `snapshot`, ...
+    pub kind: String,
+    pub run: RunInfo,
+    /// The arm, e.g. `raw` or `framework`.
+    pub arm: String,
+    pub variant: Variant,
+    pub status: Status,
+    /// Why the arm failed or did not run; absent when it ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// The last lines of the arm's stderr when it failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_tail: Option<String>,
+    #[serde(default)]
+    pub metrics: BTreeMap<String, Metric>,
+    pub integrity: Integrity,
+    /// Named verdict axes, e.g. `upstream: sink`, `downstream: client`.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub verdict: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// 1-based repetition number.
+    pub rep: u32,
+    /// The command that reproduces this record.
+    pub reproduce: String,
+}
+
+/// Where and how the run that produced a record happened (the full story is in provenance.json).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunInfo {
+    pub id: String,
+    pub ts_ms: u64,
+    pub commit: String,
+    pub dirty: bool,
+    pub host: String,
+    pub cpu: String,
+    pub cores: u32,
+    pub os: String,
+    pub profile: String,
+    /// The environment backend: `native`, `docker` or `external`.
+    pub env: String,
+}
+
+/// A point of a matrix: its label, the sweeps it belongs to, and every knob's value.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Variant {
+    /// Human label within its sweep, e.g. `500k` or `2 cores`.
+    pub label: String,
+    /// Sweeps of the matrix this point belongs to (a default point belongs to several).
+    #[serde(default)]
+    pub sweeps: Vec<String>,
+    /// True for the matrix's default point (highlighted on charts).
+    #[serde(default)]
+    pub default: bool,
+    /// Every knob the arm ran with.
+    #[serde(default)]
+    pub knobs: BTreeMap<String, serde_json::Value>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Status {
+    /// The arm ran to the end (its integrity may still have failed).
+    Ok,
+    /// The arm crashed, timed out or could not start.
+    Failed,
+    /// The arm was not run, with a reason (e.g. a licence refuses it).
+    NotRun,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Metric {
+    pub value: f64,
+    pub unit: String,
+    pub higher_is_better: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci95: Option<[f64; 2]>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub n: Option<u32>,
+}
+
+impl Metric {
+    pub fn new(value: f64, unit: &str, higher_is_better: bool) -> Self {
+        Metric { value, unit: unit.to_owned(), higher_is_better, ci95: None, n: None }
+    }
+}
+
+/// What a harness process prints (one JSON line) for one arm run; the runner wraps it into a [`Record`].
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Measurement {
+    pub kind: String,
+    #[serde(default)]
+    pub metrics: BTreeMap<String, Metric>,
+    pub integrity: Integrity,
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub verdict: BTreeMap<String, String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+    /// Versions the arm observed (crate, librdkafka, broker), merged into provenance.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub versions: BTreeMap<String, String>,
+}
+
+impl Record {
+    /// Whether this record may be drawn as a number: it ran and its integrity held.
+    pub fn is_publishable(&self) -> bool {
+        self.status == Status::Ok && self.integrity.status != crate::IntegrityStatus::Failed
+    }
+}

@@ -1,0 +1,91 @@
+//! `cargo xtask`: streamlab's whole command surface.
+
+mod doctor;
+mod env;
+mod lab;
+mod paths;
+mod provenance;
+mod site;
+mod testcmd;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "cargo xtask", about = "streamlab: reproducible streaming-data benchmarks", version)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run benchmark matrices and write results/<run-id>/.
+    #[command(subcommand)]
+    Lab(LabCommand),
+    /// Render results/ into a static site.
+    #[command(subcommand)]
+    Site(SiteCommand),
+    /// Bring an environment up or down by hand, or fetch its pinned artifacts.
+    #[command(subcommand)]
+    Env(EnvCommand),
+    /// What this machine has and lacks, and how to fix it.
+    Doctor,
+    /// The test command: unit and integration tests against real services.
+    Test(testcmd::TestArgs),
+}
+
+#[derive(Subcommand)]
+enum LabCommand {
+    /// Run every matrix (or those named) at a profile.
+    Run(lab::RunArgs),
+    /// List matrices, arms and sweeps, as data.
+    List(lab::ListArgs),
+}
+
+#[derive(Subcommand)]
+enum SiteCommand {
+    /// Build target/site/ from results/.
+    Build(site::BuildArgs),
+    /// Validate a built site: HTML validator and headless Chromium.
+    Check(site::CheckArgs),
+}
+
+#[derive(Subcommand)]
+enum EnvCommand {
+    /// Start a native environment (Kafka + MariaDB) and write its descriptor.
+    Up(env::UpArgs),
+    /// Stop an environment and remove its data.
+    Down(env::DownArgs),
+    /// Tell which environments are running.
+    Status,
+    /// Download the pinned Kafka jars into the cache and verify every checksum.
+    Fetch,
+    /// Regenerate env/kafka/jars.lock with Maven (maintainers only).
+    Lock,
+}
+
+fn main() -> Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_env("STREAMLAB_LOG").unwrap_or_else(|_| "info".into()),
+        )
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .without_time()
+        .init();
+    let cli = Cli::parse();
+    match cli.command {
+        Command::Lab(LabCommand::Run(args)) => lab::run(args),
+        Command::Lab(LabCommand::List(args)) => lab::list(args),
+        Command::Site(SiteCommand::Build(args)) => site::build(args),
+        Command::Site(SiteCommand::Check(args)) => site::check(args),
+        Command::Env(EnvCommand::Up(args)) => env::up(args),
+        Command::Env(EnvCommand::Down(args)) => env::down(args),
+        Command::Env(EnvCommand::Status) => env::status(),
+        Command::Env(EnvCommand::Fetch) => env::pins::fetch_command(),
+        Command::Env(EnvCommand::Lock) => env::pins::lock_command(),
+        Command::Doctor => doctor::run(),
+        Command::Test(args) => testcmd::run(args),
+    }
+}

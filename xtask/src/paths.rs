@@ -1,0 +1,34 @@
+//! Where things live: the repository, the artifact cache, environment directories.
+
+use std::path::PathBuf;
+
+/// The workspace root (xtask's manifest dir is `<root>/xtask`).
+pub fn repo_root() -> PathBuf {
+    let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    here.parent().map(PathBuf::from).unwrap_or(here)
+}
+
+/// Downloaded, checksummed artifacts: `$STREAMLAB_CACHE`, else `$XDG_CACHE_HOME/streamlab`, else `~/.cache/streamlab`.
+pub fn cache_dir() -> PathBuf {
+    if let Some(dir) = std::env::var_os("STREAMLAB_CACHE").filter(|v| !v.is_empty()) {
+        return PathBuf::from(dir);
+    }
+    if let Some(dir) = std::env::var_os("XDG_CACHE_HOME").filter(|v| !v.is_empty()) {
+        return PathBuf::from(dir).join("streamlab");
+    }
+    let home = std::env::var_os("HOME").map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
+    home.join(".cache").join("streamlab")
+}
+
+/// Running environments: one directory each, removed by `env down` and at the end of a lab run.
+pub fn envs_dir() -> PathBuf {
+    repo_root().join("target").join("streamlab").join("envs")
+}
+
+pub fn results_dir() -> PathBuf {
+    repo_root().join("results")
+}
+
+pub fn matrices_dir() -> PathBuf {
+    repo_root().join("harness").join("matrices")
+}
