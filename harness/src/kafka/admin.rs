@@ -1,0 +1,93 @@
+//! Integrity helpers: a fresh topic per arm, and the sum of its partition high watermarks.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use futures_executor::block_on;
+use rdkafka::ClientConfig;
+use rdkafka::admin::{AdminClient, AdminOptions, NewTopic, TopicReplication};
+use rdkafka::client::DefaultClientContext;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::types::RDKafkaErrorCode;
+
+const METADATA_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Topic-level configs the seed-000 rig uses so a long matrix does not fill the disk.
+pub const SHORT_RETENTION: &[(&str, &str)] = &[
+    ("retention.ms", "10000"),
+    ("retention.bytes", "134217728"),
+    ("segment.bytes", "134217728"),
+    ("segment.ms", "5000"),
+];
+
+/// Delete `topic` if present, create it anew, and wait until every partition has a leader.
+pub fn fresh_topic(cfg: &ClientConfig, topic: &str, partitions: i32, configs: &[(&str, &str)]) -> Result<()> {
+    let admin: AdminClient<DefaultClientContext> = cfg.create().context("cannot create a Kafka admin client")?;
+    let opts = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
+    let consumer: BaseConsumer = cfg.create().context("cannot create a Kafka metadata client")?;
+
+    if topic_partitions(&consumer, topic)?.is_some() {
+        for result in block_on(admin.delete_topics(&[topic], &opts))? {
+            match result {
+                Ok(_) | Err((_, RDKafkaErrorCode::UnknownTopicOrPartition)) => {}
+                Err((t, code)) => bail!("cannot delete topic {t}: {code}"),
+            }
+        }
+        wait_until(&format!("topic {topic} to be deleted"), || Ok(topic_partitions(&consumer, topic)?.is_none()))?;
+    }
+
+    let mut new_topic = NewTopic::new(topic, partitions, TopicReplication::Fixed(1));
+    for (k, v) in configs {
+        new_topic = new_topic.set(k, v);
+    }
+    for result in block_on(admin.create_topics(&[new_topic], &opts))? {
+        if let Err((t, code)) = result {
+            bail!("cannot create topic {t}: {code}");
+        }
+    }
+    wait_until(&format!("every partition of {topic} to have a leader"), || {
+        Ok(topic_partitions(&consumer, topic)?.is_some_and(|leaders| {
+            leaders.len() == partitions as usize && leaders.iter().all(|&l| l >= 0)
+        }))
+    })
+}
+
+/// Sum of the latest offsets (high watermarks) of every partition of `topic` (ListOffsets latest).
+pub fn high_watermark_sum(cfg: &ClientConfig, topic: &str) -> Result<u64> {
+    let consumer: BaseConsumer = cfg.create().context("cannot create a Kafka watermark client")?;
+    let partitions = topic_partitions(&consumer, topic)?.with_context(|| format!("topic {topic} does not exist"))?;
+    let mut sum = 0u64;
+    for p in 0..partitions.len() as i32 {
+        let (_low, high) = consumer
+            .fetch_watermarks(topic, p, METADATA_TIMEOUT)
+            .with_context(|| format!("cannot read the high watermark of {topic}/{p}"))?;
+        sum += u64::try_from(high).with_context(|| format!("negative high watermark {high} on {topic}/{p}"))?;
+    }
+    Ok(sum)
+}
+
+/// Leader id per partition, or `None` if the topic does not exist.
+fn topic_partitions(consumer: &BaseConsumer, topic: &str) -> Result<Option<Vec<i32>>> {
+    let md = consumer.fetch_metadata(Some(topic), METADATA_TIMEOUT).context("metadata request failed")?;
+    let Some(t) = md.topics().iter().find(|t| t.name() == topic) else { return Ok(None) };
+    match t.error() {
+        None => Ok(Some(t.partitions().iter().map(|p| p.leader()).collect())),
+        Some(e) if RDKafkaErrorCode::from(e) == RDKafkaErrorCode::UnknownTopicOrPartition => Ok(None),
+        Some(e) => {
+            // A topic being created or deleted reports transient errors; treat as "not ready".
+            tracing::debug!("metadata for {topic}: {:?}", RDKafkaErrorCode::from(e));
+            Ok(Some(Vec::new()))
+        }
+    }
+}
+
+fn wait_until(what: &str, mut ready: impl FnMut() -> Result<bool>) -> Result<()> {
+    let deadline = Instant::now() + Duration::from_secs(60);
+    while Instant::now() < deadline {
+        if ready()? {
+            return Ok(());
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    bail!("timed out after 60 s waiting for {what}")
+}

@@ -1,0 +1,15 @@
+//! streamlab's benchmark arms and the Kafka/MySQL plumbing they share.
+
+pub mod arms;
+pub mod cpu;
+pub mod kafka;
+pub mod probe;
+pub mod versions;
+
+/// The environment descriptor the tests use: `$STREAMLAB_ENV` (set by `cargo xtask test`).
+#[cfg(test)]
+pub(crate) fn test_env() -> streamlab_record::EnvDescriptor {
+    let path = std::env::var_os("STREAMLAB_ENV")
+        .expect("STREAMLAB_ENV is not set: run the integration tests through `cargo xtask test`");
+    streamlab_record::EnvDescriptor::load(std::path::Path::new(&path)).expect("a readable env descriptor")
+}
