@@ -1,7 +1,9 @@
 //! `cargo xtask`: streamlab's whole command surface.
 
+mod clock;
 mod doctor;
 mod env;
+mod interrupt;
 mod lab;
 mod paths;
 mod provenance;
@@ -67,9 +69,7 @@ enum EnvCommand {
 
 fn main() -> Result<()> {
     tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("STREAMLAB_LOG").unwrap_or_else(|_| "info".into()),
-        )
+        .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("STREAMLAB_LOG").unwrap_or_else(|_| "info".into()))
         .with_writer(std::io::stderr)
         .with_target(false)
         .without_time()

@@ -124,3 +124,103 @@ impl Provenance {
         serde_json::from_value(value).with_context(|| format!("{}: not a valid provenance record", path.display()))
     }
 }
+
+/// Host facts from sysinfo.
+pub fn collect_host() -> Host {
+    use sysinfo::System;
+    let mut sys = System::new();
+    sys.refresh_cpu_all();
+    sys.refresh_memory();
+    let cpus = sys.cpus();
+    Host {
+        hostname: System::host_name().unwrap_or_default(),
+        cpu_brand: cpus.first().map(|c| c.brand().trim().to_owned()).unwrap_or_default(),
+        physical_cores: System::physical_core_count().map(|n| n as u32),
+        logical_cores: cpus.len() as u32,
+        frequency_mhz: cpus.first().map_or(0, |c| c.frequency()),
+        memory_bytes: sys.total_memory(),
+        os: System::long_os_version().unwrap_or_default(),
+        kernel: System::kernel_version().unwrap_or_default(),
+        arch: System::cpu_arch(),
+    }
+}
+
+/// `git rev-parse HEAD` and whether the work tree has changes.
+pub fn collect_git(root: &std::path::Path) -> Git {
+    let run = |args: &[&str]| {
+        std::process::Command::new("git")
+            .arg("-C")
+            .arg(root)
+            .args(args)
+            .output()
+            .ok()
+            .filter(|o| o.status.success())
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+    };
+    let commit = run(&["rev-parse", "HEAD"]).unwrap_or_else(|| "unknown".into());
+    // results/ is data the lab writes; a run in progress must not mark its own commit dirty.
+    let dirty = run(&["status", "--porcelain", "--", ".", ":(exclude)results"]).is_none_or(|s| !s.is_empty());
+    Git { commit, dirty }
+}
+
+/// Tool versions as the tools report them (absent tools are omitted).
+pub fn collect_tool_versions() -> BTreeMap<String, String> {
+    let mut out = BTreeMap::new();
+    let probes: [(&str, &str, &[&str]); 5] = [
+        ("rustc", "rustc", &["--version"]),
+        ("cargo", "cargo", &["--version"]),
+        ("java", "java", &["-version"]),
+        ("go", "go", &["version"]),
+        ("docker", "docker", &["--version"]),
+    ];
+    for (name, program, args) in probes {
+        if let Some(v) = first_line_of(program, args) {
+            out.insert(name.to_owned(), v);
+        }
+    }
+    out
+}
+
+/// First non-empty line a program prints (stdout, else stderr: `java -version` writes there).
+pub fn first_line_of(program: &str, args: &[&str]) -> Option<String> {
+    let o = std::process::Command::new(program).args(args).output().ok()?;
+    if !o.status.success() {
+        return None;
+    }
+    let text = if o.stdout.iter().any(|b| !b.is_ascii_whitespace()) { o.stdout } else { o.stderr };
+    String::from_utf8_lossy(&text).lines().find(|l| !l.trim().is_empty()).map(|l| l.trim().to_owned())
+}
+
+/// Versions of the client crates the harness links, read from Cargo.lock.
+pub fn crate_versions(lock: &std::path::Path) -> BTreeMap<String, String> {
+    const CRATES: [&str; 6] = ["rdkafka", "rdkafka-sys", "spate", "partitionline", "mysql_async", "mysql_common"];
+    let Ok(text) = std::fs::read_to_string(lock) else { return BTreeMap::new() };
+    let Ok(doc) = text.parse::<toml::Table>() else { return BTreeMap::new() };
+    let packages = doc.get("package").and_then(|p| p.as_array()).cloned().unwrap_or_default();
+    packages
+        .iter()
+        .filter_map(|p| {
+            let name = p.get("name")?.as_str()?;
+            let version = p.get("version")?.as_str()?;
+            CRATES.contains(&name).then(|| (format!("crate:{name}"), version.to_owned()))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn crate_versions_come_from_the_lock_file() {
+        let v = crate_versions(&crate::paths::repo_root().join("Cargo.lock"));
+        assert_eq!(v.get("crate:rdkafka").map(String::as_str), Some("0.39.0"));
+        assert!(v.get("crate:rdkafka-sys").is_some_and(|s| s.starts_with("4.10.0")));
+    }
+
+    #[test]
+    fn host_facts_are_filled() {
+        let h = collect_host();
+        assert!(h.logical_cores >= 1 && h.memory_bytes > 0 && !h.kernel.is_empty());
+    }
+}

@@ -95,10 +95,10 @@ pub enum DescriptorError {
 
 impl EnvDescriptor {
     pub fn load(path: &Path) -> Result<Self, DescriptorError> {
-        let text = std::fs::read_to_string(path)
-            .map_err(|source| DescriptorError::Io { path: path.to_owned(), source })?;
-        let d: EnvDescriptor = serde_json::from_str(&text)
-            .map_err(|source| DescriptorError::Parse { path: path.to_owned(), source })?;
+        let text =
+            std::fs::read_to_string(path).map_err(|source| DescriptorError::Io { path: path.to_owned(), source })?;
+        let d: EnvDescriptor =
+            serde_json::from_str(&text).map_err(|source| DescriptorError::Parse { path: path.to_owned(), source })?;
         if d.schema != DESCRIPTOR_SCHEMA {
             return Err(DescriptorError::Schema { path: path.to_owned(), found: d.schema });
         }

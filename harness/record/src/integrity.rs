@@ -26,11 +26,7 @@ pub struct Integrity {
 impl Integrity {
     /// Compare what the arm claims with what the broker/server holds.
     pub fn compare(expected: u64, observed: u64, method: impl Into<String>) -> Self {
-        let status = if expected == observed {
-            IntegrityStatus::Verified
-        } else {
-            IntegrityStatus::Failed
-        };
+        let status = if expected == observed { IntegrityStatus::Verified } else { IntegrityStatus::Failed };
         Integrity { status, expected: Some(expected), observed: Some(observed), method: method.into() }
     }
 

@@ -43,8 +43,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), JsonlError> {
 pub fn to_lines<T: Serialize>(path: &Path, items: &[T]) -> Result<Vec<u8>, JsonlError> {
     let mut out = Vec::new();
     for item in items {
-        serde_json::to_writer(&mut out, item)
-            .map_err(|source| JsonlError::Encode { path: path.to_owned(), source })?;
+        serde_json::to_writer(&mut out, item).map_err(|source| JsonlError::Encode { path: path.to_owned(), source })?;
         out.push(b'\n');
     }
     Ok(out)

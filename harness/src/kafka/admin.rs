@@ -46,9 +46,8 @@ pub fn fresh_topic(cfg: &ClientConfig, topic: &str, partitions: i32, configs: &[
         }
     }
     wait_until(&format!("every partition of {topic} to have a leader"), || {
-        Ok(topic_partitions(&consumer, topic)?.is_some_and(|leaders| {
-            leaders.len() == partitions as usize && leaders.iter().all(|&l| l >= 0)
-        }))
+        Ok(topic_partitions(&consumer, topic)?
+            .is_some_and(|leaders| leaders.len() == partitions as usize && leaders.iter().all(|&l| l >= 0)))
     })
 }
 

@@ -1,15 +1,31 @@
-//! Environments: one interface, native/docker/external backends. Native is Kafka from pinned jars + MariaDB.
+//! Environments: one interface, several backends; every result records which one ran it.
+//! - native: Kafka from the pinned Maven jars on the system JDK, MariaDB/MySQL from the system packages;
+//! - external: `--bootstrap` / `--mysql-dsn` point at services the user already runs (never started or stopped).
 
+pub mod certs;
+pub mod external;
+pub mod kafka;
+pub mod mariadb;
+pub mod native;
 pub mod pins;
+pub mod ports;
+pub mod process;
+pub mod secrets;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use streamlab_record::EnvDescriptor;
+use streamlab_record::descriptor::DESCRIPTOR_FILE;
+
+use crate::paths::envs_dir;
 
 #[derive(clap::Args)]
 pub struct UpArgs {
-    /// Also start MariaDB/MySQL.
+    /// Also start MariaDB/MySQL (`--mysql false` for Kafka only).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub mysql: bool,
-    /// Pin the broker to this many CPUs (0 = all).
+    /// Pin the broker to this many CPUs, counted from CPU 0 (0 = all).
     #[arg(long, default_value_t = 0)]
     pub broker_cores: usize,
 }
@@ -18,21 +34,89 @@ pub struct UpArgs {
 pub struct DownArgs {
     /// The environment id (default: every environment under target/streamlab/envs).
     pub id: Option<String>,
-    /// Keep the data directories.
+    /// Stop the services but keep their data directories.
     #[arg(long)]
     pub keep: bool,
 }
 
-pub fn up(_args: UpArgs) -> anyhow::Result<()> {
-    anyhow::bail!("env up is being written")
+/// CPUs 0..n, or `None` for no cap; refuses more cores than the machine has.
+pub fn broker_cpus(cores: usize) -> Result<Option<Vec<usize>>> {
+    let available = std::thread::available_parallelism().map_or(1, |n| n.get());
+    anyhow::ensure!(
+        cores <= available,
+        "--broker-cores {cores}: this machine has {available} CPUs; use 1..={available}, or 0 for all"
+    );
+    Ok((cores > 0).then(|| (0..cores).collect()))
 }
-pub fn down(_args: DownArgs) -> anyhow::Result<()> {
-    anyhow::bail!("env down is being written")
+
+pub fn up(args: UpArgs) -> Result<()> {
+    let started = std::time::Instant::now();
+    let opts = native::NativeOptions {
+        root: envs_dir(),
+        id: native::new_id("env-"),
+        with_mysql: args.mysql,
+        broker_cpus: broker_cpus(args.broker_cores)?,
+        lifetime: process::Lifetime::Detached,
+        kafka_ports: None,
+    };
+    let env = native::up(&opts)?;
+    let path = env.dir.join(DESCRIPTOR_FILE);
+    println!("environment {} is ready after {:.1} s", env.id, started.elapsed().as_secs_f64());
+    println!("  kafka {} (pid {})", env.kafka.version, env.kafka.pid.unwrap_or(0));
+    for (name, l) in &env.kafka.listeners {
+        println!("    {name:<10} {} {}", l.bootstrap, l.sasl_mechanism.as_deref().unwrap_or(&l.security_protocol));
+    }
+    if let Some(m) = &env.mysql {
+        println!("  {} {} on 127.0.0.1:{} (pid {})", m.flavour, m.version, m.port, m.pid.unwrap_or(0));
+    }
+    println!("descriptor: {}", path.display());
+    println!("stop it with: cargo xtask env down {}", env.id);
+    Ok(())
 }
-pub fn status() -> anyhow::Result<()> {
-    anyhow::bail!("env status is being written")
+
+pub fn down(args: DownArgs) -> Result<()> {
+    let envs = match &args.id {
+        Some(id) => vec![load(&envs_dir().join(id)).with_context(|| format!("no environment {id}"))?],
+        None => list()?,
+    };
+    if envs.is_empty() {
+        println!("no environment is up");
+    }
+    for env in envs {
+        native::down(&env, args.keep)?;
+        println!("environment {} is down{}", env.id, if args.keep { " (data kept)" } else { "" });
+    }
+    Ok(())
 }
-#[allow(dead_code)]
-fn _dir() -> PathBuf {
-    crate::paths::envs_dir()
+
+pub fn status() -> Result<()> {
+    let envs = list()?;
+    if envs.is_empty() {
+        println!("no environment is up (start one with: cargo xtask env up)");
+    }
+    for env in envs {
+        let running = native::running_pids(&env);
+        let state = if running.is_empty() { "stopped" } else { "running" };
+        println!("{} {state} ({} backend, pids {running:?})", env.id, env.backend);
+        println!("  descriptor: {}", env.dir.join(DESCRIPTOR_FILE).display());
+        for (name, l) in &env.kafka.listeners {
+            println!("  kafka {name:<10} {}", l.bootstrap);
+        }
+        if let Some(m) = &env.mysql {
+            println!("  {} 127.0.0.1:{}", m.flavour, m.port);
+        }
+    }
+    Ok(())
+}
+
+fn load(dir: &Path) -> Result<EnvDescriptor> {
+    Ok(EnvDescriptor::load(&dir.join(DESCRIPTOR_FILE))?)
+}
+
+/// Every environment with a descriptor under target/streamlab/envs.
+fn list() -> Result<Vec<EnvDescriptor>> {
+    let Ok(entries) = std::fs::read_dir(envs_dir()) else { return Ok(Vec::new()) };
+    let mut dirs: Vec<PathBuf> = entries.filter_map(|e| e.ok().map(|e| e.path())).collect();
+    dirs.sort();
+    Ok(dirs.iter().filter(|d| d.join(DESCRIPTOR_FILE).exists()).filter_map(|d| load(d).ok()).collect())
 }

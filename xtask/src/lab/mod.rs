@@ -1,13 +1,93 @@
-//! The lab: matrices as data, a runner that starts one harness process per arm x variant x rep.
+//! The lab: matrices as data (matrix), expanded into tasks (plan), run one harness process per task
+//! against an environment (runner), records written as each task ends (results).
 
-#[derive(clap::Args)]
-pub struct RunArgs {}
-#[derive(clap::Args)]
-pub struct ListArgs {}
+pub mod matrix;
+pub mod plan;
+pub mod results;
+pub mod runner;
 
-pub fn run(_args: RunArgs) -> anyhow::Result<()> {
-    anyhow::bail!("lab run is being written")
+use std::path::PathBuf;
+
+use anyhow::Result;
+
+#[derive(clap::Args, Debug, Clone, serde::Serialize, serde::Deserialize)]
+pub struct RunArgs {
+    /// Matrix to run (repeatable; default: every matrix under harness/matrices/).
+    #[arg(long = "matrix", value_name = "NAME")]
+    pub matrices: Vec<String>,
+    /// quick (seconds per arm), standard (the whole lab in ~30 min), seed (the seeds' exact scales).
+    #[arg(long, default_value = "standard")]
+    pub profile: String,
+    /// auto, native, docker or external.
+    #[arg(long, default_value = "auto")]
+    pub env: String,
+    /// An existing Kafka cluster (HOST:PORT); implies --env external.
+    #[arg(long)]
+    pub bootstrap: Option<String>,
+    /// An existing MariaDB/MySQL server: mysql://USER:PASSWORD@HOST:PORT.
+    #[arg(long)]
+    pub mysql_dsn: Option<String>,
+    /// Repetitions per arm (default: the profile's).
+    #[arg(long)]
+    pub reps: Option<u32>,
+    /// Override a knob for every selected matrix that has it: KEY=VALUE (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE")]
+    pub sets: Vec<String>,
+    /// Results directory (default: results/).
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Continue an interrupted run: run only the tasks that have no record yet.
+    #[arg(long, value_name = "RUN_ID")]
+    pub resume: Option<String>,
 }
-pub fn list(_args: ListArgs) -> anyhow::Result<()> {
-    anyhow::bail!("lab list is being written")
+
+#[derive(clap::Args)]
+pub struct ListArgs {
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn run(args: RunArgs) -> Result<()> {
+    runner::run(args)
+}
+
+/// `lab list`: matrices, arms and sweeps, as data.
+pub fn list(args: ListArgs) -> Result<()> {
+    let matrices = matrix::load_all(&crate::paths::matrices_dir())?;
+    if args.json {
+        let data: Vec<serde_json::Value> = matrices
+            .iter()
+            .map(|m| {
+                serde_json::json!({
+                    "name": m.name, "title": m.title, "file": m.file, "needs": m.needs,
+                    "arms": m.arms.iter().map(|a| serde_json::json!({"name": a.name, "title": a.title, "not_run": a.not_run})).collect::<Vec<_>>(),
+                    "sweeps": m.sweeps.iter().map(|s| serde_json::json!({"name": s.name, "arms": s.arms, "knob": s.knob, "values": s.values})).collect::<Vec<_>>(),
+                    "profiles": m.profiles.iter().map(|(k, p)| (k.clone(), serde_json::json!({"reps": p.reps, "knobs": p.knobs}))).collect::<serde_json::Map<_, _>>(),
+                })
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&data)?);
+        return Ok(());
+    }
+    for m in &matrices {
+        println!("{} — {} (needs {})", m.name, m.title, m.needs.join(", "));
+        for a in &m.arms {
+            let note = a.not_run.as_ref().map(|r| format!(" [not run: {r}]")).unwrap_or_default();
+            println!("  arm {:<12} {}{note}", a.name, a.title);
+        }
+        for s in &m.sweeps {
+            let values: Vec<String> = match (&s.labels, s.values.is_empty()) {
+                (Some(l), _) => l.clone(),
+                (None, false) => s.values.iter().map(|v| v.to_string()).collect(),
+                (None, true) => vec!["defaults".into()],
+            };
+            let knob = s.knob.as_deref().unwrap_or("arms");
+            println!("  sweep {:<30} {knob} = {} over {}", s.name, values.join(" / "), s.arms.join(", "));
+        }
+        for (name, p) in &m.profiles {
+            println!("  profile {name:<8} reps {}", p.reps);
+        }
+    }
+    Ok(())
 }

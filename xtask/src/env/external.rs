@@ -1,0 +1,107 @@
+//! The external backend: services the user already runs. The lab never starts or stops them;
+//! it writes a descriptor so arms find them the same way, and says so in provenance.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use streamlab_record::EnvDescriptor;
+use streamlab_record::descriptor::{DESCRIPTOR_FILE, DESCRIPTOR_SCHEMA, KafkaEnv, Listener, MysqlEnv};
+
+use super::secrets;
+use crate::clock;
+
+/// A parsed `mysql://user:password@host:port` DSN.
+#[derive(Debug, Clone, PartialEq)]
+pub struct MysqlDsn {
+    pub user: String,
+    pub password: String,
+    pub host: String,
+    pub port: u16,
+}
+
+pub fn parse_dsn(dsn: &str) -> Result<MysqlDsn> {
+    let usage = "expected --mysql-dsn mysql://USER:PASSWORD@HOST:PORT";
+    let rest = dsn.strip_prefix("mysql://").with_context(|| format!("--mysql-dsn {dsn:?}: {usage}"))?;
+    let rest = rest.split('/').next().unwrap_or(rest);
+    let (auth, addr) = rest.rsplit_once('@').with_context(|| format!("--mysql-dsn: no USER@ part; {usage}"))?;
+    let (user, password) = auth.split_once(':').unwrap_or((auth, ""));
+    let (host, port) = addr.rsplit_once(':').unwrap_or((addr, "3306"));
+    let port = port.parse().with_context(|| format!("--mysql-dsn: port {port:?} is not a number; {usage}"))?;
+    if user.is_empty() || host.is_empty() {
+        bail!("--mysql-dsn {dsn:?}: {usage}");
+    }
+    Ok(MysqlDsn { user: user.into(), password: password.into(), host: host.into(), port })
+}
+
+/// Check `host:port` syntax of `--bootstrap`.
+pub fn check_bootstrap(bootstrap: &str) -> Result<()> {
+    for server in bootstrap.split(',') {
+        let ok = server.rsplit_once(':').is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok());
+        anyhow::ensure!(ok, "--bootstrap {bootstrap:?}: expected HOST:PORT[,HOST:PORT...]");
+    }
+    Ok(())
+}
+
+/// Write a descriptor for external services into `dir` (which holds only the secret file).
+pub fn describe(dir: &Path, id: &str, bootstrap: &str, dsn: Option<&MysqlDsn>) -> Result<EnvDescriptor> {
+    std::fs::create_dir_all(dir)?;
+    let mysql = match dsn {
+        Some(d) => Some(MysqlEnv {
+            flavour: "unknown".into(),
+            version: "unknown".into(),
+            host: d.host.clone(),
+            port: d.port,
+            user: d.user.clone(),
+            password_file: secrets::write_secret(&dir.join("mysql.password"), &d.password)?,
+            socket: None,
+            pid: None,
+            log_file: None,
+        }),
+        None => None,
+    };
+    let plaintext = Listener {
+        bootstrap: bootstrap.into(),
+        security_protocol: "PLAINTEXT".into(),
+        sasl_mechanism: None,
+        username: None,
+        password_file: None,
+        ca_file: None,
+    };
+    let env = EnvDescriptor {
+        schema: DESCRIPTOR_SCHEMA,
+        id: id.into(),
+        backend: "external".into(),
+        dir: dir.to_owned(),
+        started_ts_ms: clock::now_ms(),
+        kafka: KafkaEnv {
+            version: "unknown (external)".into(),
+            pid: None,
+            listeners: BTreeMap::from([("plaintext".into(), plaintext)]),
+            controller: None,
+            cpus: None,
+            log_file: None,
+        },
+        mysql,
+    };
+    streamlab_record::jsonl::write_atomic(&dir.join(DESCRIPTOR_FILE), &serde_json::to_vec_pretty(&env)?)?;
+    Ok(env)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dsns_parse_or_name_the_flag() {
+        let d = parse_dsn("mysql://bench:s3cret@127.0.0.1:3307/db").unwrap();
+        assert_eq!(
+            d,
+            MysqlDsn { user: "bench".into(), password: "s3cret".into(), host: "127.0.0.1".into(), port: 3307 }
+        );
+        assert!(parse_dsn("postgres://x@y").unwrap_err().to_string().contains("--mysql-dsn"));
+        assert!(parse_dsn("mysql://u@h:notaport").unwrap_err().to_string().contains("not a number"));
+        assert!(check_bootstrap("127.0.0.1:9092,localhost:9093").is_ok());
+        assert!(check_bootstrap("127.0.0.1").unwrap_err().to_string().contains("--bootstrap"));
+    }
+}

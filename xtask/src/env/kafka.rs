@@ -1,0 +1,259 @@
+//! Native Apache Kafka: a KRaft combined broker+controller on the system JDK, from the pinned jars,
+//! with PLAINTEXT, SSL, SASL/SCRAM (256 and 512) and SASL/OAUTHBEARER listeners on loopback.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use streamlab_record::descriptor::{KafkaEnv, Listener};
+
+use super::process::{self, Lifetime};
+use super::{certs, secrets};
+use crate::paths::repo_root;
+
+/// The SASL user created at format time for both SCRAM mechanisms.
+pub const SCRAM_USER: &str = "streamlab";
+/// The principal of the unsecured OAUTHBEARER token.
+pub const OAUTH_SUBJECT: &str = "admin";
+
+/// Loopback ports of every broker listener.
+#[derive(Debug, Clone, Copy, serde::Serialize)]
+pub struct KafkaPorts {
+    pub plaintext: u16,
+    pub ssl: u16,
+    pub scram: u16,
+    pub oauth: u16,
+    pub controller: u16,
+}
+
+impl KafkaPorts {
+    pub fn from_slice(p: &[u16]) -> Self {
+        KafkaPorts { plaintext: p[0], ssl: p[1], scram: p[2], oauth: p[3], controller: p[4] }
+    }
+}
+
+pub struct KafkaStart<'a> {
+    pub dir: &'a Path,
+    pub env_id: &'a str,
+    pub ports: KafkaPorts,
+    pub lifetime: Lifetime,
+    pub cpus: Option<Vec<usize>>,
+    pub classpath: &'a [PathBuf],
+}
+
+/// Write config and credentials, format storage, start the broker and wait until every listener answers.
+pub fn start(s: &KafkaStart) -> Result<KafkaEnv> {
+    std::fs::create_dir_all(s.dir.join("logs"))?;
+    let password = secrets::random_password();
+    let password_file = secrets::write_secret(&s.dir.join("scram.password"), &password)?;
+    let tls = certs::generate(s.env_id)?;
+    let ca_file = s.dir.join("ca.pem");
+    std::fs::write(&ca_file, &tls.ca_pem)?;
+    let properties = s.dir.join("server.properties");
+    secrets::write_secret(&properties, &render_server_properties(s, &tls)?)?;
+    let classpath = std::env::join_paths(s.classpath).context("a jar path contains ':'")?;
+
+    format_storage(s.dir, &classpath, &properties, &password)?;
+    let log = s.dir.join("kafka.out");
+    let mut cmd = Command::new(java());
+    cmd.args(jvm_flags(s.dir)).arg("-cp").arg(&classpath).arg("kafka.Kafka").arg(&properties);
+    let child = process::spawn(cmd, &log, s.lifetime)?;
+    let pid = child.id();
+    // The pid is tracked through the descriptor; dropping the handle does not stop the process.
+    drop(child);
+    if let Some(cpus) = &s.cpus {
+        process::set_affinity(pid, cpus)?;
+    }
+
+    let listeners = listeners(s.ports, &password_file, &ca_file);
+    let result = wait_until_ready(s.dir, &classpath, pid, &log, &listeners, &password);
+    if let Err(e) = result {
+        process::terminate(pid, Duration::from_secs(5));
+        return Err(e);
+    }
+    Ok(KafkaEnv {
+        version: broker_version(&log).unwrap_or_else(|| "unknown".into()),
+        pid: Some(pid),
+        listeners,
+        controller: Some(format!("127.0.0.1:{}", s.ports.controller)),
+        cpus: s.cpus.clone(),
+        log_file: Some(log),
+    })
+}
+
+pub fn java() -> PathBuf {
+    std::env::var_os("JAVA_HOME").map(|h| PathBuf::from(h).join("bin").join("java")).unwrap_or_else(|| "java".into())
+}
+
+fn jvm_flags(dir: &Path) -> Vec<String> {
+    vec![
+        "-Xms1g".into(),
+        "-Xmx1g".into(),
+        "-XX:+UseG1GC".into(),
+        "-XX:MaxGCPauseMillis=20".into(),
+        "-Djava.awt.headless=true".into(),
+        format!("-Dlog4j2.configurationFile={}", repo_root().join("env/kafka/log4j2.yaml").display()),
+        format!("-Dkafka.logs.dir={}", dir.join("logs").display()),
+    ]
+}
+
+fn render_server_properties(s: &KafkaStart, tls: &certs::TlsMaterial) -> Result<String> {
+    let template_path = repo_root().join("env/kafka/server.properties.j2");
+    let template =
+        std::fs::read_to_string(&template_path).with_context(|| format!("cannot read {}", template_path.display()))?;
+    // java.util.Properties turns the two characters `\n` back into a newline.
+    let one_line = |pem: &str| pem.trim_end().replace('\n', "\\n");
+    let mut env = minijinja::Environment::new();
+    env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
+    env.add_template("server.properties", &template)?;
+    let rendered = env.get_template("server.properties")?.render(minijinja::context! {
+        ports => s.ports,
+        data_dir => s.dir.join("data").display().to_string(),
+        tls_chain => one_line(&tls.broker_chain_pem),
+        tls_key => one_line(&tls.broker_key_pem),
+    })?;
+    Ok(rendered)
+}
+
+fn format_storage(dir: &Path, classpath: &std::ffi::OsStr, properties: &Path, password: &str) -> Result<()> {
+    let cluster_id = secrets::kafka_uuid();
+    let scram = |mech: &str| format!("{mech}=[name={SCRAM_USER},password={password}]");
+    let output = Command::new(java())
+        .args(["-Xmx256m", "-XX:TieredStopAtLevel=1"])
+        .arg(format!("-Dlog4j2.configurationFile={}", repo_root().join("env/kafka/log4j2.yaml").display()))
+        .arg(format!("-Dkafka.logs.dir={}", dir.join("logs").display()))
+        .arg("-cp")
+        .arg(classpath)
+        .args(["kafka.tools.StorageTool", "format", "--standalone", "-t", &cluster_id, "-c"])
+        .arg(properties)
+        .args(["--add-scram", &scram("SCRAM-SHA-256"), "--add-scram", &scram("SCRAM-SHA-512")])
+        .output()
+        .context("cannot run java (is a JDK >= 17 installed? see `cargo xtask doctor`)")?;
+    if !output.status.success() {
+        bail!(
+            "formatting Kafka storage failed ({}):\n{}{}",
+            output.status,
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        );
+    }
+    Ok(())
+}
+
+/// The descriptor's view of the listeners (both SCRAM mechanisms share one SASL listener).
+fn listeners(ports: KafkaPorts, password_file: &Path, ca_file: &Path) -> BTreeMap<String, Listener> {
+    let at = |port: u16| format!("127.0.0.1:{port}");
+    let plain = |protocol: &str, port| Listener {
+        bootstrap: at(port),
+        security_protocol: protocol.into(),
+        sasl_mechanism: None,
+        username: None,
+        password_file: None,
+        ca_file: None,
+    };
+    let scram = |mechanism: &str| Listener {
+        sasl_mechanism: Some(mechanism.into()),
+        username: Some(SCRAM_USER.into()),
+        password_file: Some(password_file.to_owned()),
+        ..plain("SASL_PLAINTEXT", ports.scram)
+    };
+    BTreeMap::from([
+        ("plaintext".into(), plain("PLAINTEXT", ports.plaintext)),
+        ("ssl".into(), Listener { ca_file: Some(ca_file.to_owned()), ..plain("SSL", ports.ssl) }),
+        ("scram256".into(), scram("SCRAM-SHA-256")),
+        ("scram512".into(), scram("SCRAM-SHA-512")),
+        (
+            "oauth".into(),
+            Listener {
+                sasl_mechanism: Some("OAUTHBEARER".into()),
+                username: Some(OAUTH_SUBJECT.into()),
+                ..plain("SASL_PLAINTEXT", ports.oauth)
+            },
+        ),
+    ])
+}
+
+/// Java client properties for one listener (used for readiness and by Java tool arms).
+pub fn java_client_properties(l: &Listener, password: &str) -> String {
+    let mut p = format!("security.protocol={}\n", l.security_protocol);
+    if let Some(ca) = &l.ca_file {
+        p += &format!("ssl.truststore.type=PEM\nssl.truststore.location={}\n", ca.display());
+    }
+    match l.sasl_mechanism.as_deref() {
+        Some("OAUTHBEARER") => {
+            p += "sasl.mechanism=OAUTHBEARER\n";
+            p += &format!(
+                "sasl.jaas.config=org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required \
+                 unsecuredLoginStringClaim_sub=\"{}\";\n",
+                l.username.as_deref().unwrap_or(OAUTH_SUBJECT)
+            );
+        }
+        Some(mechanism) => {
+            p += &format!("sasl.mechanism={mechanism}\n");
+            p += &format!(
+                "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required \
+                 username=\"{}\" password=\"{password}\";\n",
+                l.username.as_deref().unwrap_or(SCRAM_USER)
+            );
+        }
+        None => {}
+    }
+    p
+}
+
+/// Ready = the broker logged its start, then a Java client completed ApiVersions + metadata on every listener.
+fn wait_until_ready(
+    dir: &Path,
+    classpath: &std::ffi::OsStr,
+    pid: u32,
+    log: &Path,
+    listeners: &BTreeMap<String, Listener>,
+    password: &str,
+) -> Result<()> {
+    let started = Instant::now();
+    process::wait_ready("the Kafka broker", pid, log, Duration::from_secs(60), || {
+        std::fs::read_to_string(log).is_ok_and(|t| t.contains("Kafka Server started"))
+    })?;
+    tracing::debug!("broker logged its start after {:.1} s", started.elapsed().as_secs_f64());
+    let mut probes = Vec::new();
+    for (name, l) in listeners {
+        let props = dir.join(format!("client-{name}.properties"));
+        secrets::write_secret(&props, &java_client_properties(l, password))?;
+        let child = Command::new(java())
+            .args(["-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"])
+            .arg(format!("-Dlog4j2.configurationFile={}", repo_root().join("env/kafka/log4j2.yaml").display()))
+            .arg(format!("-Dkafka.logs.dir={}", dir.join("logs").display()))
+            .arg("-cp")
+            .arg(classpath)
+            .args(["org.apache.kafka.tools.BrokerApiVersionsCommand", "--bootstrap-server", &l.bootstrap])
+            .arg("--command-config")
+            .arg(&props)
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .context("cannot run java")?;
+        probes.push((name, l, child));
+    }
+    for (name, l, child) in probes {
+        let out = child.wait_with_output()?;
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        if !out.status.success() || !stdout.contains(&format!("{} (id: 1", l.bootstrap)) {
+            bail!(
+                "listener {name} ({}) did not answer ApiVersions:\n{stdout}{}",
+                l.bootstrap,
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+    Ok(())
+}
+
+/// "Kafka version: 4.1.0" as the broker logged it at start.
+fn broker_version(log: &Path) -> Option<String> {
+    let text = std::fs::read_to_string(log).ok()?;
+    let rest = text.lines().find_map(|l| l.split("Kafka version: ").nth(1))?;
+    rest.split_whitespace().next().map(str::to_owned)
+}

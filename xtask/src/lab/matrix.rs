@@ -1,0 +1,324 @@
+//! Matrices are data: `harness/matrices/<name>.toml`, validated on load so a typo is refused, naming
+//! the file, the key and what is allowed, before anything is provisioned.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde::Deserialize;
+
+pub const PROFILES: [&str; 3] = ["quick", "standard", "seed"];
+/// The knob the runner applies to the broker process (CPU affinity) instead of passing it on.
+pub const BROKER_CORES_KNOB: &str = "broker_cores";
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Matrix {
+    pub name: String,
+    pub title: String,
+    pub question: String,
+    #[serde(default)]
+    pub seed: Option<String>,
+    pub kind: String,
+    /// Services the matrix needs: `kafka`, `mysql`.
+    pub needs: Vec<String>,
+    #[serde(default)]
+    pub default_arm: Option<String>,
+    #[serde(default)]
+    pub does_not_say: Vec<String>,
+    pub arms: Vec<Arm>,
+    #[serde(default)]
+    pub ratios: Vec<Ratio>,
+    pub knobs: BTreeMap<String, Knob>,
+    pub profiles: BTreeMap<String, Profile>,
+    pub sweeps: Vec<Sweep>,
+    /// Where it was loaded from (not in the file).
+    #[serde(skip)]
+    pub file: PathBuf,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Arm {
+    pub name: String,
+    pub title: String,
+    pub description: String,
+    /// If set, the arm is not run and every record says why (e.g. a licence refuses it).
+    #[serde(default)]
+    pub not_run: Option<String>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Ratio {
+    pub name: String,
+    pub metric: String,
+    pub numerator_arm: String,
+    pub denominator_arm: String,
+    pub denominator_sweep: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Knob {
+    pub default: toml::Value,
+    #[serde(default)]
+    pub min: Option<f64>,
+    #[serde(default)]
+    pub max: Option<f64>,
+    #[serde(default)]
+    pub choices: Option<Vec<String>>,
+    /// Arms the knob applies to (default: all).
+    #[serde(default)]
+    pub arms: Option<Vec<String>>,
+    #[serde(default)]
+    pub help: String,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Profile {
+    pub reps: u32,
+    #[serde(default)]
+    pub knobs: BTreeMap<String, toml::Value>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sweep {
+    pub name: String,
+    pub title: String,
+    #[serde(default)]
+    pub caption: Option<String>,
+    pub arms: Vec<String>,
+    #[serde(default)]
+    pub knob: Option<String>,
+    #[serde(default)]
+    pub values: Vec<toml::Value>,
+    #[serde(default)]
+    pub labels: Option<Vec<String>>,
+}
+
+impl Knob {
+    pub fn applies_to(&self, arm: &str) -> bool {
+        self.arms.as_ref().is_none_or(|arms| arms.iter().any(|a| a == arm))
+    }
+
+    fn kind(&self) -> &'static str {
+        match self.default {
+            toml::Value::Integer(_) => "an integer",
+            toml::Value::Float(_) => "a number",
+            toml::Value::Boolean(_) => "true or false",
+            _ => "a string",
+        }
+    }
+
+    /// Check `value` against the knob's type, range and choices; `Err` says what is allowed.
+    pub fn check(&self, value: &toml::Value) -> std::result::Result<(), String> {
+        let numeric = match (&self.default, value) {
+            (toml::Value::Integer(_), toml::Value::Integer(v)) => Some(*v as f64),
+            (toml::Value::Float(_), toml::Value::Float(v)) => Some(*v),
+            (toml::Value::Float(_), toml::Value::Integer(v)) => Some(*v as f64),
+            (toml::Value::Boolean(_), toml::Value::Boolean(_)) => None,
+            (toml::Value::String(_), toml::Value::String(s)) => {
+                if let Some(choices) = &self.choices
+                    && !choices.contains(s)
+                {
+                    return Err(format!("{s:?} is not one of {choices:?}"));
+                }
+                None
+            }
+            _ => return Err(format!("{value} is not {}", self.kind())),
+        };
+        if let Some(v) = numeric {
+            let (lo, hi) = (self.min.unwrap_or(f64::NEG_INFINITY), self.max.unwrap_or(f64::INFINITY));
+            if v < lo || v > hi || !v.is_finite() {
+                return Err(format!("{value} is out of range; allowed {}..={}", fmt_bound(lo), fmt_bound(hi)));
+            }
+        }
+        Ok(())
+    }
+
+    /// Parse a `--set` string into a value of this knob's type.
+    pub fn parse(&self, text: &str) -> std::result::Result<toml::Value, String> {
+        let value = match self.default {
+            toml::Value::Integer(_) => text.parse().map(toml::Value::Integer).map_err(|_| ()),
+            toml::Value::Float(_) => text.parse().map(toml::Value::Float).map_err(|_| ()),
+            toml::Value::Boolean(_) => text.parse().map(toml::Value::Boolean).map_err(|_| ()),
+            _ => Ok(toml::Value::String(text.to_owned())),
+        }
+        .map_err(|()| format!("{text:?} is not {}", self.kind()))?;
+        self.check(&value)?;
+        Ok(value)
+    }
+}
+
+fn fmt_bound(b: f64) -> String {
+    if b.is_infinite() { String::new() } else { format!("{b}") }
+}
+
+/// Load and validate one matrix file.
+pub fn load(path: &Path) -> Result<Matrix> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let mut m: Matrix = toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    m.file = path.to_owned();
+    validate(&m).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    Ok(m)
+}
+
+/// Every matrix under `dir`, sorted by name.
+pub fn load_all(dir: &Path) -> Result<Vec<Matrix>> {
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("cannot read {}", dir.display()))?
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|x| x == "toml"))
+        .collect();
+    paths.sort();
+    paths.iter().map(|p| load(p)).collect()
+}
+
+fn validate(m: &Matrix) -> std::result::Result<(), String> {
+    let stem_ok = m.file.file_stem().is_some_and(|s| s == m.name.as_str());
+    if !stem_ok {
+        return Err(format!("name = {:?} must match the file name", m.name));
+    }
+    let arm_names: Vec<&str> = m.arms.iter().map(|a| a.name.as_str()).collect();
+    let known_arm = |a: &str, key: &str| {
+        if arm_names.contains(&a) { Ok(()) } else { Err(format!("{key}: unknown arm {a:?}; arms are {arm_names:?}")) }
+    };
+    for need in &m.needs {
+        if need != "kafka" && need != "mysql" {
+            return Err(format!("needs: {need:?} is not a service; allowed \"kafka\", \"mysql\""));
+        }
+    }
+    if let Some(a) = &m.default_arm {
+        known_arm(a, "default_arm")?;
+    }
+    for (name, knob) in &m.knobs {
+        knob.check(&knob.default).map_err(|e| format!("knobs.{name}.default: {e}"))?;
+        for a in knob.arms.iter().flatten() {
+            known_arm(a, &format!("knobs.{name}.arms"))?;
+        }
+    }
+    for p in PROFILES {
+        if !m.profiles.contains_key(p) {
+            return Err(format!("profiles.{p} is missing; every matrix defines {PROFILES:?}"));
+        }
+    }
+    for (pname, profile) in &m.profiles {
+        if !PROFILES.contains(&pname.as_str()) {
+            return Err(format!("profiles.{pname}: unknown profile; allowed {PROFILES:?}"));
+        }
+        if profile.reps == 0 || profile.reps > 100 {
+            return Err(format!("profiles.{pname}.reps = {}: allowed 1..=100", profile.reps));
+        }
+        for (k, v) in &profile.knobs {
+            let knob = m.knobs.get(k).ok_or_else(|| unknown_knob(m, &format!("profiles.{pname}.knobs.{k}")))?;
+            knob.check(v).map_err(|e| format!("profiles.{pname}.knobs.{k}: {e}"))?;
+        }
+    }
+    let mut sweep_names = Vec::new();
+    for (i, s) in m.sweeps.iter().enumerate() {
+        let at = format!("sweeps[{i}] ({})", s.name);
+        if sweep_names.contains(&s.name.as_str()) {
+            return Err(format!("{at}: duplicate sweep name"));
+        }
+        sweep_names.push(&s.name);
+        if s.arms.is_empty() {
+            return Err(format!("{at}.arms: name at least one arm"));
+        }
+        for a in &s.arms {
+            known_arm(a, &format!("{at}.arms"))?;
+        }
+        match &s.knob {
+            Some(k) => {
+                let knob = m.knobs.get(k).ok_or_else(|| unknown_knob(m, &format!("{at}.knob = {k:?}")))?;
+                if s.values.is_empty() {
+                    return Err(format!("{at}.values: a knob sweep needs at least one value"));
+                }
+                for v in &s.values {
+                    knob.check(v).map_err(|e| format!("{at}.values: {e} (knob {k})"))?;
+                }
+                for a in &s.arms {
+                    if !knob.applies_to(a) {
+                        return Err(format!("{at}: knob {k} does not apply to arm {a}"));
+                    }
+                }
+                if let Some(labels) = &s.labels
+                    && labels.len() != s.values.len()
+                {
+                    return Err(format!("{at}.labels: {} labels for {} values", labels.len(), s.values.len()));
+                }
+            }
+            None if !s.values.is_empty() || s.labels.is_some() => {
+                return Err(format!("{at}: values/labels need a knob"));
+            }
+            None => {}
+        }
+    }
+    for r in &m.ratios {
+        known_arm(&r.numerator_arm, &format!("ratios.{}.numerator_arm", r.name))?;
+        known_arm(&r.denominator_arm, &format!("ratios.{}.denominator_arm", r.name))?;
+        if !sweep_names.contains(&r.denominator_sweep.as_str()) {
+            return Err(format!("ratios.{}.denominator_sweep: unknown sweep {:?}", r.name, r.denominator_sweep));
+        }
+    }
+    Ok(())
+}
+
+fn unknown_knob(m: &Matrix, key: &str) -> String {
+    let known: Vec<&String> = m.knobs.keys().collect();
+    format!("{key}: unknown knob; knobs are {known:?}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn shipped() -> String {
+        std::fs::read_to_string(crate::paths::matrices_dir().join("kafka_sink.toml")).unwrap()
+    }
+
+    fn load_text(text: &str) -> Result<Matrix> {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("kafka_sink.toml");
+        std::fs::write(&path, text).unwrap();
+        load(&path)
+    }
+
+    #[test]
+    fn the_shipped_matrices_load() {
+        let all = load_all(&crate::paths::matrices_dir()).unwrap();
+        assert!(all.iter().any(|m| m.name == "kafka_sink"));
+    }
+
+    #[test]
+    fn an_unknown_key_is_refused_with_file_and_key() {
+        let err = load_text(&shipped().replace("seed = \"000\"", "seed = \"000\"\nsweeeps = 1")).unwrap_err();
+        let text = format!("{err:#}");
+        assert!(text.contains("kafka_sink.toml") && text.contains("sweeeps"), "{text}");
+    }
+
+    #[test]
+    fn a_wrong_type_is_refused() {
+        let err = load_text(&shipped().replace("values = [1, 2, 4]", "values = [1, \"two\", 4]")).unwrap_err();
+        let text = format!("{err:#}");
+        assert!(text.contains("sweeps[4] (shards).values") && text.contains("is not an integer"), "{text}");
+    }
+
+    #[test]
+    fn an_out_of_range_value_is_refused_with_the_allowed_range() {
+        let err = load_text(&shipped().replace("values = [1, 2, 4]", "values = [1, 2, 400]")).unwrap_err();
+        let text = format!("{err:#}");
+        assert!(text.contains("400 is out of range; allowed 1..=64"), "{text}");
+    }
+
+    #[test]
+    fn set_values_are_parsed_by_the_knob_type() {
+        let m = load_text(&shipped()).unwrap();
+        let knob = &m.knobs["window_s"];
+        assert_eq!(knob.parse("2.5").unwrap(), toml::Value::Float(2.5));
+        assert!(knob.parse("abc").unwrap_err().contains("is not a number"));
+        assert!(m.knobs["shards"].parse("0").unwrap_err().contains("out of range"));
+    }
+}

@@ -1,0 +1,76 @@
+//! A run's directory: results/<run-id>/{run.json, provenance.json, <matrix>.jsonl}. Records are
+//! appended atomically as each task ends, so an interrupted run keeps every finished task.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use streamlab_record::Record;
+use streamlab_record::jsonl::{append_records, read_records, write_atomic};
+
+use super::RunArgs;
+
+pub const RUN_ARGS_FILE: &str = "run.json";
+
+pub struct RunDir {
+    pub path: PathBuf,
+}
+
+impl RunDir {
+    pub fn new(path: PathBuf) -> Self {
+        RunDir { path }
+    }
+
+    pub fn jsonl(&self, bench: &str) -> PathBuf {
+        self.path.join(format!("{bench}.jsonl"))
+    }
+
+    /// Save the arguments so `--resume` runs exactly the same plan.
+    pub fn save_args(&self, args: &RunArgs) -> Result<()> {
+        write_atomic(&self.path.join(RUN_ARGS_FILE), &serde_json::to_vec_pretty(args)?)?;
+        Ok(())
+    }
+
+    pub fn load_args(&self) -> Result<RunArgs> {
+        let path = self.path.join(RUN_ARGS_FILE);
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("--resume: cannot read {} (is the run id right?)", path.display()))?;
+        serde_json::from_str(&text).with_context(|| format!("{}: not valid run arguments", path.display()))
+    }
+
+    /// Keys of the tasks that already have a record (any status) in this run.
+    pub fn finished(&self, benches: &[String]) -> Result<BTreeSet<(String, String, String, String, u32)>> {
+        let mut done = BTreeSet::new();
+        for bench in benches {
+            let path = self.jsonl(bench);
+            if !path.exists() {
+                continue;
+            }
+            for r in read_records(&path)? {
+                let sweep = r.variant.sweeps.first().cloned().unwrap_or_default();
+                done.insert((r.bench, r.arm, sweep, r.variant.label, r.rep));
+            }
+        }
+        Ok(done)
+    }
+
+    pub fn records(&self, bench: &str) -> Result<Vec<Record>> {
+        let path = self.jsonl(bench);
+        if path.exists() { Ok(read_records(&path)?) } else { Ok(Vec::new()) }
+    }
+
+    pub fn append(&self, record: &Record) -> Result<()> {
+        append_records(&self.jsonl(&record.bench), std::slice::from_ref(record))?;
+        Ok(())
+    }
+}
+
+/// A run id: UTC start time, profile and a random suffix, e.g. `20261129T221500Z-quick-3fa2`.
+pub fn new_run_id(profile: &str) -> String {
+    let secs = crate::clock::now_ms() / 1000;
+    format!("{}-{profile}-{:04x}", crate::clock::compact_utc(secs), rand::random::<u16>())
+}
+
+pub fn exists(path: &Path) -> bool {
+    path.join(RUN_ARGS_FILE).exists()
+}

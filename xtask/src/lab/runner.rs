@@ -1,0 +1,528 @@
+//! `lab run`: validate everything, bring the environment up, run every task as its own harness
+//! process, write each record as its task ends, and always bring the environment down.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use indicatif::{ProgressBar, ProgressStyle};
+use streamlab_record::descriptor::DESCRIPTOR_FILE;
+use streamlab_record::{EnvDescriptor, Integrity, Measurement, Metric, Record, RunInfo, SCHEMA, Status, Variant};
+
+use super::RunArgs;
+use super::matrix::{self, BROKER_CORES_KNOB, Matrix};
+use super::plan::{self, PlanOptions, Task};
+use super::results::{self, RunDir};
+use crate::env::{self, external, native, process};
+use crate::provenance::{self, EnvInfo, MatrixInfo, PROVENANCE_FILE, PROVENANCE_SCHEMA, Provenance};
+use crate::{clock, interrupt, paths};
+
+/// Which backend serves the run.
+#[derive(Debug, Clone, PartialEq)]
+enum Backend {
+    Native,
+    External { bootstrap: String, dsn: Option<external::MysqlDsn> },
+}
+
+pub fn run(args: RunArgs) -> Result<()> {
+    interrupt::install();
+    let out_root = args.out.clone().unwrap_or_else(paths::results_dir);
+    let (run_id, args) = match &args.resume {
+        Some(id) => {
+            let saved = RunDir::new(out_root.join(id)).load_args()?;
+            (id.clone(), RunArgs { resume: Some(id.clone()), out: args.out.clone(), ..saved })
+        }
+        None => (results::new_run_id(&args.profile), args),
+    };
+
+    // Everything that can be wrong with the input is refused here, before anything is provisioned.
+    let matrices = select_matrices(&args.matrices)?;
+    plan::resolve_sets(&matrices, &args.sets)?;
+    let opts = PlanOptions { profile: args.profile.clone(), reps: args.reps, sets: args.sets.clone() };
+    let mut tasks = Vec::new();
+    for m in &matrices {
+        tasks.extend(plan::expand(m, &opts)?);
+    }
+    let backend = choose_backend(&args)?;
+
+    let run_dir = RunDir::new(out_root.join(&run_id));
+    let benches: Vec<String> = matrices.iter().map(|m| m.name.clone()).collect();
+    let done = run_dir.finished(&benches)?;
+    let todo: Vec<Task> = tasks.into_iter().filter(|t| !done.contains(&t.key())).collect();
+    if args.resume.is_some() {
+        println!("resuming {run_id}: {} tasks finished, {} to run", done.len(), todo.len());
+    }
+    std::fs::create_dir_all(&run_dir.path).with_context(|| format!("cannot create {}", run_dir.path.display()))?;
+    run_dir.save_args(&RunArgs { resume: None, out: None, ..args.clone() })?;
+
+    let harness = build_harness()?;
+    let needs_mysql = matrices.iter().any(|m| m.needs.iter().any(|n| n == "mysql"));
+    let started = Instant::now();
+    println!("run {run_id}: {} tasks, profile {}, bringing the environment up", todo.len(), args.profile);
+    let env = LabEnv::up(&backend, &run_id, needs_mysql)?;
+
+    let mut prov = collect_provenance(&run_id, &args, &matrices, &env.descriptor, &harness)?;
+    write_provenance(&run_dir, &prov)?;
+    let run_info = run_info(&run_id, &prov);
+    let reproduce = reproduce_command(&args);
+    let logs = paths::repo_root().join("target/streamlab/runs").join(&run_id);
+    std::fs::create_dir_all(&logs)?;
+
+    let bar = progress_bar(todo.len());
+    let mut caps = BTreeMap::new();
+    for task in &todo {
+        interrupt::check()?;
+        bar.set_message(task.describe());
+        let record = match &task.not_run {
+            Some(reason) => not_run_record(task, &run_info, &reproduce, reason),
+            None => {
+                let m = matrices.iter().find(|m| m.name == task.bench).expect("planned from these");
+                if let Some(cap) = apply_broker_cores(task, &env)? {
+                    caps.insert("broker".to_owned(), cap);
+                }
+                let measured = run_task(&harness, task, &env.descriptor, &logs)?;
+                if let Outcome::Measured(m) = &measured {
+                    prov.versions.extend(m.versions.clone());
+                }
+                let mut record = to_record(task, &run_info, &reproduce, measured);
+                add_ratios(m, &mut record, &run_dir)?;
+                record
+            }
+        };
+        run_dir.append(&record)?;
+        bar.println(summary_line(&record));
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    prov.env.cpu_caps = caps;
+    prov.finished_ts_ms = Some(clock::now_ms());
+    write_provenance(&run_dir, &prov)?;
+    drop(env);
+    println!("run {run_id} finished in {:.1} min: {}", started.elapsed().as_secs_f64() / 60.0, run_dir.path.display());
+    Ok(())
+}
+
+fn select_matrices(names: &[String]) -> Result<Vec<Matrix>> {
+    let all = matrix::load_all(&paths::matrices_dir())?;
+    if names.is_empty() {
+        return Ok(all);
+    }
+    names
+        .iter()
+        .map(|n| {
+            all.iter().find(|m| &m.name == n).cloned().with_context(|| {
+                let known: Vec<&str> = all.iter().map(|m| m.name.as_str()).collect();
+                format!("--matrix {n}: no such matrix; matrices are {known:?} (harness/matrices/*.toml)")
+            })
+        })
+        .collect()
+}
+
+fn choose_backend(args: &RunArgs) -> Result<Backend> {
+    let dsn = args.mysql_dsn.as_deref().map(external::parse_dsn).transpose()?;
+    match (args.env.as_str(), &args.bootstrap) {
+        ("external", None) => bail!("--env external needs --bootstrap HOST:PORT"),
+        ("external" | "auto", Some(b)) => {
+            external::check_bootstrap(b)?;
+            Ok(Backend::External { bootstrap: b.clone(), dsn })
+        }
+        ("native" | "auto", None) => Ok(Backend::Native),
+        ("docker", _) => bail!(
+            "--env docker: the docker backend is not built yet; use --env native (JDK >= 17 and mariadbd, see \
+             `cargo xtask doctor`) or --env external --bootstrap HOST:PORT"
+        ),
+        (other, Some(_)) if other == "native" => bail!("--bootstrap points at an external cluster; drop --env native"),
+        (other, _) => bail!("--env {other}: allowed auto, native, docker, external"),
+    }
+}
+
+/// The environment of one run; brought down when dropped (also on error and Ctrl-C).
+struct LabEnv {
+    descriptor: EnvDescriptor,
+    managed: bool,
+}
+
+impl LabEnv {
+    fn up(backend: &Backend, run_id: &str, with_mysql: bool) -> Result<Self> {
+        match backend {
+            Backend::Native => {
+                let opts = native::NativeOptions {
+                    root: paths::envs_dir(),
+                    id: format!("lab-{run_id}"),
+                    with_mysql,
+                    broker_cpus: None,
+                    lifetime: process::Lifetime::TiedToParent,
+                    kafka_ports: None,
+                };
+                Ok(LabEnv { descriptor: native::up(&opts)?, managed: true })
+            }
+            Backend::External { bootstrap, dsn } => {
+                let dir = paths::envs_dir().join(format!("ext-{run_id}"));
+                let descriptor = external::describe(&dir, run_id, bootstrap, dsn.as_ref())?;
+                Ok(LabEnv { descriptor, managed: false })
+            }
+        }
+    }
+}
+
+impl Drop for LabEnv {
+    fn drop(&mut self) {
+        let result = if self.managed {
+            native::down(&self.descriptor, false)
+        } else {
+            std::fs::remove_dir_all(&self.descriptor.dir).map_err(Into::into)
+        };
+        if let Err(e) = result {
+            eprintln!("warning: could not tear down environment {}: {e:#}", self.descriptor.id);
+        }
+    }
+}
+
+/// `cargo build --release -p harness`; returns the binary's path.
+fn build_harness() -> Result<PathBuf> {
+    let root = paths::repo_root();
+    let status = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+        .current_dir(&root)
+        .args(["build", "--quiet", "--release", "-p", "harness"])
+        .status()
+        .context("cannot run cargo")?;
+    anyhow::ensure!(status.success(), "building the harness failed ({status})");
+    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
+    Ok(target.join("release").join("harness"))
+}
+
+/// Pin the broker for a task that sets broker_cores; returns the cap applied, for provenance.
+fn apply_broker_cores(task: &Task, env: &LabEnv) -> Result<Option<String>> {
+    let Some(cores) = task.knobs.get(BROKER_CORES_KNOB).and_then(|v| v.as_u64()) else { return Ok(None) };
+    let Some(pid) = env.descriptor.kafka.pid.filter(|_| env.managed) else { return Ok(None) };
+    let cpus = env::broker_cpus(cores as usize)?.unwrap_or_default();
+    process::set_affinity(pid, &cpus)?;
+    Ok(Some(if cpus.is_empty() { "all CPUs".into() } else { format!("CPUs {cpus:?} (affinity)") }))
+}
+
+/// What became of one harness process.
+enum Outcome {
+    Measured(Measurement),
+    Failed { reason: String, log_tail: String },
+}
+
+fn run_task(harness: &Path, task: &Task, env: &EnvDescriptor, logs: &Path) -> Result<Outcome> {
+    let log_path =
+        logs.join(format!("{}-{}-{}-{}-rep{}.log", task.bench, task.arm, task.sweep, slug(&task.label), task.rep));
+    let knobs = serde_json::to_string(&task.knobs)?;
+    let mut cmd = Command::new(harness);
+    cmd.args(["run", "--bench", &task.bench, "--arm", &task.arm, "--env"])
+        .arg(env.dir.join(DESCRIPTOR_FILE))
+        .args(["--knobs", &knobs])
+        .stdout(Stdio::piped());
+    let mut child = process::spawn_piped(cmd, &log_path)?;
+    // Read stdout on a thread so a chatty arm can never block on a full pipe.
+    let mut pipe = child.stdout.take().context("no stdout")?;
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = pipe.read_to_string(&mut s);
+        s
+    });
+    let timeout = task_timeout(task);
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if interrupt::requested() {
+            let _ = child.kill();
+            let _ = child.wait();
+            bail!(interrupt::Interrupted);
+        }
+        if started.elapsed() > timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Ok(Outcome::Failed {
+                reason: format!("timed out after {} s", timeout.as_secs()),
+                log_tail: process::log_tail(&log_path, 20),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let stdout = reader.join().unwrap_or_default();
+    if !status.success() {
+        let tail = process::log_tail(&log_path, 20);
+        let last = tail.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim().to_owned();
+        return Ok(Outcome::Failed { reason: format!("the arm exited with {status}: {last}"), log_tail: tail });
+    }
+    let line = stdout.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+    match serde_json::from_str::<Measurement>(line) {
+        Ok(m) => Ok(Outcome::Measured(m)),
+        Err(e) => Ok(Outcome::Failed {
+            reason: format!("the arm printed no valid measurement: {e}"),
+            log_tail: process::log_tail(&log_path, 20),
+        }),
+    }
+}
+
+/// Generous: warm-up + window, plus set-up and drain time.
+fn task_timeout(task: &Task) -> Duration {
+    let secs = |k: &str| task.knobs.get(k).and_then(|v| v.as_f64()).unwrap_or(0.0);
+    Duration::from_secs_f64(180.0 + 3.0 * (secs("warmup_s") + secs("window_s")))
+}
+
+fn slug(s: &str) -> String {
+    s.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect()
+}
+
+fn variant(task: &Task) -> Variant {
+    Variant {
+        label: task.label.clone(),
+        sweeps: vec![task.sweep.clone()],
+        default: task.default,
+        knobs: task.knobs.clone().into_iter().collect(),
+    }
+}
+
+fn to_record(task: &Task, run: &RunInfo, reproduce: &str, outcome: Outcome) -> Record {
+    let base = Record {
+        schema: SCHEMA.into(),
+        bench: task.bench.clone(),
+        kind: String::new(),
+        run: run.clone(),
+        arm: task.arm.clone(),
+        variant: variant(task),
+        status: Status::Ok,
+        reason: None,
+        log_tail: None,
+        metrics: BTreeMap::new(),
+        integrity: Integrity::not_checked("the arm did not finish"),
+        verdict: BTreeMap::new(),
+        note: None,
+        rep: task.rep,
+        reproduce: reproduce.to_owned(),
+    };
+    match outcome {
+        Outcome::Measured(m) => Record {
+            kind: m.kind,
+            metrics: m.metrics,
+            reason: m.integrity.failure_reason(),
+            integrity: m.integrity,
+            verdict: m.verdict,
+            note: m.note,
+            ..base
+        },
+        Outcome::Failed { reason, log_tail } => Record {
+            kind: "failed".into(),
+            status: Status::Failed,
+            reason: Some(reason),
+            log_tail: Some(log_tail),
+            ..base
+        },
+    }
+}
+
+fn not_run_record(task: &Task, run: &RunInfo, reproduce: &str, reason: &str) -> Record {
+    Record {
+        schema: SCHEMA.into(),
+        bench: task.bench.clone(),
+        kind: "not_run".into(),
+        run: run.clone(),
+        arm: task.arm.clone(),
+        variant: variant(task),
+        status: Status::NotRun,
+        reason: Some(reason.to_owned()),
+        log_tail: None,
+        metrics: BTreeMap::new(),
+        integrity: Integrity::not_checked("not run"),
+        verdict: BTreeMap::new(),
+        note: None,
+        rep: task.rep,
+        reproduce: reproduce.to_owned(),
+    }
+}
+
+/// Ratios measured side by side: this record over the denominator arm's record of the same rep.
+fn add_ratios(m: &Matrix, record: &mut Record, run_dir: &RunDir) -> Result<()> {
+    if !record.is_publishable() {
+        return Ok(());
+    }
+    for r in m.ratios.iter().filter(|r| r.numerator_arm == record.arm) {
+        let Some(num) = record.metrics.get(&r.metric).map(|x| x.value) else { continue };
+        let base = run_dir.records(&m.name)?.into_iter().find(|b| {
+            b.arm == r.denominator_arm
+                && b.rep == record.rep
+                && b.variant.sweeps.contains(&r.denominator_sweep)
+                && b.is_publishable()
+        });
+        if let Some(den) = base.and_then(|b| b.metrics.get(&r.metric).map(|x| x.value))
+            && let Some(ratio) = streamlab_record::stats::ratio(num, den)
+        {
+            record.metrics.insert(r.name.clone(), Metric::new(ratio, "ratio", true));
+        }
+    }
+    Ok(())
+}
+
+fn run_info(run_id: &str, prov: &Provenance) -> RunInfo {
+    RunInfo {
+        id: run_id.to_owned(),
+        ts_ms: prov.started_ts_ms,
+        commit: prov.git.commit.clone(),
+        dirty: prov.git.dirty,
+        host: prov.host.hostname.clone(),
+        cpu: prov.host.cpu_brand.clone(),
+        cores: prov.host.logical_cores,
+        os: prov.host.os.clone(),
+        profile: prov.profile.clone(),
+        env: prov.env.backend.clone(),
+    }
+}
+
+/// The command that reproduces this run (secrets redacted).
+fn reproduce_command(args: &RunArgs) -> String {
+    let mut cmd = String::from("cargo xtask lab run");
+    for m in &args.matrices {
+        cmd += &format!(" --matrix {m}");
+    }
+    cmd += &format!(" --profile {}", args.profile);
+    if args.env != "auto" {
+        cmd += &format!(" --env {}", args.env);
+    }
+    if let Some(b) = &args.bootstrap {
+        cmd += &format!(" --bootstrap {b}");
+    }
+    if let Some(dsn) = args.mysql_dsn.as_deref().and_then(|d| external::parse_dsn(d).ok()) {
+        cmd += &format!(" --mysql-dsn mysql://{}:PASSWORD@{}:{}", dsn.user, dsn.host, dsn.port);
+    }
+    if let Some(r) = args.reps {
+        cmd += &format!(" --reps {r}");
+    }
+    for s in &args.sets {
+        cmd += &format!(" --set {s}");
+    }
+    cmd
+}
+
+fn collect_provenance(
+    run_id: &str,
+    args: &RunArgs,
+    matrices: &[Matrix],
+    env: &EnvDescriptor,
+    harness: &Path,
+) -> Result<Provenance> {
+    let root = paths::repo_root();
+    let mut versions = provenance::collect_tool_versions();
+    versions.extend(provenance::crate_versions(&root.join("Cargo.lock")));
+    if let Some(v) = harness_versions(harness) {
+        versions.extend(v);
+    }
+    if env.backend == "native" {
+        versions.insert("kafka".into(), env.kafka.version.clone());
+    }
+    if let Some(m) = &env.mysql {
+        versions.insert(m.flavour.clone(), m.version.clone());
+    }
+    let pins = crate::env::pins::provenance_pins()?;
+    Ok(Provenance {
+        schema: PROVENANCE_SCHEMA.into(),
+        run_id: run_id.to_owned(),
+        started_ts_ms: clock::now_ms(),
+        finished_ts_ms: None,
+        reproduce: reproduce_command(args),
+        profile: args.profile.clone(),
+        git: provenance::collect_git(&root),
+        host: provenance::collect_host(),
+        env: EnvInfo {
+            backend: env.backend.clone(),
+            managed: env.backend != "external",
+            kafka_version: Some(env.kafka.version.clone()),
+            mysql_flavour: env.mysql.as_ref().map(|m| m.flavour.clone()),
+            mysql_version: env.mysql.as_ref().map(|m| m.version.clone()),
+            cpu_caps: BTreeMap::new(),
+            note: (env.backend == "external").then(|| {
+                "external services: the lab neither started nor stopped them and cannot cap their CPUs".to_owned()
+            }),
+        },
+        versions,
+        pins,
+        matrices: matrices.iter().map(matrix_info).collect::<Result<_>>()?,
+    })
+}
+
+fn harness_versions(harness: &Path) -> Option<BTreeMap<String, String>> {
+    let out = Command::new(harness).arg("versions").output().ok()?;
+    serde_json::from_slice(&out.stdout).ok()
+}
+
+fn matrix_info(m: &Matrix) -> Result<MatrixInfo> {
+    use sha2::Digest;
+    let bytes = std::fs::read(&m.file)?;
+    let rel = m.file.strip_prefix(paths::repo_root()).unwrap_or(&m.file);
+    Ok(MatrixInfo {
+        name: m.name.clone(),
+        file: rel.display().to_string(),
+        sha256: hex::encode(sha2::Sha256::digest(&bytes)),
+        title: m.title.clone(),
+        question: m.question.clone(),
+        seed: m.seed.clone(),
+        default_arm: m.default_arm.clone(),
+        arms: m
+            .arms
+            .iter()
+            .map(|a| provenance::ArmInfo {
+                name: a.name.clone(),
+                title: a.title.clone(),
+                description: a.description.clone(),
+            })
+            .collect(),
+        sweeps: m
+            .sweeps
+            .iter()
+            .map(|s| provenance::SweepInfo {
+                name: s.name.clone(),
+                title: s.title.clone(),
+                caption: s.caption.clone(),
+                arms: s.arms.clone(),
+                knob: s.knob.clone(),
+                labels: match (&s.knob, &s.labels) {
+                    (Some(_), Some(l)) => l.clone(),
+                    (Some(_), None) => s.values.iter().map(|v| v.to_string()).collect(),
+                    (None, _) => s
+                        .arms
+                        .iter()
+                        .filter_map(|a| m.arms.iter().find(|x| &x.name == a).map(|x| x.title.clone()))
+                        .collect(),
+                },
+            })
+            .collect(),
+        does_not_say: m.does_not_say.clone(),
+    })
+}
+
+fn write_provenance(run_dir: &RunDir, prov: &Provenance) -> Result<()> {
+    let path = run_dir.path.join(PROVENANCE_FILE);
+    streamlab_record::jsonl::write_atomic(&path, &serde_json::to_vec_pretty(prov)?)?;
+    Ok(())
+}
+
+fn progress_bar(len: usize) -> ProgressBar {
+    let bar = ProgressBar::new(len as u64);
+    bar.set_style(
+        ProgressStyle::with_template("[{elapsed_precise}] {bar:30} {pos}/{len} tasks, ~{eta} left  {msg}")
+            .expect("a valid template"),
+    );
+    bar.enable_steady_tick(Duration::from_millis(500));
+    bar
+}
+
+fn summary_line(r: &Record) -> String {
+    let what = format!("{} {} [{} {}] rep {}", r.bench, r.arm, r.variant.sweeps.join(","), r.variant.label, r.rep);
+    match (r.status, r.metrics.get("records_per_s")) {
+        (Status::Ok, _) if !r.is_publishable() => {
+            format!("  WITHDRAWN {what}: {}", r.reason.clone().unwrap_or_default())
+        }
+        (Status::Ok, Some(m)) => format!("  ok {what}: {:.0} {} (integrity {:?})", m.value, m.unit, r.integrity.status),
+        (Status::Ok, None) => format!("  ok {what}"),
+        (Status::Failed, _) => format!("  FAILED {what}: {}", r.reason.clone().unwrap_or_default()),
+        (Status::NotRun, _) => format!("  not run {what}: {}", r.reason.clone().unwrap_or_default()),
+    }
+}
