@@ -25,6 +25,7 @@ impl ArmContext {
 pub fn run(bench: &str, arm: &str, ctx: &ArmContext) -> Result<Measurement> {
     match (bench, arm) {
         ("kafka_sink", "raw") => kafka_sink::raw::run(ctx),
+        ("kafka_sink", "framework") => kafka_sink::framework::run(ctx),
         _ => bail!("the harness has no arm {arm:?} for bench {bench:?}"),
     }
 }

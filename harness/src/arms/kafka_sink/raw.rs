@@ -162,6 +162,13 @@ pub fn run(ctx: &ArmContext) -> Result<Measurement> {
          {queue_full_sleeps} queue-full sleeps; e2e = produce() to delivery report (CreateTime, ms), sampled 1/64",
         knobs.warmup_s
     );
+    let downstream = context.stats.summary().map(|s| super::verdict::DownstreamSignals {
+        broker_rtt_p99_ms: s.broker_rtt_p99_ms,
+        outbuf_latency_p99_ms: s.outbuf_latency_p99_ms,
+        int_latency_p99_ms: s.int_latency_p99_ms,
+    });
+    let (verdict, verdict_evidence) = super::verdict::verdict(None, downstream.as_ref());
+    note.push_str(&format!("; {verdict_evidence}"));
     if failed > 0 {
         let first = context.first_error.lock().expect("error lock").clone().unwrap_or_default();
         note.push_str(&format!("; {failed} deliveries failed (first: {first})"));
@@ -174,7 +181,7 @@ pub fn run(ctx: &ArmContext) -> Result<Measurement> {
             observed,
             "sum of partition high watermarks == successful delivery reports over the whole arm (warm-up included)",
         ),
-        verdict: BTreeMap::new(),
+        verdict,
         note: Some(note),
         versions: crate::versions::client_versions(),
     })
