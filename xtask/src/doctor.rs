@@ -1,5 +1,191 @@
-//! `cargo xtask doctor`: what this machine has and lacks.
+//! `cargo xtask doctor`: what this machine has and lacks for the lab and the tests, each missing
+//! item with the command that fixes it on Debian/Ubuntu.
 
-pub fn run() -> anyhow::Result<()> {
-    anyhow::bail!("doctor is being written")
+use std::path::Path;
+use std::process::Command;
+
+use anyhow::Result;
+
+use crate::env::pins::{self, FetchRoute};
+use crate::provenance::first_line_of;
+
+/// One line of the report.
+struct Check {
+    what: &'static str,
+    /// What was found, or `None` if missing.
+    found: Option<String>,
+    fix: &'static str,
+    /// Needed by `lab run` / `cargo xtask test` (others are optional).
+    required: bool,
+}
+
+pub fn run() -> Result<()> {
+    let checks = checks();
+    let mut missing_required = 0;
+    for c in &checks {
+        let (mark, detail) = match &c.found {
+            Some(found) => ("ok     ", found.clone()),
+            None if c.required => {
+                missing_required += 1;
+                ("MISSING", format!("fix: {}", c.fix))
+            }
+            None => ("absent ", format!("optional; fix: {}", c.fix)),
+        };
+        println!("{mark} {:<34} {detail}", c.what);
+    }
+    println!("{}", jar_route_line());
+    if missing_required > 0 {
+        anyhow::bail!("{missing_required} required item(s) missing; run the fixes above (as root)");
+    }
+    println!("this machine can run `cargo xtask lab run` and `cargo xtask test`");
+    Ok(())
+}
+
+fn checks() -> Vec<Check> {
+    vec![
+        Check {
+            what: "JDK >= 17 (java)",
+            found: java_17(),
+            fix: "apt-get install -y openjdk-17-jdk-headless",
+            required: true,
+        },
+        Check {
+            what: "MariaDB/MySQL server",
+            found: crate::env::mariadb::find_server()
+                .and_then(|s| first_line_of(&s.binary.to_string_lossy(), &["--version"])),
+            fix: "apt-get install -y mariadb-server",
+            required: true,
+        },
+        Check {
+            what: "MariaDB/MySQL client",
+            found: first_line_of("mariadb", &["--version"]).or_else(|| first_line_of("mysql", &["--version"])),
+            fix: "apt-get install -y mariadb-client",
+            required: true,
+        },
+        Check {
+            what: "C compiler (cc)",
+            found: first_line_of("cc", &["--version"]),
+            fix: "apt-get install -y build-essential",
+            required: true,
+        },
+        Check {
+            what: "cmake (librdkafka build)",
+            found: first_line_of("cmake", &["--version"]),
+            fix: "apt-get install -y cmake",
+            required: true,
+        },
+        Check {
+            what: "pkg-config",
+            found: first_line_of("pkg-config", &["--version"]),
+            fix: "apt-get install -y pkg-config",
+            required: true,
+        },
+        Check {
+            what: "libcurl headers (librdkafka build)",
+            found: header(&[
+                "/usr/include/curl/curl.h",
+                "/usr/include/x86_64-linux-gnu/curl/curl.h",
+                "/usr/include/aarch64-linux-gnu/curl/curl.h",
+            ]),
+            fix: "apt-get install -y libcurl4-openssl-dev",
+            required: true,
+        },
+        Check {
+            what: "OpenSSL headers (TLS listeners)",
+            found: header(&["/usr/include/openssl/ssl.h"]),
+            fix: "apt-get install -y libssl-dev",
+            required: true,
+        },
+        Check {
+            what: "taskset (broker core sweeps)",
+            found: first_line_of("taskset", &["--version"]),
+            fix: "apt-get install -y util-linux",
+            required: true,
+        },
+        Check {
+            what: "git (provenance)",
+            found: first_line_of("git", &["--version"]),
+            fix: "apt-get install -y git",
+            required: true,
+        },
+        Check {
+            what: "Chromium (site tests)",
+            found: first_line_of("chromium", &["--version"]),
+            fix: "apt-get install -y chromium",
+            required: false,
+        },
+        Check {
+            what: "Node.js (site tests)",
+            found: first_line_of("node", &["--version"]),
+            fix: "apt-get install -y nodejs npm",
+            required: false,
+        },
+        Check {
+            what: "Go (actionlint)",
+            found: first_line_of("go", &["version"]),
+            fix: "apt-get install -y golang",
+            required: false,
+        },
+        Check {
+            what: "Docker engine (docker backend)",
+            found: docker_engine(),
+            fix: "apt-get install -y docker.io && dockerd --bridge=none --iptables=false --ip-masq=false &",
+            required: false,
+        },
+    ]
+}
+
+/// `java -version` reports e.g. `openjdk version "17.0.15"`; 17 or newer passes.
+fn java_17() -> Option<String> {
+    let line = first_line_of("java", &["-version"])?;
+    let major = java_major(&line)?;
+    (major >= 17).then_some(line)
+}
+
+fn java_major(version_line: &str) -> Option<u32> {
+    let quoted = version_line.split('"').nth(1)?;
+    let mut parts = quoted.split('.');
+    let first: u32 = parts.next()?.parse().ok()?;
+    // Java 8 and older say "1.8.0_...".
+    if first == 1 { parts.next()?.parse().ok() } else { Some(first) }
+}
+
+fn header(paths: &[&str]) -> Option<String> {
+    paths.iter().find(|p| Path::new(p).exists()).map(|p| p.to_string())
+}
+
+fn docker_engine() -> Option<String> {
+    let out = Command::new("docker").args(["info", "--format", "{{.ServerVersion}}"]).output().ok()?;
+    out.status.success().then(|| format!("engine {}", String::from_utf8_lossy(&out.stdout).trim()))
+}
+
+fn jar_route_line() -> String {
+    let cache = crate::paths::cache_dir();
+    match pins::fetch_route() {
+        FetchRoute::Https { repo_url } => {
+            format!("ok      {:<34} fetched over HTTPS from {repo_url} into {}", "Kafka jars (pinned)", cache.display())
+        }
+        FetchRoute::MavenFallback { repo_url, https_error } => format!(
+            "ok      {:<34} HTTPS to {repo_url} fails ({https_error}); this machine falls back to Maven \
+             (every checksum still verified)",
+            "Kafka jars (pinned)"
+        ),
+        FetchRoute::Unavailable { repo_url, https_error, maven_error } => format!(
+            "MISSING {:<34} neither HTTPS to {repo_url} ({https_error}) nor Maven ({maven_error}) works; \
+             only an already-filled cache at {} can be used",
+            "Kafka jars (pinned)",
+            cache.display()
+        ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn java_majors_parse_old_and_new_styles() {
+        assert_eq!(super::java_major(r#"openjdk version "17.0.15" 2025-04-15"#), Some(17));
+        assert_eq!(super::java_major(r#"java version "1.8.0_402""#), Some(8));
+        assert_eq!(super::java_major(r#"openjdk version "21" 2023-09-19"#), Some(21));
+        assert_eq!(super::java_major("garbage"), None);
+    }
 }

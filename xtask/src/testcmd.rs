@@ -1,8 +1,171 @@
-//! `cargo xtask test`: the README's test command.
+//! `cargo xtask test`, the README's test command: formatting and lints, unit tests, then the
+//! integration tests against real services (a native environment this command brings up and
+//! down), the site checks and the workflow linter. Ends with one `N passed, N failed` line.
+
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+
+use anyhow::{Context, Result};
+use streamlab_record::descriptor::DESCRIPTOR_FILE;
+
+use crate::env::{native, process};
+use crate::paths::{envs_dir, repo_root};
 
 #[derive(clap::Args)]
-pub struct TestArgs {}
+pub struct TestArgs {
+    /// Unit tests only: no services, no browser.
+    #[arg(long)]
+    pub unit: bool,
+}
 
-pub fn run(_args: TestArgs) -> anyhow::Result<()> {
-    anyhow::bail!("test is being written")
+/// Totals parsed from every `test result:` line.
+#[derive(Default)]
+struct Tally {
+    passed: u64,
+    failed: u64,
+    failures: Vec<String>,
+}
+
+pub fn run(args: TestArgs) -> Result<()> {
+    crate::interrupt::install();
+    let mut tally = Tally::default();
+    step(&mut tally, "rustfmt", cargo(&["fmt", "--all", "--check"]));
+    step(&mut tally, "clippy", cargo(&["clippy", "--workspace", "--all-targets", "--release", "--", "-D", "warnings"]));
+    cargo_test(&mut tally, "unit tests", &["test", "--workspace", "--release"], None);
+    if !args.unit {
+        let built = cargo(&["build", "--release", "-p", "harness"]).and_then(|_| cargo(&["build", "-p", "xtask"]));
+        step(&mut tally, "build harness and xtask", built);
+        integration(&mut tally)?;
+        step(&mut tally, "site build + check", site_checks());
+        step(&mut tally, "actionlint", run_cmd(Command::new("bash").arg(repo_root().join("site/check/actionlint.sh"))));
+    }
+    println!("\nstreamlab tests: {} passed, {} failed", tally.passed, tally.failed);
+    for f in &tally.failures {
+        println!("  failed: {f}");
+    }
+    // The closing line CI reads.
+    println!("{} passed, {} failed", tally.passed, tally.failed);
+    anyhow::ensure!(tally.failed == 0, "{} test step(s) failed", tally.failed);
+    Ok(())
+}
+
+/// Tests marked #[ignore] need services: the xtask ones start their own environments (one at a
+/// time); the harness ones share one environment brought up here.
+fn integration(tally: &mut Tally) -> Result<()> {
+    cargo_test(
+        tally,
+        "xtask integration (own environments)",
+        &["test", "--release", "-p", "xtask", "--", "--ignored", "--test-threads=1"],
+        None,
+    );
+    println!("\n== bringing up a native environment for the harness integration tests");
+    let opts = native::NativeOptions {
+        root: envs_dir(),
+        id: native::new_id("test-"),
+        with_mysql: true,
+        broker_cpus: None,
+        lifetime: process::Lifetime::TiedToParent,
+        kafka_ports: None,
+    };
+    let env = match native::up(&opts) {
+        Ok(env) => env,
+        Err(e) => {
+            step(tally, "environment up", Err(e));
+            return Ok(());
+        }
+    };
+    let descriptor = env.dir.join(DESCRIPTOR_FILE);
+    cargo_test(
+        tally,
+        "harness integration (shared environment)",
+        &["test", "--release", "-p", "harness", "--", "--ignored", "--test-threads=1"],
+        Some(descriptor),
+    );
+    native::down(&env, false)
+}
+
+fn site_checks() -> Result<()> {
+    let site = repo_root().join("target/site");
+    run_cmd(xtask_cmd(&["site", "build", "--out"]).arg(&site))?;
+    run_cmd(xtask_cmd(&["site", "check", "--dir"]).arg(&site))
+}
+
+fn xtask_cmd(args: &[&str]) -> Command {
+    let mut cmd = Command::new(std::env::current_exe().unwrap_or_else(|_| "xtask".into()));
+    cmd.args(args);
+    cmd
+}
+
+fn cargo(args: &[&str]) -> Result<()> {
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cmd.current_dir(repo_root()).args(args);
+    run_cmd(&mut cmd)
+}
+
+fn run_cmd(cmd: &mut Command) -> Result<()> {
+    println!("\n== {cmd:?}");
+    let status = cmd.status().with_context(|| format!("cannot run {:?}", cmd.get_program()))?;
+    anyhow::ensure!(status.success(), "{:?} failed ({status})", cmd.get_program());
+    Ok(())
+}
+
+/// A non-test step counts as one passed or failed check.
+fn step(tally: &mut Tally, name: &str, result: Result<()>) {
+    match result {
+        Ok(()) => tally.passed += 1,
+        Err(e) => {
+            eprintln!("step {name} failed: {e:#}");
+            tally.failed += 1;
+            tally.failures.push(name.to_owned());
+        }
+    }
+}
+
+/// Run `cargo test`, echoing its output and adding its `test result:` lines to the tally.
+fn cargo_test(tally: &mut Tally, name: &str, args: &[&str], env: Option<PathBuf>) {
+    println!("\n== {name}: cargo {}", args.join(" "));
+    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
+    cmd.current_dir(repo_root()).args(args).stdout(Stdio::piped());
+    if let Some(env) = env {
+        cmd.env("STREAMLAB_ENV", env);
+    }
+    let output = match cmd.spawn().and_then(|c| c.wait_with_output()) {
+        Ok(o) => o,
+        Err(e) => return step(tally, name, Err(e.into())),
+    };
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    print!("{stdout}");
+    let (passed, failed) = parse_results(&stdout);
+    tally.passed += passed;
+    tally.failed += failed;
+    if !output.status.success() {
+        tally.failures.push(name.to_owned());
+        if failed == 0 {
+            // A build error or crash: count it so the run cannot look green.
+            tally.failed += 1;
+        }
+    }
+}
+
+/// Sum `test result: ... N passed; M failed` lines.
+fn parse_results(stdout: &str) -> (u64, u64) {
+    let count = |line: &str, word: &str| {
+        line.split(';').find_map(|part| part.trim().strip_suffix(word)?.split_whitespace().last()?.parse::<u64>().ok())
+    };
+    stdout
+        .lines()
+        .filter(|l| l.starts_with("test result:"))
+        .map(|l| (count(l, " passed").unwrap_or(0), count(l, " failed").unwrap_or(0)))
+        .fold((0, 0), |(p, f), (a, b)| (p + a, f + b))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn result_lines_are_summed() {
+        let out = "test result: ok. 7 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s\n\
+                   noise\n\
+                   test result: FAILED. 2 passed; 1 failed; 3 ignored; 0 measured; 0 filtered out\n";
+        assert_eq!(super::parse_results(out), (9, 1));
+    }
 }

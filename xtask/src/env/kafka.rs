@@ -43,8 +43,21 @@ pub struct KafkaStart<'a> {
     pub classpath: &'a [PathBuf],
 }
 
-/// Write config and credentials, format storage, start the broker and wait until every listener answers.
-pub fn start(s: &KafkaStart) -> Result<KafkaEnv> {
+/// A broker that has been started but may not be ready yet.
+pub struct Launched {
+    pid: u32,
+    log: PathBuf,
+    dir: PathBuf,
+    classpath: std::ffi::OsString,
+    password: String,
+    listeners: BTreeMap<String, Listener>,
+    controller: String,
+    cpus: Option<Vec<usize>>,
+}
+
+/// Write config and credentials, format storage and start the broker (call from the main thread:
+/// PR_SET_PDEATHSIG follows the thread that spawned the process).
+pub fn launch(s: &KafkaStart) -> Result<Launched> {
     std::fs::create_dir_all(s.dir.join("logs"))?;
     let password = secrets::random_password();
     let password_file = secrets::write_secret(&s.dir.join("scram.password"), &password)?;
@@ -55,7 +68,7 @@ pub fn start(s: &KafkaStart) -> Result<KafkaEnv> {
     secrets::write_secret(&properties, &render_server_properties(s, &tls)?)?;
     let classpath = std::env::join_paths(s.classpath).context("a jar path contains ':'")?;
 
-    format_storage(s.dir, &classpath, &properties, &password)?;
+    format_storage(&classpath, &properties, &password)?;
     let log = s.dir.join("kafka.out");
     let mut cmd = Command::new(java());
     cmd.args(jvm_flags(s.dir)).arg("-cp").arg(&classpath).arg("kafka.Kafka").arg(&properties);
@@ -63,24 +76,46 @@ pub fn start(s: &KafkaStart) -> Result<KafkaEnv> {
     let pid = child.id();
     // The pid is tracked through the descriptor; dropping the handle does not stop the process.
     drop(child);
-    if let Some(cpus) = &s.cpus {
-        process::set_affinity(pid, cpus)?;
-    }
-
-    let listeners = listeners(s.ports, &password_file, &ca_file);
-    let result = wait_until_ready(s.dir, &classpath, pid, &log, &listeners, &password);
-    if let Err(e) = result {
-        process::terminate(pid, Duration::from_secs(5));
+    let launched = Launched {
+        pid,
+        log,
+        dir: s.dir.to_owned(),
+        classpath,
+        password,
+        listeners: listeners(s.ports, &password_file, &ca_file),
+        controller: format!("127.0.0.1:{}", s.ports.controller),
+        cpus: s.cpus.clone(),
+    };
+    if let Some(cpus) = &s.cpus
+        && let Err(e) = process::set_affinity(pid, cpus)
+    {
+        launched.stop();
         return Err(e);
     }
-    Ok(KafkaEnv {
-        version: broker_version(&log).unwrap_or_else(|| "unknown".into()),
-        pid: Some(pid),
-        listeners,
-        controller: Some(format!("127.0.0.1:{}", s.ports.controller)),
-        cpus: s.cpus.clone(),
-        log_file: Some(log),
-    })
+    Ok(launched)
+}
+
+impl Launched {
+    /// Wait until every listener answers; on failure the broker is stopped.
+    pub fn wait_ready(self) -> Result<KafkaEnv> {
+        if let Err(e) = wait_until_ready(&self.dir, &self.classpath, self.pid, &self.log, &self.listeners, &self.password)
+        {
+            self.stop();
+            return Err(e);
+        }
+        Ok(KafkaEnv {
+            version: broker_version(&self.log).unwrap_or_else(|| "unknown".into()),
+            pid: Some(self.pid),
+            listeners: self.listeners,
+            controller: Some(self.controller),
+            cpus: self.cpus,
+            log_file: Some(self.log),
+        })
+    }
+
+    pub fn stop(&self) {
+        process::terminate(self.pid, Duration::from_secs(5));
+    }
 }
 
 pub fn java() -> PathBuf {
@@ -97,6 +132,11 @@ fn jvm_flags(dir: &Path) -> Vec<String> {
         format!("-Dlog4j2.configurationFile={}", repo_root().join("env/kafka/log4j2.yaml").display()),
         format!("-Dkafka.logs.dir={}", dir.join("logs").display()),
     ]
+}
+
+/// Kafka's CLI tools log warnings to stderr only, so their stdout carries just their results.
+pub fn tools_log_config() -> String {
+    format!("-Dlog4j2.configurationFile={}", repo_root().join("env/kafka/tools-log4j2.yaml").display())
 }
 
 fn render_server_properties(s: &KafkaStart, tls: &certs::TlsMaterial) -> Result<String> {
@@ -117,13 +157,12 @@ fn render_server_properties(s: &KafkaStart, tls: &certs::TlsMaterial) -> Result<
     Ok(rendered)
 }
 
-fn format_storage(dir: &Path, classpath: &std::ffi::OsStr, properties: &Path, password: &str) -> Result<()> {
+fn format_storage(classpath: &std::ffi::OsStr, properties: &Path, password: &str) -> Result<()> {
     let cluster_id = secrets::kafka_uuid();
     let scram = |mech: &str| format!("{mech}=[name={SCRAM_USER},password={password}]");
     let output = Command::new(java())
         .args(["-Xmx256m", "-XX:TieredStopAtLevel=1"])
-        .arg(format!("-Dlog4j2.configurationFile={}", repo_root().join("env/kafka/log4j2.yaml").display()))
-        .arg(format!("-Dkafka.logs.dir={}", dir.join("logs").display()))
+        .arg(tools_log_config())
         .arg("-cp")
         .arg(classpath)
         .args(["kafka.tools.StorageTool", "format", "--standalone", "-t", &cluster_id, "-c"])
@@ -223,8 +262,7 @@ fn wait_until_ready(
         secrets::write_secret(&props, &java_client_properties(l, password))?;
         let child = Command::new(java())
             .args(["-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"])
-            .arg(format!("-Dlog4j2.configurationFile={}", repo_root().join("env/kafka/log4j2.yaml").display()))
-            .arg(format!("-Dkafka.logs.dir={}", dir.join("logs").display()))
+            .arg(tools_log_config())
             .arg("-cp")
             .arg(classpath)
             .args(["org.apache.kafka.tools.BrokerApiVersionsCommand", "--bootstrap-server", &l.bootstrap])

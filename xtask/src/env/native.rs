@@ -48,31 +48,31 @@ fn start_services(opts: &NativeOptions, dir: &Path) -> Result<EnvDescriptor> {
     let kafka_ports = opts.kafka_ports.unwrap_or_else(|| KafkaPorts::from_slice(&free));
     let mysql_port = free[5];
 
-    // MariaDB starts in ~1 s; do it while the JVM warms up.
-    let mysql_dir = dir.join("mysql");
-    let lifetime = opts.lifetime;
-    let mysql = opts.with_mysql.then(|| std::thread::spawn(move || mariadb::start(&mysql_dir, mysql_port, lifetime)));
-    let kafka = kafka::start(&KafkaStart {
+    // Every service is spawned from this thread (PR_SET_PDEATHSIG follows the spawning thread);
+    // MariaDB starts in ~1 s while the JVM warms up.
+    let launched = kafka::launch(&KafkaStart {
         dir: &dir.join("kafka"),
         env_id: &opts.id,
         ports: kafka_ports,
         lifetime: opts.lifetime,
         cpus: opts.broker_cpus.clone(),
         classpath: &classpath,
-    });
-    let mysql = mysql.map(|h| h.join().expect("the MariaDB start thread panicked")).transpose();
-
-    let (kafka, mysql) = match (kafka, mysql) {
-        (Ok(k), Ok(m)) => (k, m),
-        (k, m) => {
-            // Stop whichever half did start, then report the first failure.
-            if let Ok(k) = &k {
-                stop_pid(k.pid, dir);
-            }
-            if let Ok(Some(m)) = &m {
+    })?;
+    let mysql = match opts.with_mysql.then(|| mariadb::start(&dir.join("mysql"), mysql_port, opts.lifetime)) {
+        Some(Err(e)) => {
+            launched.stop();
+            return Err(e);
+        }
+        Some(Ok(m)) => Some(m),
+        None => None,
+    };
+    let kafka = match launched.wait_ready() {
+        Ok(k) => k,
+        Err(e) => {
+            if let Some(m) = &mysql {
                 stop_pid(m.pid, dir);
             }
-            return Err(k.err().or(m.err()).expect("one side failed"));
+            return Err(e);
         }
     };
     let descriptor = EnvDescriptor {
@@ -118,4 +118,92 @@ pub fn running_pids(env: &EnvDescriptor) -> Vec<u32> {
         .flatten()
         .filter(|&pid| process::is_alive(pid) && process::is_ours(pid, &marker))
         .collect()
+}
+
+/// Pids of every process whose command line mentions `dir` (a leak check for tests).
+#[cfg(test)]
+pub fn processes_mentioning(dir: &Path) -> Vec<u32> {
+    let marker = dir.to_string_lossy();
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| pid != std::process::id() && process::is_alive(pid) && process::is_ours(pid, &marker))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::net::{Ipv4Addr, TcpListener};
+
+    use super::*;
+
+    fn options(root: &Path, with_mysql: bool) -> NativeOptions {
+        NativeOptions {
+            root: root.to_owned(),
+            id: new_id("t-"),
+            with_mysql,
+            broker_cpus: None,
+            lifetime: Lifetime::TiedToParent,
+            kafka_ports: None,
+        }
+    }
+
+    fn harness_binary() -> PathBuf {
+        let target = std::env::var_os("CARGO_TARGET_DIR")
+            .map_or_else(|| crate::paths::repo_root().join("target"), PathBuf::from);
+        target.join("release").join("harness")
+    }
+
+    #[test]
+    #[ignore = "starts Kafka and MariaDB: cargo xtask test"]
+    fn an_environment_comes_up_serves_every_listener_and_goes_down_without_leftovers() {
+        let root = tempfile::tempdir().unwrap();
+        let started = std::time::Instant::now();
+        let env = up(&options(root.path(), true)).unwrap();
+        eprintln!("environment ready after {:.1} s", started.elapsed().as_secs_f64());
+        assert_eq!(env.kafka.version, "4.1.0");
+        assert_eq!(env.kafka.listeners.len(), 5);
+
+        // A real client round-trips a record on each of the five listeners.
+        let probe = std::process::Command::new(harness_binary())
+            .args(["probe", "--env"])
+            .arg(env.dir.join(DESCRIPTOR_FILE))
+            .output()
+            .unwrap();
+        assert!(probe.status.success(), "probe failed: {}", String::from_utf8_lossy(&probe.stderr));
+        let report: std::collections::BTreeMap<String, String> = serde_json::from_slice(&probe.stdout).unwrap();
+        assert_eq!(report.len(), 5);
+        assert!(report.values().all(|v| v == "ok"), "{report:?}");
+
+        let m = env.mysql.as_ref().unwrap();
+        assert_eq!(m.flavour, "mariadb");
+        let password = streamlab_record::descriptor::read_secret(&m.password_file).unwrap();
+        let row = mariadb::query_tcp_with("mariadb", m.port, &password, "SELECT 1, @@binlog_format, @@binlog_row_image")
+            .unwrap();
+        assert_eq!(row.trim(), "1\tROW\tFULL");
+        assert!(mariadb::query_tcp_with("mariadb", m.port, "wrong", "SELECT 1").is_err(), "a wrong password got in");
+
+        down(&env, false).unwrap();
+        assert!(running_pids(&env).is_empty());
+        assert!(processes_mentioning(&env.dir).is_empty(), "processes left: {:?}", processes_mentioning(&env.dir));
+        assert!(!env.dir.exists(), "the environment directory was not removed");
+    }
+
+    #[test]
+    #[ignore = "starts Kafka: cargo xtask test"]
+    fn a_broker_that_cannot_start_fails_with_the_tail_of_its_log() {
+        let root = tempfile::tempdir().unwrap();
+        // Hold the port the broker is told to use.
+        let held = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
+        let mut ports = ports::free_loopback_ports(5).unwrap();
+        ports[0] = held.local_addr().unwrap().port();
+        let opts = NativeOptions { kafka_ports: Some(KafkaPorts::from_slice(&ports)), ..options(root.path(), false) };
+        let err = format!("{:#}", up(&opts).unwrap_err());
+        assert!(err.contains("last lines of"), "no log tail in: {err}");
+        assert!(err.contains("Address already in use"), "the cause is not in the tail: {err}");
+        let dir = root.path().join(&opts.id);
+        assert!(!dir.exists(), "a failed start left its directory behind");
+        assert!(processes_mentioning(&dir).is_empty());
+    }
 }
