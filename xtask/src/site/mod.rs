@@ -1,6 +1,25 @@
 //! The results site: a pure function of results/ (see issue 4).
+//!
+//! `load` reads and checks the runs, `model` turns records into outcomes and headline figures (the
+//! statistics themselves live in `streamlab_record::stats`), `pages` shapes them for the templates,
+//! `chart` draws the SVG, `render` runs minijinja, and `check` validates a built site.
 
-use std::path::PathBuf;
+mod chart;
+mod check;
+mod config;
+#[cfg(test)]
+mod fixtures;
+mod format;
+mod load;
+mod model;
+mod pages;
+mod render;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, ensure};
+
+use crate::paths;
 
 #[derive(clap::Args)]
 pub struct BuildArgs {
@@ -12,8 +31,54 @@ pub struct BuildArgs {
     pub out: Option<PathBuf>,
 }
 
-pub fn build(_args: BuildArgs) -> anyhow::Result<()> {
-    anyhow::bail!("site build is being written (issue 4)")
+/// Marks a directory as a site this command wrote, so a rebuild may replace it.
+const MARKER: &str = ".streamlab-site";
+
+pub fn build(args: BuildArgs) -> Result<()> {
+    let results = args.results.unwrap_or_else(paths::results_dir);
+    let out = args.out.unwrap_or_else(default_out);
+    let files = build_site(&results)?;
+    write_site(&out, &files)?;
+    let pages = files.keys().filter(|k| k.ends_with(".html")).count();
+    tracing::info!("site: {pages} pages from {} -> {}", results.display(), out.join("index.html").display());
+    Ok(())
+}
+
+fn default_out() -> PathBuf {
+    paths::repo_root().join("target").join("site")
+}
+
+/// Everything the site consists of, computed from `results` alone.
+pub fn build_site(results: &Path) -> Result<render::SiteFiles> {
+    let runs = load::load_results(results)?;
+    if runs.is_empty() {
+        tracing::warn!("{} holds no runs: the site will say so", results.display());
+    }
+    let cfg = config::SiteConfig::builtin()?;
+    render::render_site(&runs, &cfg)
+}
+
+/// Replace `out` with `files`; refuses to delete a non-empty directory this command did not write.
+fn write_site(out: &Path, files: &render::SiteFiles) -> Result<()> {
+    if out.exists() {
+        let empty = std::fs::read_dir(out).with_context(|| format!("cannot list {}", out.display()))?.next().is_none();
+        ensure!(
+            empty || out.join(MARKER).is_file(),
+            "{} exists and was not written by `cargo xtask site build`; choose another --out or remove it",
+            out.display()
+        );
+        std::fs::remove_dir_all(out).with_context(|| format!("cannot remove the old site at {}", out.display()))?;
+    }
+    std::fs::create_dir_all(out).with_context(|| format!("cannot create {}", out.display()))?;
+    std::fs::write(out.join(MARKER), "written by cargo xtask site build\n")?;
+    for (rel, bytes) in files {
+        let path = out.join(rel);
+        if let Some(parent) = path.parent() {
+            std::fs::create_dir_all(parent).with_context(|| format!("cannot create {}", parent.display()))?;
+        }
+        std::fs::write(&path, bytes).with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    Ok(())
 }
 
 #[derive(clap::Args)]
@@ -23,6 +88,148 @@ pub struct CheckArgs {
     pub dir: Option<PathBuf>,
 }
 
-pub fn check(_args: CheckArgs) -> anyhow::Result<()> {
-    anyhow::bail!("site check is being written (issue 4)")
+pub fn check(args: CheckArgs) -> Result<()> {
+    check::run(&args.dir.unwrap_or_else(default_out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use streamlab_record::Integrity;
+
+    fn fixture_results() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        fixtures::write_run(dir.path(), "run-old", 1_000_000, &fixtures::kafka_sink_records("run-old"));
+        fixtures::write_run(dir.path(), "run-new", 2_000_000, &fixtures::kafka_sink_records("run-new"));
+        dir
+    }
+
+    fn text(files: &render::SiteFiles, path: &str) -> String {
+        String::from_utf8(files.get(path).unwrap_or_else(|| panic!("no {path}")).clone()).unwrap()
+    }
+
+    #[test]
+    fn the_same_results_give_the_same_bytes() {
+        let results = fixture_results();
+        let a = build_site(results.path()).unwrap();
+        let b = build_site(results.path()).unwrap();
+        assert_eq!(a, b);
+        let out1 = tempfile::tempdir().unwrap();
+        let out2 = tempfile::tempdir().unwrap();
+        write_site(out1.path(), &a).unwrap();
+        write_site(out2.path(), &b).unwrap();
+        for rel in a.keys() {
+            assert_eq!(std::fs::read(out1.path().join(rel)).unwrap(), std::fs::read(out2.path().join(rel)).unwrap());
+        }
+        // Rebuilding over our own output is fine; over someone else's directory it is refused.
+        write_site(out1.path(), &a).unwrap();
+        let foreign = tempfile::tempdir().unwrap();
+        std::fs::write(foreign.path().join("precious.txt"), "keep").unwrap();
+        assert!(write_site(foreign.path(), &a).is_err());
+        assert!(foreign.path().join("precious.txt").is_file());
+    }
+
+    #[test]
+    fn every_page_and_raw_file_is_there() {
+        let files = build_site(fixture_results().path()).unwrap();
+        for path in [
+            "index.html",
+            "history.html",
+            "style.css",
+            "matrix/kafka_sink.html",
+            "runs/run-new/index.html",
+            "runs/run-new/kafka_sink.html",
+            "runs/run-new/kafka_sink.jsonl",
+            "runs/run-new/provenance.json",
+            "runs/run-old/kafka_sink.html",
+        ] {
+            assert!(files.contains_key(path), "{path}");
+        }
+        let index = text(&files, "index.html");
+        assert!(index.contains("framework path &#x2f; raw rdkafka"), "ratio on the index");
+        assert!(index.contains("0.55×") && index.contains("0.49×"), "measured and published ratios");
+        let page = text(&files, "matrix/kafka_sink.html");
+        assert_eq!(page.matches("<svg class=\"chart\"").count(), 5, "one chart per sweep");
+        assert_eq!(page.matches("<table class=\"data\"").count(), 5, "a data table per chart");
+        assert!(page.contains("Apple M5 Max"), "the seed's hardware is named");
+        assert!(page.contains("interval of the mean across reps"), "the CI method is on the page");
+        let history = text(&files, "history.html");
+        assert!(history.contains("run-old") && history.contains("run-new"));
+    }
+
+    #[test]
+    fn a_hostile_variant_name_is_escaped_everywhere() {
+        let results = tempfile::tempdir().unwrap();
+        let mut records = fixtures::kafka_sink_records("run-x");
+        for r in records.iter_mut().filter(|r| r.variant.label == "10k") {
+            r.variant.label = "<script>alert(1)</script>".into();
+            r.variant.sweeps = vec!["batch_max_rows".into()];
+            r.variant.knobs.insert("batch_max_rows".into(), serde_json::json!(7));
+            r.note = Some("<img src=x onerror=alert(2)>".into());
+        }
+        fixtures::write_run(results.path(), "run-x", 1, &records);
+        let files = build_site(results.path()).unwrap();
+        for (path, bytes) in files.iter().filter(|(p, _)| p.ends_with(".html")) {
+            let html = String::from_utf8(bytes.clone()).unwrap();
+            assert!(!html.contains("<script"), "{path} has a raw <script>");
+            assert!(!html.contains("<img"), "{path} has a raw <img>");
+        }
+        let page = text(&files, "matrix/kafka_sink.html");
+        assert!(page.contains("&lt;script&gt;alert(1)&lt;&#x2f;script&gt;"), "escaped in the data table");
+        assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "escaped in the SVG");
+    }
+
+    #[test]
+    fn withdrawn_failed_and_not_run_points_are_never_bars() {
+        let files = build_site(fixture_results().path()).unwrap();
+        let page = text(&files, "matrix/kafka_sink.html");
+        let svgs: Vec<&str> = page.split("<svg ").skip(1).map(|s| s.split("</svg>").next().unwrap()).collect();
+        let batch = svgs.iter().find(|s| s.contains("batch.max_rows")).unwrap();
+        // Its points: 10k (bar), 100k (withdrawn: text only), 500k (bar), plus 5 published figures.
+        assert_eq!(batch.matches("class=\"bar").count(), 2, "{batch}");
+        assert!(batch.contains("withdrawn — integrity failed: expected 1000 but observed 990"));
+        // The withdrawn value (123,456.789 rec/s) appears nowhere: not as a bar, a label or an axis tick.
+        for s in ["123456", "123,456", "123k", "123.5k", "123.46k"] {
+            assert!(!page.contains(s), "withdrawn value {s} leaked");
+        }
+        let shards = svgs.iter().find(|s| s.contains("vs shards")).unwrap();
+        assert!(shards.contains("not run — skipped by --set shards=1"));
+        let queue = svgs.iter().find(|s| s.contains("queue.buffering")).unwrap();
+        assert_eq!(queue.matches("class=\"bar").count(), 2, "the failed rep leaves the 1M point with n = 2");
+        assert!(page.contains("rep 3 failed: arm exited with status 101"));
+    }
+
+    #[test]
+    fn a_fully_withdrawn_arm_gives_no_headline_number() {
+        let results = tempfile::tempdir().unwrap();
+        let mut records = fixtures::kafka_sink_records("run-w");
+        for r in records.iter_mut().filter(|r| r.arm == "raw" && r.variant.label == "default") {
+            r.integrity = Integrity::compare(8800, 8000, "hwm");
+        }
+        fixtures::write_run(results.path(), "run-w", 1, &records);
+        let files = build_site(results.path()).unwrap();
+        let index = text(&files, "index.html");
+        assert!(index.contains("not available"), "the ratio is not available");
+        assert!(index.contains("raw rdkafka: withdrawn: integrity failed: expected 8800 but observed 8000"));
+    }
+
+    #[test]
+    fn an_empty_results_dir_builds_a_page_that_says_so() {
+        let results = tempfile::tempdir().unwrap();
+        let files = build_site(results.path()).unwrap();
+        assert!(text(&files, "index.html").contains("No runs yet"));
+        assert!(text(&files, "history.html").contains("No runs yet"));
+    }
+
+    #[test]
+    fn a_corrupt_line_fails_the_build_with_file_and_line() {
+        let results = fixture_results();
+        let path = results.path().join("run-new").join("kafka_sink.jsonl");
+        let mut text = std::fs::read_to_string(&path).unwrap();
+        text.push_str("{\"schema\":\"streamlab.record/1\",\"bench\":\"kafka_s\n");
+        std::fs::write(&path, &text).unwrap();
+        let line = text.lines().count();
+        let err = format!("{:#}", build_site(results.path()).unwrap_err());
+        assert!(err.contains(&format!("{}:{line}: not a valid record", path.display())), "{err}");
+    }
 }

@@ -1,0 +1,132 @@
+//! `cargo xtask site check`: validate a built site with the Nu HTML Checker (vnu.jar) and open every
+//! page in headless Chromium (site/check/check.mjs). Both tools come from site/check's npm lock file.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail, ensure};
+use xshell::{Shell, cmd};
+
+use crate::paths;
+
+const INSTALL_NPM: &str = "cd site/check && npm ci --ignore-scripts --no-audit --no-fund";
+
+/// The programs a check needs, found or explained.
+struct Tools {
+    java: PathBuf,
+    vnu_jar: PathBuf,
+    node: PathBuf,
+    script: PathBuf,
+    chromium: PathBuf,
+}
+
+impl Tools {
+    fn find(check_dir: &Path) -> Result<Tools> {
+        let mut missing = Vec::new();
+        let java = which("java").unwrap_or_else(|| {
+            missing.push("java (the Nu HTML Checker runs on it): apt-get install default-jre-headless".to_owned());
+            PathBuf::new()
+        });
+        let node = which("node").unwrap_or_else(|| {
+            missing.push("node: apt-get install nodejs npm".to_owned());
+            PathBuf::new()
+        });
+        let vnu_jar = check_dir.join("node_modules/vnu-jar/build/dist/vnu.jar");
+        let playwright = check_dir.join("node_modules/playwright-core/package.json");
+        if !vnu_jar.is_file() || !playwright.is_file() {
+            missing.push(format!("vnu-jar and playwright-core (site/check/package-lock.json): {INSTALL_NPM}"));
+        }
+        let chromium = chromium().unwrap_or_else(|| {
+            missing.push("chromium (or set CHROMIUM to a Chrome/Chromium binary): apt-get install chromium".to_owned());
+            PathBuf::new()
+        });
+        if !missing.is_empty() {
+            bail!("site check cannot run; missing:\n  - {}", missing.join("\n  - "));
+        }
+        Ok(Tools { java, vnu_jar, node, script: check_dir.join("check.mjs"), chromium })
+    }
+}
+
+pub fn run(site: &Path) -> Result<()> {
+    ensure!(
+        site.join("index.html").is_file(),
+        "{} has no index.html: build the site first (cargo xtask site build --out {})",
+        site.display(),
+        site.display()
+    );
+    let tools = Tools::find(&paths::repo_root().join("site").join("check"))?;
+    validate_html(&tools, site)?;
+    browse(&tools, site)?;
+    tracing::info!("site check passed: {}", site.display());
+    Ok(())
+}
+
+/// Every page and the stylesheet through the Nu HTML Checker; any error fails the check.
+fn validate_html(tools: &Tools, site: &Path) -> Result<()> {
+    let mut files = Vec::new();
+    collect(site, &mut files)?;
+    files.retain(|f| f.extension().is_some_and(|e| e == "html" || e == "css"));
+    files.sort();
+    let sh = Shell::new()?;
+    let (java, jar) = (&tools.java, &tools.vnu_jar);
+    tracing::info!("validating {} files with the Nu HTML Checker", files.len());
+    cmd!(sh, "{java} -jar {jar} --errors-only --also-check-css --also-check-svg {files...}")
+        .run()
+        .context("the Nu HTML Checker found errors (listed above)")?;
+    Ok(())
+}
+
+/// Open every page in headless Chromium: charts and tables present, nothing fails to load, no network.
+fn browse(tools: &Tools, site: &Path) -> Result<()> {
+    let sh = Shell::new()?;
+    let (node, script) = (&tools.node, &tools.script);
+    let site = site.canonicalize().with_context(|| format!("cannot resolve {}", site.display()))?;
+    cmd!(sh, "{node} {script} {site}")
+        .env("CHROMIUM", &tools.chromium)
+        .run()
+        .context("the headless Chromium check failed (see above)")?;
+    Ok(())
+}
+
+fn collect(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
+    for entry in std::fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))? {
+        let path = entry?.path();
+        if path.is_dir() {
+            collect(&path, out)?;
+        } else {
+            out.push(path);
+        }
+    }
+    Ok(())
+}
+
+fn which(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|d| d.join(program)).find(|p| p.is_file())
+}
+
+/// $CHROMIUM, else Debian's chromium, else a Chrome on PATH (GitHub's runners have google-chrome).
+fn chromium() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("CHROMIUM").filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(p));
+    }
+    ["chromium", "chromium-browser", "google-chrome", "google-chrome-stable"].iter().find_map(|p| which(p))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_directory_without_a_site_is_refused_before_any_tool_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = run(dir.path()).unwrap_err().to_string();
+        assert!(err.contains("has no index.html"), "{err}");
+    }
+
+    #[test]
+    fn missing_tools_are_named_with_how_to_install_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let err = Tools::find(dir.path()).err().map(|e| e.to_string()).unwrap_or_default();
+        assert!(err.contains(INSTALL_NPM), "{err}");
+    }
+}

@@ -1,0 +1,171 @@
+//! The site's own data: how each matrix is summarised (site/headlines.toml) and the seeds' published
+//! figures (site/seeds.toml). Both are compiled in, so a build reads nothing but results/ at run time.
+
+use std::collections::BTreeMap;
+
+use anyhow::{Context, Result, ensure};
+use serde::Deserialize;
+
+const HEADLINES_TOML: &str = include_str!("../../../site/headlines.toml");
+const SEEDS_TOML: &str = include_str!("../../../site/seeds.toml");
+
+/// Presentation of one matrix (see the comment at the top of site/headlines.toml).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct MatrixHeadline {
+    pub metric: Option<String>,
+    #[serde(default)]
+    pub sweep_metrics: BTreeMap<String, Vec<String>>,
+    #[serde(default)]
+    pub ratios: Vec<RatioSpec>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RatioSpec {
+    pub sweep: String,
+    pub numerator: String,
+    pub denominator: String,
+}
+
+/// One published table from a seed: one metric on one machine.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Series {
+    pub seed: String,
+    pub source: String,
+    pub title: String,
+    pub hardware: String,
+    pub matrix: String,
+    pub metric: String,
+    pub unit: String,
+    pub higher_is_better: bool,
+    #[serde(default)]
+    pub note: Option<String>,
+    #[serde(rename = "figure")]
+    pub figures: Vec<SeedFigure>,
+}
+
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SeedFigure {
+    pub sweep: String,
+    pub arm: String,
+    /// The sweep's point label; empty for an arms-only sweep.
+    #[serde(default)]
+    pub label: String,
+    pub value: f64,
+    #[serde(default)]
+    pub n: Option<u32>,
+}
+
+/// A published figure together with the series that gives its context.
+#[derive(Debug, Clone, Copy)]
+pub struct Reference<'a> {
+    pub series: &'a Series,
+    pub figure: &'a SeedFigure,
+}
+
+impl Reference<'_> {
+    /// How a chart or table names this figure's origin.
+    pub fn origin(&self) -> String {
+        format!("seed {}", self.series.seed)
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct SiteConfig {
+    pub headlines: BTreeMap<String, MatrixHeadline>,
+    pub series: Vec<Series>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SeedsFile {
+    series: Vec<Series>,
+}
+
+impl SiteConfig {
+    /// The configuration compiled into this build.
+    pub fn builtin() -> Result<Self> {
+        Self::parse(HEADLINES_TOML, SEEDS_TOML)
+    }
+
+    pub fn parse(headlines: &str, seeds: &str) -> Result<Self> {
+        let headlines: BTreeMap<String, MatrixHeadline> =
+            toml::from_str(headlines).context("site/headlines.toml is not valid")?;
+        let seeds: SeedsFile = toml::from_str(seeds).context("site/seeds.toml is not valid")?;
+        for s in &seeds.series {
+            ensure!(!s.figures.is_empty(), "site/seeds.toml: series {:?} has no figures", s.title);
+            for f in &s.figures {
+                ensure!(f.value.is_finite(), "site/seeds.toml: series {:?} has a non-finite value", s.title);
+            }
+        }
+        Ok(SiteConfig { headlines, series: seeds.series })
+    }
+
+    pub fn headline(&self, matrix: &str) -> Option<&MatrixHeadline> {
+        self.headlines.get(matrix)
+    }
+
+    /// Published figures for one chart: a matrix, a sweep and a metric, in file order.
+    pub fn references(&self, matrix: &str, sweep: &str, metric: &str) -> Vec<Reference<'_>> {
+        self.series
+            .iter()
+            .filter(|s| s.matrix == matrix && s.metric == metric)
+            .flat_map(|series| {
+                series.figures.iter().filter(|f| f.sweep == sweep).map(move |figure| Reference { series, figure })
+            })
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_builtin_configuration_parses() {
+        let cfg = SiteConfig::builtin().unwrap();
+        assert_eq!(cfg.headline("kafka_sink").unwrap().metric.as_deref(), Some("records_per_s"));
+        let refs = cfg.references("kafka_sink", "mode", "records_per_s");
+        assert_eq!(refs.len(), 2);
+        assert_eq!(refs[0].figure.arm, "raw");
+        assert!(refs[0].series.hardware.contains("Apple M5 Max"));
+        for matrix in ["clients", "mysql_cdc"] {
+            assert!(cfg.series.iter().any(|s| s.matrix == matrix), "{matrix}");
+        }
+    }
+
+    #[test]
+    fn kafka_sink_figures_name_real_sweeps_and_arms() {
+        // The matrix file is read only by this test, to keep seeds.toml in step with it.
+        let path = crate::paths::matrices_dir().join("kafka_sink.toml");
+        let matrix: toml::Value = toml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let sweeps: Vec<&str> =
+            matrix["sweeps"].as_array().unwrap().iter().map(|s| s["name"].as_str().unwrap()).collect();
+        // Arms are an array of tables with names (or, in older files, a table keyed by name).
+        let arms: Vec<String> = match &matrix["arms"] {
+            toml::Value::Array(a) => a.iter().map(|x| x["name"].as_str().unwrap().to_owned()).collect(),
+            toml::Value::Table(t) => t.keys().cloned().collect(),
+            other => panic!("arms: {other:?}"),
+        };
+        let cfg = SiteConfig::builtin().unwrap();
+        for s in cfg.series.iter().filter(|s| s.matrix == "kafka_sink") {
+            for f in &s.figures {
+                assert!(sweeps.contains(&f.sweep.as_str()), "unknown sweep {}", f.sweep);
+                assert!(arms.contains(&f.arm), "unknown arm {}", f.arm);
+            }
+        }
+        for r in &cfg.headline("kafka_sink").unwrap().ratios {
+            assert!(sweeps.contains(&r.sweep.as_str()));
+            assert!(arms.contains(&r.numerator) && arms.contains(&r.denominator));
+        }
+    }
+
+    #[test]
+    fn bad_configuration_is_refused() {
+        assert!(SiteConfig::parse("[m]\nmetrc = \"x\"\n", "series = []").is_err());
+        assert!(SiteConfig::parse("", "[[series]]\nseed = \"0\"\n").is_err());
+    }
+}

@@ -1,0 +1,650 @@
+//! From records to what a page says: sweeps, points, per-point outcomes and headline figures.
+//!
+//! Statistics come from `streamlab_record::stats` only (median, 95% CI, n); this module decides which
+//! records may enter them: a record is drawn only if it ran and its integrity held.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use streamlab_record::stats::{self, Summary};
+use streamlab_record::{Record, Status};
+
+use crate::provenance::{ArmInfo, MatrixInfo, SweepInfo};
+use crate::site::config::{RatioSpec, Reference, SiteConfig};
+use crate::site::format;
+
+/// Why a record is not drawn.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Missing {
+    /// It ran, but its integrity check failed: the number is withdrawn.
+    Withdrawn,
+    Failed,
+    NotRun,
+    /// It ran and was verified but did not report the metric this chart shows.
+    NoMetric,
+}
+
+impl Missing {
+    pub fn text(self) -> &'static str {
+        match self {
+            Missing::Withdrawn => "withdrawn",
+            Missing::Failed => "failed",
+            Missing::NotRun => "not run",
+            Missing::NoMetric => "not reported",
+        }
+    }
+}
+
+/// Whether a record may be drawn, and if not, why (with its recorded reason).
+pub fn classify(r: &Record) -> Option<(Missing, String)> {
+    match r.status {
+        Status::Failed => Some((Missing::Failed, r.reason.clone().unwrap_or_else(|| "no reason recorded".into()))),
+        Status::NotRun => Some((Missing::NotRun, r.reason.clone().unwrap_or_else(|| "no reason recorded".into()))),
+        Status::Ok => r.integrity.failure_reason().map(|reason| (Missing::Withdrawn, reason)),
+    }
+}
+
+/// One record left out of a point, with why.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Exclusion {
+    pub missing: Missing,
+    pub rep: u32,
+    pub reason: String,
+}
+
+/// What a point's reps amount to for one metric.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// At least one rep ran, verified and reported the metric; others are listed as excluded.
+    Measured { summary: Summary, excluded: Vec<Exclusion> },
+    /// Nothing to draw: every rep failed, did not run, was withdrawn or lacked the metric.
+    NotDrawn { missing: Missing, excluded: Vec<Exclusion> },
+}
+
+impl Outcome {
+    pub fn summary(&self) -> Option<&Summary> {
+        match self {
+            Outcome::Measured { summary, .. } => Some(summary),
+            Outcome::NotDrawn { .. } => None,
+        }
+    }
+
+    pub fn excluded(&self) -> &[Exclusion] {
+        match self {
+            Outcome::Measured { excluded, .. } | Outcome::NotDrawn { excluded, .. } => excluded,
+        }
+    }
+
+    /// One line a reader can act on: `withdrawn: integrity failed: expected 10 but observed 9 (...)`.
+    pub fn reasons(&self) -> Vec<String> {
+        let mut seen = BTreeSet::new();
+        let mut out = Vec::new();
+        for e in self.excluded() {
+            let line = format!("{}: {}", e.missing.text(), e.reason);
+            if seen.insert(line.clone()) {
+                out.push(line);
+            }
+        }
+        out
+    }
+}
+
+/// Summarise `metric` over the publishable records of one point.
+pub fn outcome(records: &[&Record], metric: &str) -> Outcome {
+    let mut values = Vec::new();
+    let mut excluded = Vec::new();
+    for r in records {
+        match (classify(r), r.metrics.get(metric)) {
+            (Some((missing, reason)), _) => excluded.push(Exclusion { missing, rep: r.rep, reason }),
+            (None, Some(m)) if m.value.is_finite() => values.push(m.value),
+            (None, _) => excluded.push(Exclusion {
+                missing: Missing::NoMetric,
+                rep: r.rep,
+                reason: format!("the record has no finite {metric}"),
+            }),
+        }
+    }
+    excluded.sort_by_key(|e| (e.rep, e.missing));
+    match stats::summarize(&values) {
+        Some(summary) => Outcome::Measured { summary, excluded },
+        None => {
+            // Report the most serious cause: a withdrawn number outweighs a crash, a crash a skip.
+            let missing = excluded.iter().map(|e| e.missing).min().unwrap_or(Missing::NoMetric);
+            Outcome::NotDrawn { missing, excluded }
+        }
+    }
+}
+
+/// One point of a sweep: an arm at one label, with all its reps.
+#[derive(Debug, Clone)]
+pub struct Point<'r> {
+    pub arm: String,
+    /// The point's label within this sweep; empty in an arms-only sweep.
+    pub label: String,
+    pub default: bool,
+    pub records: Vec<&'r Record>,
+}
+
+/// A matrix of one run, ready to be summarised.
+pub struct MatrixData<'r> {
+    pub info: MatrixInfo,
+    pub records: &'r [Record],
+}
+
+impl<'r> MatrixData<'r> {
+    /// `info` from provenance when the run lists the matrix, otherwise inferred from the records.
+    pub fn new(name: &str, info: Option<&MatrixInfo>, records: &'r [Record]) -> Self {
+        let mut info = info.cloned().unwrap_or_else(|| MatrixInfo {
+            name: name.to_owned(),
+            file: String::new(),
+            sha256: String::new(),
+            title: name.to_owned(),
+            question: String::new(),
+            seed: None,
+            default_arm: None,
+            arms: Vec::new(),
+            sweeps: Vec::new(),
+            does_not_say: Vec::new(),
+        });
+        // Sweeps and arms that records name but provenance does not still get shown.
+        for r in records {
+            for s in &r.variant.sweeps {
+                if !info.sweeps.iter().any(|x| &x.name == s) {
+                    info.sweeps.push(SweepInfo {
+                        name: s.clone(),
+                        title: s.clone(),
+                        caption: None,
+                        arms: Vec::new(),
+                        knob: None,
+                        labels: Vec::new(),
+                    });
+                }
+            }
+            if !info.arms.iter().any(|a| a.name == r.arm) {
+                info.arms.push(ArmInfo { name: r.arm.clone(), title: r.arm.clone(), description: String::new() });
+            }
+        }
+        if records.iter().any(|r| r.variant.sweeps.is_empty()) {
+            info.sweeps.push(SweepInfo {
+                name: UNSWEPT.into(),
+                title: "Points outside any sweep".into(),
+                caption: None,
+                arms: Vec::new(),
+                knob: None,
+                labels: Vec::new(),
+            });
+        }
+        MatrixData { info, records }
+    }
+
+    pub fn arm_title(&self, arm: &str) -> String {
+        self.info.arms.iter().find(|a| a.name == arm).map_or_else(|| arm.to_owned(), |a| a.title.clone())
+    }
+
+    pub fn sweep(&self, name: &str) -> Option<&SweepInfo> {
+        self.info.sweeps.iter().find(|s| s.name == name)
+    }
+
+    fn in_sweep(&self, sweep: &str) -> Vec<&'r Record> {
+        self.records
+            .iter()
+            .filter(|r| {
+                if sweep == UNSWEPT { r.variant.sweeps.is_empty() } else { r.variant.sweeps.iter().any(|s| s == sweep) }
+            })
+            .collect()
+    }
+
+    /// The sweep's points, label-major (display order of labels), arms in the sweep's order.
+    pub fn points(&self, sweep: &SweepInfo) -> Vec<Point<'r>> {
+        let records = self.in_sweep(&sweep.name);
+        let labels = sweep_labels(sweep, &records);
+        let mut label_order: Vec<String> = sweep.labels.clone();
+        let mut arm_order: Vec<String> = sweep.arms.clone();
+        for (r, label) in records.iter().zip(&labels) {
+            push_unique(&mut label_order, label);
+            push_unique(&mut arm_order, &r.arm);
+        }
+        let mut points: Vec<Point<'r>> = Vec::new();
+        for label in &label_order {
+            for arm in &arm_order {
+                let recs: Vec<&Record> = records
+                    .iter()
+                    .zip(&labels)
+                    .filter(|(r, l)| *l == label && &r.arm == arm)
+                    .map(|(r, _)| *r)
+                    .collect();
+                if recs.is_empty() {
+                    continue;
+                }
+                let default = recs.iter().any(|r| r.variant.default);
+                points.push(Point { arm: arm.clone(), label: label.clone(), default, records: recs });
+            }
+        }
+        points
+    }
+
+    /// The headline metric: configured, else records_per_s, else the first metric any record carries.
+    pub fn headline_metric(&self, cfg: &SiteConfig) -> Option<String> {
+        if let Some(m) = cfg.headline(&self.info.name).and_then(|h| h.metric.clone()) {
+            return Some(m);
+        }
+        first_metric(self.records.iter(), Some("records_per_s"))
+    }
+
+    /// The metrics charted for a sweep: configured, else the headline if the sweep reports it, else its first.
+    pub fn sweep_metrics(&self, cfg: &SiteConfig, sweep: &SweepInfo) -> Vec<String> {
+        if let Some(list) = cfg.headline(&self.info.name).and_then(|h| h.sweep_metrics.get(&sweep.name)) {
+            return list.clone();
+        }
+        let records = self.in_sweep(&sweep.name);
+        let headline = self.headline_metric(cfg);
+        // A sweep whose records all failed still gets its chart (with its reasons) under the headline.
+        let carried = first_metric(records.iter().copied(), headline.as_deref());
+        carried.or(headline).into_iter().collect()
+    }
+
+    /// The unit and direction of a metric, from the first record that reports it.
+    pub fn metric_meta(&self, metric: &str) -> Option<(String, bool)> {
+        self.records.iter().find_map(|r| r.metrics.get(metric)).map(|m| (m.unit.clone(), m.higher_is_better))
+    }
+}
+
+/// The pseudo-sweep of records that belong to no sweep.
+pub const UNSWEPT: &str = "unswept";
+
+fn push_unique(list: &mut Vec<String>, item: &str) {
+    if !list.iter().any(|x| x == item) {
+        list.push(item.to_owned());
+    }
+}
+
+/// `preferred` if any record carries it, else the alphabetically first metric name carried at all.
+fn first_metric<'a>(records: impl Iterator<Item = &'a Record>, preferred: Option<&str>) -> Option<String> {
+    let names: BTreeSet<&String> = records.flat_map(|r| r.metrics.keys()).collect();
+    match preferred {
+        Some(p) if names.iter().any(|n| n.as_str() == p) => Some(p.to_owned()),
+        _ => names.into_iter().next().cloned(),
+    }
+}
+
+/// Each record's label within `sweep`; empty for an arms-only sweep.
+///
+/// A point shared by several sweeps (the default point) carries one `variant.label`, which may be another
+/// sweep's label. For a knob sweep the label therefore comes from the knob's value: values of records that
+/// belong to this sweep alone name their labels, and a value left over takes the one label left over.
+pub fn sweep_labels(sweep: &SweepInfo, records: &[&Record]) -> Vec<String> {
+    // An arms-only sweep has one point per arm: its label (often the arm's title) says nothing more.
+    let Some(knob) = &sweep.knob else { return vec![String::new(); records.len()] };
+    let value_of = |r: &Record| r.variant.knobs.get(knob).map(|v| v.to_string());
+    let mut by_value: BTreeMap<String, String> = BTreeMap::new();
+    for r in records {
+        if r.variant.sweeps.len() == 1
+            && sweep.labels.contains(&r.variant.label)
+            && let Some(v) = value_of(r)
+        {
+            by_value.entry(v).or_insert_with(|| r.variant.label.clone());
+        }
+    }
+    let taken: BTreeSet<&String> = by_value.values().collect();
+    let free: Vec<&String> = sweep.labels.iter().filter(|l| !taken.contains(l)).collect();
+    let mut unresolved: Vec<String> = Vec::new();
+    for r in records {
+        if let Some(v) = value_of(r).filter(|v| !by_value.contains_key(v)) {
+            push_unique(&mut unresolved, &v);
+        }
+    }
+    for value in &unresolved {
+        // A label that spells the value ("500k" for 500000, "2 cores" for 2) names it.
+        let spelled: Vec<&&String> = free.iter().filter(|l| label_number(l) == value.parse::<f64>().ok()).collect();
+        if let [label] = spelled.as_slice() {
+            by_value.insert(value.clone(), (**label).clone());
+        }
+    }
+    // Otherwise a single value left over takes the single label left over.
+    let taken: BTreeSet<&String> = by_value.values().collect();
+    let free: Vec<&String> = free.into_iter().filter(|l| !taken.contains(l)).collect();
+    let left: Vec<&String> = unresolved.iter().filter(|v| !by_value.contains_key(*v)).collect();
+    if let ([label], [value]) = (free.as_slice(), left.as_slice()) {
+        by_value.insert((*value).clone(), (*label).clone());
+    }
+    records
+        .iter()
+        .map(|r| value_of(r).and_then(|v| by_value.get(&v).cloned()).unwrap_or_else(|| r.variant.label.clone()))
+        .collect()
+}
+
+/// The number a label spells: `500k` -> 500000, `1M` -> 1e6, `2 cores` -> 2; `None` for words.
+fn label_number(label: &str) -> Option<f64> {
+    let token = label.split_whitespace().next()?;
+    let (digits, scale) = match token.char_indices().last()? {
+        (i, 'k' | 'K') => (&token[..i], 1e3),
+        (i, 'M') => (&token[..i], 1e6),
+        (i, 'G') => (&token[..i], 1e9),
+        _ => (token, 1.0),
+    };
+    digits.parse::<f64>().ok().map(|x| x * scale)
+}
+
+/// A published figure as a headline shows it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Published {
+    pub value: f64,
+    pub text: String,
+    pub seed: String,
+    pub hardware: String,
+}
+
+/// A headline figure of one matrix in one run; `id` is stable across runs (the history view's key).
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct Figure {
+    pub id: String,
+    pub title: String,
+    /// The figure, if it could be computed; otherwise `text` says why not.
+    pub value: Option<f64>,
+    pub text: String,
+    pub detail: String,
+    pub unit: String,
+    pub higher_is_better: Option<bool>,
+    /// min and max across reps (medians only).
+    pub range: Option<(f64, f64)>,
+    pub n: Option<usize>,
+    pub published: Vec<Published>,
+}
+
+/// A matrix's headline figures: its configured ratios, then each arm's median at the default point.
+pub fn headline_figures(data: &MatrixData, cfg: &SiteConfig) -> Vec<Figure> {
+    let Some(metric) = data.headline_metric(cfg) else { return Vec::new() };
+    let ratios = cfg.headline(&data.info.name).map(|h| h.ratios.clone()).unwrap_or_default();
+    let mut out = Vec::new();
+    for spec in &ratios {
+        out.extend(ratio_figures(data, cfg, spec, &metric));
+    }
+    let median_sweep =
+        ratios.first().map(|r| r.sweep.clone()).or_else(|| data.info.sweeps.first().map(|s| s.name.clone()));
+    if let Some(sweep) = median_sweep.as_deref().and_then(|s| data.sweep(s)) {
+        out.extend(default_medians(data, cfg, sweep, &metric));
+    }
+    out
+}
+
+fn ratio_figures(data: &MatrixData, cfg: &SiteConfig, spec: &RatioSpec, metric: &str) -> Vec<Figure> {
+    let (num_title, den_title) = (data.arm_title(&spec.numerator), data.arm_title(&spec.denominator));
+    let base_title = format!("{num_title} / {den_title}");
+    let id = format!(
+        "ratio-{}-{}-{}",
+        format::slug(&spec.sweep),
+        format::slug(&spec.numerator),
+        format::slug(&spec.denominator)
+    );
+    let refs = cfg.references(&data.info.name, &spec.sweep, metric);
+    let (unit, _) = data.metric_meta(metric).unwrap_or_default();
+    let points = data.sweep(&spec.sweep).map(|s| data.points(s)).unwrap_or_default();
+    let mut labels: Vec<String> = Vec::new();
+    for p in &points {
+        if p.arm == spec.numerator && points.iter().any(|q| q.arm == spec.denominator && q.label == p.label) {
+            push_unique(&mut labels, &p.label);
+        }
+    }
+    if labels.is_empty() {
+        return vec![Figure {
+            id,
+            title: base_title,
+            value: None,
+            text: "not measured".into(),
+            detail: format!("this run has no point of sweep {:?} with both arms", spec.sweep),
+            unit: "×".into(),
+            higher_is_better: None,
+            range: None,
+            n: None,
+            published: published_ratio(&refs, spec, "").into_iter().collect(),
+        }];
+    }
+    labels
+        .iter()
+        .map(|label| {
+            let find = |arm: &str| points.iter().find(|p| p.arm == arm && &p.label == label);
+            let num = outcome(&find(&spec.numerator).map(|p| p.records.clone()).unwrap_or_default(), metric);
+            let den = outcome(&find(&spec.denominator).map(|p| p.records.clone()).unwrap_or_default(), metric);
+            let title = if label.is_empty() { base_title.clone() } else { format!("{base_title} ({label})") };
+            let id = if label.is_empty() { id.clone() } else { format!("{id}-{}", format::slug(label)) };
+            let published = published_ratio(&refs, spec, label).into_iter().collect();
+            let (value, text, detail) = match (num.summary(), den.summary()) {
+                (Some(a), Some(b)) => match stats::ratio(a.median, b.median) {
+                    Some(r) => (
+                        Some(r),
+                        format::ratio(r),
+                        format!(
+                            "{num_title} {} / {den_title} {} {unit} (medians of n = {} and {})",
+                            format::compact(a.median),
+                            format::compact(b.median),
+                            a.n,
+                            b.n
+                        ),
+                    ),
+                    None => (None, "not defined".into(), format!("{den_title}'s median is zero")),
+                },
+                _ => {
+                    let why: Vec<String> = [(&num_title, &num), (&den_title, &den)]
+                        .iter()
+                        .filter(|(_, o)| o.summary().is_none())
+                        .map(|(t, o)| format!("{t}: {}", o.reasons().join("; ")))
+                        .collect();
+                    (None, "not available".into(), why.join(" — "))
+                }
+            };
+            Figure {
+                id,
+                title,
+                value,
+                text,
+                detail,
+                unit: "×".into(),
+                higher_is_better: None,
+                range: None,
+                n: None,
+                published,
+            }
+        })
+        .collect()
+}
+
+/// The same ratio over the seeds' figures, per series that has both arms at the label.
+fn published_ratio(refs: &[Reference], spec: &RatioSpec, label: &str) -> Option<Published> {
+    let find = |arm: &str| refs.iter().find(|r| r.figure.arm == arm && r.figure.label == label);
+    let (num, den) = (find(&spec.numerator)?, find(&spec.denominator)?);
+    if num.series.seed != den.series.seed || num.series.hardware != den.series.hardware {
+        return None;
+    }
+    let value = stats::ratio(num.figure.value, den.figure.value)?;
+    Some(Published {
+        value,
+        text: format::ratio(value),
+        seed: num.series.seed.clone(),
+        hardware: num.series.hardware.clone(),
+    })
+}
+
+fn default_medians(data: &MatrixData, cfg: &SiteConfig, sweep: &SweepInfo, metric: &str) -> Vec<Figure> {
+    let (unit, hib) = data.metric_meta(metric).unwrap_or_default();
+    let refs = cfg.references(&data.info.name, &sweep.name, metric);
+    let points = data.points(sweep);
+    let mut arms: Vec<String> = Vec::new();
+    for p in &points {
+        push_unique(&mut arms, &p.arm);
+    }
+    arms.iter()
+        .filter_map(|arm| {
+            let of_arm: Vec<&Point> = points.iter().filter(|p| &p.arm == arm).collect();
+            let point = of_arm.iter().find(|p| p.default).or(of_arm.first())?;
+            let o = outcome(&point.records, metric);
+            let label = if point.label.is_empty() { String::new() } else { format!(" at {}", point.label) };
+            let title = format!("{}{label}", data.arm_title(arm));
+            let published = refs
+                .iter()
+                .filter(|r| &r.figure.arm == arm && r.figure.label == point.label)
+                .map(|r| Published {
+                    value: r.figure.value,
+                    text: format!("{} {}", format::compact(r.figure.value), r.series.unit),
+                    seed: r.series.seed.clone(),
+                    hardware: r.series.hardware.clone(),
+                })
+                .collect();
+            let id = format!("median-{}-{}-{}", format::slug(&sweep.name), format::slug(arm), format::slug(metric));
+            let fig = match o.summary() {
+                Some(s) => Figure {
+                    id,
+                    title,
+                    value: Some(s.median),
+                    text: format!("{} {unit}", format::compact(s.median)),
+                    detail: format!("median {metric}, n = {}, 95% CI {}", s.n, ci_text(s)),
+                    unit: unit.clone(),
+                    higher_is_better: Some(hib),
+                    range: Some((s.min, s.max)),
+                    n: Some(s.n),
+                    published,
+                },
+                None => Figure {
+                    id,
+                    title,
+                    value: None,
+                    text: not_drawn_text(&o),
+                    detail: o.reasons().join("; "),
+                    unit: unit.clone(),
+                    higher_is_better: Some(hib),
+                    range: None,
+                    n: None,
+                    published,
+                },
+            };
+            Some(fig)
+        })
+        .collect()
+}
+
+fn not_drawn_text(o: &Outcome) -> String {
+    match o {
+        Outcome::NotDrawn { missing, .. } => missing.text().to_owned(),
+        Outcome::Measured { .. } => String::new(),
+    }
+}
+
+/// `[lo, hi]` of a summary's 95% CI, or — when n < 2.
+pub fn ci_text(s: &Summary) -> String {
+    s.ci95.map_or_else(|| "—".into(), |[lo, hi]| format!("{} – {}", format::table_value(lo), format::table_value(hi)))
+}
+
+/// Records of a matrix by outcome, for the index and run pages.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct Counts {
+    pub records: usize,
+    pub verified: usize,
+    pub withdrawn: usize,
+    pub failed: usize,
+    pub not_run: usize,
+}
+
+pub fn counts(records: &[Record]) -> Counts {
+    let mut c = Counts { records: records.len(), ..Counts::default() };
+    for r in records {
+        match classify(r) {
+            None => c.verified += 1,
+            Some((Missing::Withdrawn, _)) => c.withdrawn += 1,
+            Some((Missing::Failed, _)) => c.failed += 1,
+            Some((Missing::NotRun, _)) => c.not_run += 1,
+            Some((Missing::NoMetric, _)) => {}
+        }
+    }
+    c
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::site::fixtures;
+    use streamlab_record::Integrity;
+
+    fn rec(rep: u32, value: f64) -> Record {
+        fixtures::record("run-a", "raw", "", &["mode"], true, rep, value)
+    }
+
+    #[test]
+    fn a_point_summarises_only_verified_reps_with_known_statistics() {
+        let (a, b, c) = (rec(1, 10.0), rec(2, 12.0), rec(3, 14.0));
+        let mut bad = rec(4, 1e9);
+        bad.integrity = Integrity::compare(100, 99, "sum of high watermarks");
+        let o = outcome(&[&a, &b, &c, &bad], "records_per_s");
+        let s = o.summary().unwrap();
+        assert_eq!((s.n, s.median, s.min, s.max), (3, 12.0, 10.0, 14.0));
+        // mean 12, s = 2, t(0.975, 2) = 4.303: 12 ± 4.9687
+        let [lo, hi] = s.ci95.unwrap();
+        assert!((lo - 7.0313).abs() < 1e-3 && (hi - 16.9687).abs() < 1e-3);
+        assert_eq!(ci_text(s), "7.03 – 16.97");
+        assert_eq!(o.excluded().len(), 1);
+        assert_eq!(o.reasons(), ["withdrawn: integrity failed: expected 100 but observed 99 (sum of high watermarks)"]);
+    }
+
+    #[test]
+    fn a_point_with_nothing_verified_is_not_drawn_and_says_why() {
+        let mut bad = rec(1, 5.0);
+        bad.integrity = Integrity::compare(10, 9, "hwm");
+        let mut crashed = rec(2, 5.0);
+        crashed.status = Status::Failed;
+        crashed.reason = Some("timed out after 60 s".into());
+        let o = outcome(&[&bad, &crashed], "records_per_s");
+        assert!(matches!(o, Outcome::NotDrawn { missing: Missing::Withdrawn, .. }));
+        assert_eq!(o.reasons().len(), 2);
+        let o = outcome(&[&rec(1, 5.0)], "e2e_p99_ms");
+        assert!(matches!(o, Outcome::NotDrawn { missing: Missing::NoMetric, .. }));
+    }
+
+    #[test]
+    fn the_default_point_takes_its_label_from_the_knob_in_each_sweep() {
+        let records = fixtures::kafka_sink_records("run-a");
+        let info = fixtures::kafka_sink_info();
+        let data = MatrixData::new("kafka_sink", Some(&info), &records);
+        let batch = data.sweep("batch_max_rows").unwrap();
+        let labels: Vec<String> = data.points(batch).iter().map(|p| p.label.clone()).collect();
+        assert_eq!(labels, ["10k", "100k", "500k"]);
+        let queue = data.sweep("queue_buffering_max_messages").unwrap();
+        let points = data.points(queue);
+        let labels: Vec<(&str, bool)> = points.iter().map(|p| (p.label.as_str(), p.default)).collect();
+        assert_eq!(labels, [("100k", true), ("1M", false)]);
+        let mode = data.sweep("mode").unwrap();
+        let points = data.points(mode);
+        let arms: Vec<(&str, &str)> = points.iter().map(|p| (p.arm.as_str(), p.label.as_str())).collect();
+        assert_eq!(arms, [("raw", ""), ("framework", "")]);
+    }
+
+    #[test]
+    fn labels_spell_numbers() {
+        assert_eq!(label_number("500k"), Some(500_000.0));
+        assert_eq!(label_number("1M"), Some(1_000_000.0));
+        assert_eq!(label_number("2 cores"), Some(2.0));
+        assert_eq!(label_number("plain"), None);
+    }
+
+    #[test]
+    fn headline_ratios_are_computed_from_medians_in_the_same_run() {
+        let records = fixtures::kafka_sink_records("run-a");
+        let info = fixtures::kafka_sink_info();
+        let data = MatrixData::new("kafka_sink", Some(&info), &records);
+        let cfg = SiteConfig::builtin().unwrap();
+        let figs = headline_figures(&data, &cfg);
+        let ratio = figs.iter().find(|f| f.id == "ratio-mode-framework-raw").unwrap();
+        // framework reps 500/600/700, raw reps 1000/1100/1200: 600 / 1100
+        assert!((ratio.value.unwrap() - 600.0 / 1100.0).abs() < 1e-12);
+        assert_eq!(ratio.text, "0.55×");
+        // seed 000: 1,210,960 / 2,489,626
+        assert_eq!(ratio.published[0].text, "0.49×");
+        assert!(figs.iter().any(|f| f.id == "median-mode-raw-records-per-s" && f.value == Some(1100.0)));
+    }
+
+    #[test]
+    fn counts_sort_records_by_outcome() {
+        let mut bad = rec(1, 5.0);
+        bad.integrity = Integrity::compare(10, 9, "hwm");
+        let mut skipped = rec(2, 5.0);
+        skipped.status = Status::NotRun;
+        let c = counts(&[rec(3, 1.0), bad, skipped]);
+        assert_eq!(c, Counts { records: 3, verified: 1, withdrawn: 1, failed: 0, not_run: 1 });
+    }
+}

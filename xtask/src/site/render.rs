@@ -1,0 +1,92 @@
+//! Rendering: minijinja templates from site/templates (autoescaped, as every file name ends in .html)
+//! into an in-memory map of relative path -> bytes. Writing it out is the caller's job, so a build can
+//! be compared byte for byte.
+
+use std::collections::BTreeMap;
+
+use anyhow::{Context, Result};
+use minijinja::{Environment, UndefinedBehavior, context};
+use serde::Serialize;
+
+use crate::provenance::PROVENANCE_FILE;
+use crate::site::config::SiteConfig;
+use crate::site::load::Run;
+use crate::site::pages;
+
+const TEMPLATES: &[(&str, &str)] = &[
+    ("base.html", include_str!("../../../site/templates/base.html")),
+    ("index.html", include_str!("../../../site/templates/index.html")),
+    ("matrix.html", include_str!("../../../site/templates/matrix.html")),
+    ("run.html", include_str!("../../../site/templates/run.html")),
+    ("history.html", include_str!("../../../site/templates/history.html")),
+];
+const STYLE_CSS: &str = include_str!("../../../site/static/style.css");
+
+/// The whole site: relative path -> file contents.
+pub type SiteFiles = BTreeMap<String, Vec<u8>>;
+
+fn environment() -> Result<Environment<'static>> {
+    let mut env = Environment::new();
+    // A typo in a template is an error, not an empty string on the page.
+    env.set_undefined_behavior(UndefinedBehavior::Strict);
+    for (name, source) in TEMPLATES {
+        env.add_template(name, source).with_context(|| format!("site/templates/{name} does not parse"))?;
+    }
+    Ok(env)
+}
+
+fn page<T: Serialize>(env: &Environment, template: &str, root: &str, view: &T) -> Result<Vec<u8>> {
+    let tmpl = env.get_template(template)?;
+    let mut html = tmpl
+        .render(context! { root => root, page => view })
+        .with_context(|| format!("rendering site/templates/{template}"))?;
+    if !html.ends_with('\n') {
+        html.push('\n');
+    }
+    Ok(html.into_bytes())
+}
+
+/// Render every page and copy every raw file of the runs.
+pub fn render_site(runs: &[Run], cfg: &SiteConfig) -> Result<SiteFiles> {
+    let env = environment()?;
+    let mut files = SiteFiles::new();
+    files.insert("style.css".into(), STYLE_CSS.as_bytes().to_vec());
+    files.insert("index.html".into(), page(&env, "index.html", "", &pages::index_page(runs, cfg))?);
+    files.insert("history.html".into(), page(&env, "history.html", "", &pages::history_page(runs, cfg))?);
+    let latest = pages::latest_runs(runs);
+    for run in runs {
+        files.insert(pages::run_href(&run.id), page(&env, "run.html", "../../", &pages::run_page(run))?);
+        files.insert(format!("runs/{}/{PROVENANCE_FILE}", run.id), read(&run.dir.join(PROVENANCE_FILE))?);
+        for (name, file) in &run.matrices {
+            let is_latest = latest.get(name).is_some_and(|r| r.id == run.id);
+            let view = pages::matrix_page(run, name, runs, cfg, is_latest);
+            files.insert(pages::run_matrix_href(&run.id, name), page(&env, "matrix.html", "../../", &view)?);
+            if is_latest {
+                files.insert(pages::latest_matrix_href(name), page(&env, "matrix.html", "../", &view)?);
+            }
+            files.insert(format!("runs/{}/{name}.jsonl", run.id), read(&file.path)?);
+        }
+    }
+    Ok(files)
+}
+
+fn read(path: &std::path::Path) -> Result<Vec<u8>> {
+    std::fs::read(path).with_context(|| format!("cannot read {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn templates_parse_and_html_templates_autoescape() {
+        let env = environment().unwrap();
+        for (name, _) in TEMPLATES {
+            env.get_template(name).unwrap();
+        }
+        // The policy that protects every page: templates named *.html escape their values.
+        let mut env = Environment::new();
+        env.add_template("t.html", "{{ x }}").unwrap();
+        assert_eq!(env.get_template("t.html").unwrap().render(context! { x => "<b>" }).unwrap(), "&lt;b&gt;");
+    }
+}
