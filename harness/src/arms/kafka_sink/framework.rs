@@ -13,6 +13,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use anyhow::{Context, Result, bail};
 use rdkafka::ClientConfig;
 use serde::Deserialize;
+use spate::backpressure::InflightBudget;
 use spate::checkpoint::{AckIssuer, AckRef};
 use spate::config::PipelineConfig;
 use spate::deser::{Deserializer, EmitRecord, RecFamily};
@@ -77,6 +78,9 @@ pub struct Knobs {
     /// spate `pipeline.io_threads` (the I/O runtime the sink workers run on); 0 keeps spate's default.
     #[serde(default)]
     pub io_threads: usize,
+    /// spate `backpressure.min_pause`: the least a pause lasts; every sink-queue rejection restarts it.
+    #[serde(default = "default_min_pause_ms")]
+    pub min_pause_ms: u64,
     /// Applied by the runner to the broker process; recorded only.
     #[serde(default)]
     pub broker_cores: u64,
@@ -85,6 +89,11 @@ pub struct Knobs {
 /// spate's default `batch.linger` (1 s).
 fn default_batch_linger_ms() -> u64 {
     1000
+}
+
+/// spate's default `backpressure.min_pause` (500 ms).
+fn default_min_pause_ms() -> u64 {
+    500
 }
 
 impl Knobs {
@@ -152,7 +161,7 @@ fn pipeline_yaml(knobs: &Knobs, base: &ClientConfig, topic: &str) -> Result<Stri
 admin: {{ listen: none }}
 metrics: {{ exporter: prometheus }}
 checkpoint: {{ interval: {CHECKPOINT_INTERVAL}, max_pending_batches: {MAX_PENDING_BATCHES}, drain_timeout: {DRAIN_TIMEOUT} }}
-backpressure: {{ max_inflight_bytes: {INFLIGHT_BUDGET_BYTES}, high_ratio: {BUDGET_HIGH_RATIO}, low_ratio: {BUDGET_LOW_RATIO} }}
+backpressure: {{ max_inflight_bytes: {INFLIGHT_BUDGET_BYTES}, high_ratio: {BUDGET_HIGH_RATIO}, low_ratio: {BUDGET_LOW_RATIO}, min_pause: {min_pause}ms }}
 source:
   generator: {{ payload_bytes: {payload}, partitions: {partitions} }}
 sink:
@@ -165,6 +174,7 @@ sink:
 {inflight}    rdkafka:
 {rdkafka}",
         threads = knobs.pipeline_threads,
+        min_pause = knobs.min_pause_ms,
         payload = knobs.payload_bytes,
         partitions = knobs.generator_partitions(),
         brokers = q(brokers),
@@ -368,8 +378,8 @@ fn run_pipeline(yaml: &str, knobs: &Knobs) -> Result<Outcome> {
         config.source.deserialize_into().context("spate refused the generator section")?;
     // Must run on a plain thread: spate builds its own I/O runtime and refuses to nest in another.
     let pipeline = Pipeline::from_config(config).context("cannot build the spate pipeline")?;
-    let metrics = pipeline.metrics().clone();
-    let baseline = Snapshot::take(&metrics);
+    let probe = Probe { metrics: pipeline.metrics().clone(), budget: Arc::clone(pipeline.budget()) };
+    let baseline = probe.snapshot();
 
     let sink = spate::kafka::sink::from_component_config(pipeline.config().sink_config("default")?)
         .context("cannot build spate's Kafka sink")?;
@@ -393,7 +403,7 @@ fn run_pipeline(yaml: &str, knobs: &Knobs) -> Result<Outcome> {
     let shutdown = runtime.shutdown_handle();
     let started = Instant::now();
     let running = std::thread::Builder::new().name("spate-runtime".into()).spawn(move || runtime.run())?;
-    let window = observe_window(&metrics, started, knobs, &running);
+    let window = observe_window(&probe, started, knobs, &running);
     shutdown.trigger();
     let report = running
         .join()
@@ -403,7 +413,7 @@ fn run_pipeline(yaml: &str, knobs: &Knobs) -> Result<Outcome> {
         bail!("the spate pipeline failed: {failure}");
     }
     let window = window?;
-    let end = Snapshot::take(&metrics);
+    let end = probe.snapshot();
     Ok(Outcome {
         window,
         delivered: (end.sink_records - baseline.sink_records).round() as u64,
@@ -433,21 +443,16 @@ impl Window {
     }
 }
 
-fn observe_window<T>(
-    metrics: &MetricsHandle,
-    started: Instant,
-    knobs: &Knobs,
-    running: &JoinHandle<T>,
-) -> Result<Window> {
+fn observe_window<T>(probe: &Probe, started: Instant, knobs: &Knobs, running: &JoinHandle<T>) -> Result<Window> {
     sleep_until(started + Duration::from_secs_f64(knobs.warmup_s), running)?;
     let cpu_open = crate::cpu::process_cpu_seconds();
     let sampler_open = thread_cpu_seconds();
-    let open = Snapshot::take(metrics);
+    let open = probe.snapshot();
     let close_at = open.at + Duration::from_secs_f64(knobs.window_s);
     let mut samples = Vec::new();
     while Instant::now() < close_at {
         sleep_until((Instant::now() + SAMPLE_EVERY).min(close_at), running)?;
-        samples.push(Snapshot::take(metrics));
+        samples.push(probe.snapshot());
     }
     let sampler_s = thread_cpu_seconds() - sampler_open;
     let client_cpu_s = crate::cpu::process_cpu_seconds() - cpu_open - sampler_s;
@@ -481,6 +486,21 @@ fn thread_cpu_seconds() -> f64 {
 
 // ----- reading spate's Prometheus exposition -----
 
+/// Where the window reads the pipeline: spate's exposition, and its in-flight byte budget directly
+/// (spate 0.2.0 registers `spate_backpressure_inflight_bytes` but never sets it).
+struct Probe {
+    metrics: MetricsHandle,
+    budget: Arc<InflightBudget>,
+}
+
+impl Probe {
+    fn snapshot(&self) -> Snapshot {
+        let mut s = Snapshot::parse(&self.metrics.render(), Instant::now());
+        s.inflight_bytes = self.budget.usage() as f64;
+        s
+    }
+}
+
 /// One render of spate's exposition, reduced to the series this arm reads.
 #[derive(Debug, Clone)]
 struct Snapshot {
@@ -491,6 +511,9 @@ struct Snapshot {
     /// Σ `spate_backpressure_paused` over pipeline threads.
     paused_threads: f64,
     pause_events: f64,
+    /// Σ `spate_queue_full_events_total`: chunks a sink queue refused.
+    queue_full_events: f64,
+    /// `InflightBudget::usage()` (set by [`Probe`]; not in the exposition).
     inflight_bytes: f64,
     /// max over shards of `spate_sink_inflight_batches`.
     busiest_shard_inflight: f64,
@@ -505,10 +528,6 @@ struct Snapshot {
 }
 
 impl Snapshot {
-    fn take(metrics: &MetricsHandle) -> Snapshot {
-        Snapshot::parse(&metrics.render(), Instant::now())
-    }
-
     fn parse(text: &str, at: Instant) -> Snapshot {
         let e = Exposition::parse(text);
         Snapshot {
@@ -517,7 +536,8 @@ impl Snapshot {
             sink_retries: e.sum("spate_sink_retries_total"),
             paused_threads: e.sum("spate_backpressure_paused"),
             pause_events: e.sum("spate_backpressure_pause_events_total"),
-            inflight_bytes: e.max("spate_backpressure_inflight_bytes").unwrap_or(0.0),
+            queue_full_events: e.sum("spate_queue_full_events_total"),
+            inflight_bytes: 0.0,
             busiest_shard_inflight: e.max("spate_sink_inflight_batches").unwrap_or(0.0),
             pending_batches: e.max("spate_checkpoint_pending_batches").unwrap_or(0.0),
             broker_rtt_p99_s: e.max("spate_kafka_sink_broker_rtt_p99_seconds"),
@@ -688,28 +708,35 @@ fn upstream_signals(window: &Window, knobs: &Knobs) -> UpstreamSignals {
     };
     let paused: Vec<&Snapshot> = all.iter().copied().filter(|s| s.paused_threads > 0.0).collect();
     let slots = knobs.inflight_per_shard_effective() as f64;
+    let budget_low_bytes = INFLIGHT_BUDGET_BYTES as f64 * BUDGET_LOW_RATIO;
     let inflight: Vec<f64> = samples.iter().map(|s| s.inflight_bytes).collect();
+    let (open, close) = (&window.open, window.close());
     UpstreamSignals {
         samples: samples.len(),
         paused_share,
         gated_share: share(&|s| s.pending_batches >= MAX_PENDING_BATCHES as f64, &all),
-        sink_full_share_of_paused: share(&|s| s.busiest_shard_inflight >= slots, &paused),
-        pause_events: window.close().pause_events - window.open.pause_events,
+        budget_held_share_of_paused: share(&|s| s.inflight_bytes > budget_low_bytes, &paused),
+        sink_busy_share_of_paused: share(&|s| s.busiest_shard_inflight >= slots, &paused),
+        pause_events: close.pause_events - open.pause_events,
+        queue_full_events: close.queue_full_events - open.queue_full_events,
         inflight_bytes_median: median(&inflight).unwrap_or(0.0),
-        budget_high_bytes: INFLIGHT_BUDGET_BYTES as f64 * BUDGET_HIGH_RATIO,
+        budget_low_bytes,
     }
 }
 
-/// Medians over the window's samples of librdkafka's per-interval p99s (as the raw arm does per callback).
-fn downstream_signals(window: &Window) -> Option<DownstreamSignals> {
-    let ms = |f: fn(&Snapshot) -> Option<f64>| {
-        let xs: Vec<f64> = window.samples.iter().filter_map(f).map(|s| s * 1000.0).collect();
+/// Medians over the window's samples of librdkafka's per-interval p99s and queue depth (as the raw arm takes
+/// per statistics callback).
+fn downstream_signals(window: &Window, knobs: &Knobs) -> Option<DownstreamSignals> {
+    let median_of = |f: fn(&Snapshot) -> Option<f64>| {
+        let xs: Vec<f64> = window.samples.iter().filter_map(f).collect();
         median(&xs)
     };
     Some(DownstreamSignals {
-        broker_rtt_p99_ms: ms(|s| s.broker_rtt_p99_s)?,
-        outbuf_latency_p99_ms: ms(|s| s.outbuf_latency_p99_s)?,
-        int_latency_p99_ms: ms(|s| s.int_latency_p99_s)?,
+        broker_rtt_p99_ms: median_of(|s| s.broker_rtt_p99_s)? * 1000.0,
+        outbuf_latency_p99_ms: median_of(|s| s.outbuf_latency_p99_s)? * 1000.0,
+        int_latency_p99_ms: median_of(|s| s.int_latency_p99_s)? * 1000.0,
+        producer_queue_messages: median_of(|s| s.produce_queue_messages)?,
+        queue_capacity_messages: knobs.queue_buffering_max_messages as f64,
     })
 }
 
@@ -742,15 +769,12 @@ fn measurement(knobs: &Knobs, outcome: &Outcome, observed: u64) -> Measurement {
         metrics.insert("e2e_p50_ms".into(), Metric::new(p50 * 1000.0, "ms", false));
         metrics.insert("e2e_p99_ms".into(), Metric::new(p99 * 1000.0, "ms", false));
     }
-    let downstream = downstream_signals(window);
+    let downstream = downstream_signals(window, knobs);
     if let Some(d) = &downstream {
         metrics.insert("broker_rtt_p99_ms".into(), Metric::new(d.broker_rtt_p99_ms, "ms", false));
         metrics.insert("outbuf_latency_p99_ms".into(), Metric::new(d.outbuf_latency_p99_ms, "ms", false));
         metrics.insert("int_latency_p99_ms".into(), Metric::new(d.int_latency_p99_ms, "ms", false));
-    }
-    let queue: Vec<f64> = window.samples.iter().filter_map(|s| s.produce_queue_messages).collect();
-    if let Some(q) = median(&queue) {
-        metrics.insert("producer_queue_messages".into(), Metric::new(q, "messages", false));
+        metrics.insert("producer_queue_messages".into(), Metric::new(d.producer_queue_messages, "messages", false));
     }
     let (verdict, evidence) = verdict::verdict(Some(&upstream_signals(window, knobs)), downstream.as_ref());
     let integrity = integrity(outcome.delivered, observed, outcome.drain);
@@ -764,7 +788,7 @@ fn measurement(knobs: &Knobs, outcome: &Outcome, observed: u64) -> Measurement {
          medians of spate_kafka_sink_* gauges (per-interval p99s, worst broker) over the window; {verdict_evidence}; \
          generator {partitions} partitions x {payload} B keyless payloads; {generated} generated, {delivered} \
          acknowledged over the run, final watermarks sum {watermarks}; sink retries {retries:.0}; drain {drain}; \
-         inflight.max_per_shard {slots}, batch.linger {linger} ms, budget {budget_mib} MiB",
+         inflight.max_per_shard {slots}, batch.linger {linger} ms, budget {budget_mib} MiB, min_pause {min_pause} ms",
         sample_ms = SAMPLE_EVERY.as_millis(),
         acks = rate.acks,
         nominal = window.nominal_s(),
@@ -785,6 +809,7 @@ fn measurement(knobs: &Knobs, outcome: &Outcome, observed: u64) -> Measurement {
         slots = knobs.inflight_per_shard_effective(),
         linger = knobs.batch_linger_ms,
         budget_mib = INFLIGHT_BUDGET_BYTES / (1024 * 1024),
+        min_pause = knobs.min_pause_ms,
     );
     Measurement {
         kind: "produce".into(),
@@ -835,7 +860,7 @@ mod tests {
 spate_sink_records_total{pipeline="p",component="default",component_type="kafka",shard="0"} 1000000
 spate_sink_records_total{pipeline="p",component="default",component_type="kafka",shard="1"} 500000
 spate_backpressure_paused{pipeline="p",component="driver-0",component_type="pipeline"} 1
-spate_backpressure_inflight_bytes{pipeline="p",component="driver-0",component_type="pipeline"} 170000000
+spate_queue_full_events_total{pipeline="p",component="default",component_type="kafka",queue="chain->sink/shard-0"} 29
 spate_sink_inflight_batches{pipeline="p",component="default",component_type="kafka",shard="0"} 2
 spate_sink_inflight_batches{pipeline="p",component="default",component_type="kafka",shard="1"} 1
 spate_kafka_sink_broker_rtt_p99_seconds{pipeline="p",component="default",component_type="kafka",broker="127.0.0.1:9092/1"} 0.007
@@ -851,8 +876,8 @@ process_cpu_seconds_total 3.5
         let s = Snapshot::parse(EXPOSITION, Instant::now());
         assert_eq!(s.sink_records, 1_500_000.0);
         assert_eq!(s.paused_threads, 1.0);
-        assert_eq!(s.inflight_bytes, 170e6);
         assert_eq!(s.busiest_shard_inflight, 2.0);
+        assert_eq!(s.queue_full_events, 29.0);
         assert_eq!(s.broker_rtt_p99_s, Some(0.007));
         assert_eq!(s.int_latency_p99_s, None);
         assert_eq!(s.e2e_buckets, vec![(0.5, 2.0), (1.0, 6.0), (f64::INFINITY, 8.0)]);
@@ -904,23 +929,27 @@ process_cpu_seconds_total 3.5
     #[test]
     fn the_upstream_signals_come_from_the_samples() {
         let t0 = Instant::now();
-        let mut paused_full = at(t0, 50, 0.0);
-        paused_full.paused_threads = 1.0;
-        paused_full.busiest_shard_inflight = 2.0;
-        let mut paused_free = paused_full.clone();
-        paused_free.busiest_shard_inflight = 1.0;
-        let running = at(t0, 100, 0.0);
-        let window = Window {
-            open: at(t0, 0, 0.0),
-            samples: vec![paused_full.clone(), paused_full, paused_free, running],
-            client_cpu_s: 1.0,
-        };
+        // Paused with both write slots busy and 200 MB unwritten, twice; paused on a queue rejection with
+        // little in flight, once; running, once.
+        let mut held = at(t0, 50, 0.0);
+        held.paused_threads = 1.0;
+        held.busiest_shard_inflight = 2.0;
+        held.inflight_bytes = 200e6;
+        held.queue_full_events = 3.0;
+        let mut rejected = held.clone();
+        rejected.busiest_shard_inflight = 0.0;
+        rejected.inflight_bytes = 2e6;
+        let mut running = at(t0, 100, 0.0);
+        running.queue_full_events = 3.0;
+        let window =
+            Window { open: at(t0, 0, 0.0), samples: vec![held.clone(), held, rejected, running], client_cpu_s: 1.0 };
         let s = upstream_signals(&window, &knobs());
         assert_eq!(s.samples, 4);
         assert_eq!(s.paused_share, 0.75);
-        assert!((s.sink_full_share_of_paused - 2.0 / 3.0).abs() < 1e-9);
-        assert_eq!(s.gated_share, 0.0);
-        assert_eq!(verdict::upstream(&s), Some(verdict::Upstream::Sink));
+        assert!((s.budget_held_share_of_paused - 2.0 / 3.0).abs() < 1e-9);
+        assert!((s.sink_busy_share_of_paused - 2.0 / 3.0).abs() < 1e-9);
+        assert_eq!((s.gated_share, s.queue_full_events), (0.0, 3.0));
+        assert_eq!(verdict::upstream(&s), Some(verdict::Upstream::Budget));
     }
 
     #[test]
@@ -935,6 +964,8 @@ process_cpu_seconds_total 3.5
         assert_eq!(config.pipeline.threads, Some(1));
         assert_eq!(config.pipeline.io_threads, 1);
         assert_eq!(config.admin.listen, None, "the admin server must not listen");
+        assert_eq!(config.backpressure.min_pause, Duration::from_millis(500));
+        assert_eq!(config.backpressure.max_inflight_bytes.as_u64(), INFLIGHT_BUDGET_BYTES);
         let generator: GeneratorConfig = config.source.deserialize_into().unwrap();
         assert_eq!((generator.payload_bytes, generator.partitions), (256, 16));
         let sink: spate::kafka::KafkaSinkConfig = config.sink_config("default").unwrap().deserialize_into().unwrap();

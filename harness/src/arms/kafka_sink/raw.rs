@@ -166,6 +166,8 @@ pub fn run(ctx: &ArmContext) -> Result<Measurement> {
         broker_rtt_p99_ms: s.broker_rtt_p99_ms,
         outbuf_latency_p99_ms: s.outbuf_latency_p99_ms,
         int_latency_p99_ms: s.int_latency_p99_ms,
+        producer_queue_messages: s.queue_messages,
+        queue_capacity_messages: knobs.queue_buffering_max_messages as f64,
     });
     let (verdict, verdict_evidence) = super::verdict::verdict(None, downstream.as_ref());
     note.push_str(&format!("; {verdict_evidence}"));
