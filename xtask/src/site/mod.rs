@@ -35,9 +35,19 @@ pub struct BuildArgs {
 const MARKER: &str = ".streamlab-site";
 
 pub fn build(args: BuildArgs) -> Result<()> {
-    let results = args.results.unwrap_or_else(paths::results_dir);
     let out = args.out.unwrap_or_else(default_out);
-    let files = build_site(&results)?;
+    let (results, files) = match args.results {
+        Some(dir) => {
+            let files = build_site(&dir)?;
+            (dir, files)
+        }
+        None => {
+            let dir = paths::results_dir();
+            // git keeps no empty directory: a fresh clone without runs has no results/ at all.
+            let files = if dir.exists() { build_site(&dir)? } else { empty_site(&dir)? };
+            (dir, files)
+        }
+    };
     write_site(&out, &files)?;
     let pages = files.keys().filter(|k| k.ends_with(".html")).count();
     tracing::info!("site: {pages} pages from {} -> {}", results.display(), out.join("index.html").display());
@@ -56,6 +66,11 @@ pub fn build_site(results: &Path) -> Result<render::SiteFiles> {
     }
     let cfg = config::SiteConfig::builtin()?;
     render::render_site(&runs, &cfg)
+}
+
+fn empty_site(missing: &Path) -> Result<render::SiteFiles> {
+    tracing::warn!("{} does not exist yet: the site will say there are no runs", missing.display());
+    render::render_site(&[], &config::SiteConfig::builtin()?)
 }
 
 /// Replace `out` with `files`; refuses to delete a non-empty directory this command did not write.
