@@ -33,8 +33,8 @@ use crate::kafka::admin::{SHORT_RETENTION, fresh_topic, high_watermark_sum};
 use crate::kafka::config::{DEFAULT_LISTENER, client_config};
 use crate::kafka::stats::nearest_rank;
 
-/// How often the window reads spate's exposition. Fine enough that the ack-aligned window edges are
-/// within 1% of an 8 s window; the sampler's own CPU is subtracted from the client CPU figure.
+/// How often the window reads spate's exposition (for the flow-control shares and the librdkafka gauges);
+/// the sampler's own CPU is subtracted from the client CPU figure.
 const SAMPLE_EVERY: Duration = Duration::from_millis(50);
 /// librdkafka statistics cadence, the same as the raw arm's `statistics.interval.ms`.
 const STATISTICS_INTERVAL: &str = "1s";
@@ -437,10 +437,6 @@ impl Window {
     fn close(&self) -> &Snapshot {
         self.samples.last().unwrap_or(&self.open)
     }
-
-    fn nominal_s(&self) -> f64 {
-        self.close().at.duration_since(self.open.at).as_secs_f64()
-    }
 }
 
 fn observe_window<T>(probe: &Probe, started: Instant, knobs: &Knobs, running: &JoinHandle<T>) -> Result<Window> {
@@ -654,43 +650,40 @@ fn bucket_delta(open: &[(f64, f64)], close: &[(f64, f64)]) -> Vec<(f64, f64)> {
 
 // ----- from the window to the record -----
 
-/// The sink's acknowledgements in the window: batches land whole, so the rate is taken between the first
-/// and the last acknowledgement inside the window (no fractional batch at either edge).
+/// The sink's acknowledgements in the window. Batches are acknowledged whole, so the count over a fixed
+/// window is off by at most the batch straddling each edge; `largest_step` says how big that can be.
 #[derive(Debug, Clone, Copy, PartialEq)]
-struct AckRate {
-    records_per_s: f64,
-    /// Records acknowledged between the window's open and close (for CPU per record and the note).
-    records_in_window: f64,
+struct AckCount {
+    records: f64,
+    seconds: f64,
     /// Acknowledgement events (sample steps where the counter rose).
     acks: usize,
-    /// Seconds the rate was taken over.
-    span_s: f64,
+    /// The largest single rise of the counter between two samples.
+    largest_step: f64,
 }
 
-fn ack_rate(open: &Snapshot, samples: &[Snapshot]) -> AckRate {
+impl AckCount {
+    fn records_per_s(&self) -> f64 {
+        if self.seconds > 0.0 { self.records / self.seconds } else { 0.0 }
+    }
+}
+
+fn acks_in_window(open: &Snapshot, samples: &[Snapshot]) -> AckCount {
+    let close = samples.last().unwrap_or(open);
     let mut previous = open.sink_records;
-    let mut steps = Vec::new();
+    let (mut acks, mut largest_step) = (0, 0.0f64);
     for s in samples {
         if s.sink_records > previous {
-            steps.push((s.at, s.sink_records));
+            acks += 1;
+            largest_step = largest_step.max(s.sink_records - previous);
         }
         previous = s.sink_records;
     }
-    let close = samples.last().unwrap_or(open);
-    let records_in_window = close.sink_records - open.sink_records;
-    let nominal_s = close.at.duration_since(open.at).as_secs_f64();
-    match (steps.first(), steps.last()) {
-        (Some(&(t0, c0)), Some(&(t1, c1))) if steps.len() >= 2 && t1 > t0 => {
-            let span_s = t1.duration_since(t0).as_secs_f64();
-            AckRate { records_per_s: (c1 - c0) / span_s, records_in_window, acks: steps.len(), span_s }
-        }
-        // Fewer than two acknowledgements: all that can be said is the count over the nominal window.
-        _ => AckRate {
-            records_per_s: if nominal_s > 0.0 { records_in_window / nominal_s } else { 0.0 },
-            records_in_window,
-            acks: steps.len(),
-            span_s: nominal_s,
-        },
+    AckCount {
+        records: close.sink_records - open.sink_records,
+        seconds: close.at.duration_since(open.at).as_secs_f64(),
+        acks,
+        largest_step,
     }
 }
 
@@ -751,16 +744,15 @@ fn median(xs: &[f64]) -> Option<f64> {
 
 fn measurement(knobs: &Knobs, outcome: &Outcome, observed: u64) -> Measurement {
     let window = &outcome.window;
-    let rate = ack_rate(&window.open, &window.samples);
+    let acks = acks_in_window(&window.open, &window.samples);
+    let records_per_s = acks.records_per_s();
     let mut metrics = BTreeMap::from([
-        ("records_per_s".to_owned(), Metric::new(rate.records_per_s, "records/s", true)),
-        ("mb_per_s".to_owned(), Metric::new(rate.records_per_s * knobs.payload_bytes as f64 / 1e6, "MB/s", true)),
+        ("records_per_s".to_owned(), Metric::new(records_per_s, "records/s", true)),
+        ("mb_per_s".to_owned(), Metric::new(records_per_s * knobs.payload_bytes as f64 / 1e6, "MB/s", true)),
         ("delivered_total".to_owned(), Metric::new(outcome.delivered as f64, "records", true)),
     ]);
-    // CPU over the nominal window per record acknowledged at the measured rate over that window.
-    let records_at_rate = rate.records_per_s * window.nominal_s();
-    if records_at_rate > 0.0 && window.client_cpu_s.is_finite() {
-        let per_m = window.client_cpu_s / (records_at_rate / 1e6);
+    if acks.records > 0.0 && window.client_cpu_s.is_finite() {
+        let per_m = window.client_cpu_s / (acks.records / 1e6);
         metrics.insert("client_cpu_s_per_m_records".into(), Metric::new(per_m, "CPU s / 1M records", false));
     }
     let e2e = bucket_delta(&window.open.e2e_buckets, &window.close().e2e_buckets);
@@ -780,21 +772,21 @@ fn measurement(knobs: &Knobs, outcome: &Outcome, observed: u64) -> Measurement {
     let integrity = integrity(outcome.delivered, observed, outcome.drain);
 
     let note = format!(
-        "rate = spate_sink_records_total (records in batches whose every delivery report confirmed, read via \
-         MetricsHandle::render every {sample_ms} ms) between the first and last of {acks} batch acknowledgements \
-         in the {nominal:.2} s window after {warmup:.1} s warm-up ({span:.2} s span; {in_window:.0} records \
-         acknowledged inside the window); e2e = spate_e2e_latency_seconds over {e2e_batches:.0} batches \
+        "rate = rise of spate_sink_records_total (records in batches whose every delivery report confirmed, read \
+         via MetricsHandle::render every {sample_ms} ms) over the {seconds:.2} s window after {warmup:.1} s \
+         warm-up: {records:.0} records in {acks} acknowledgements, the largest {largest:.0} (a batch straddling \
+         an edge moves the count by at most that); e2e = spate_e2e_latency_seconds over {e2e_batches:.0} batches \
          (ingest of the batch's oldest record to its acknowledgement, bucket-interpolated); librdkafka figures are \
          medians of spate_kafka_sink_* gauges (per-interval p99s, worst broker) over the window; {verdict_evidence}; \
          generator {partitions} partitions x {payload} B keyless payloads; {generated} generated, {delivered} \
          acknowledged over the run, final watermarks sum {watermarks}; sink retries {retries:.0}; drain {drain}; \
          inflight.max_per_shard {slots}, batch.linger {linger} ms, budget {budget_mib} MiB, min_pause {min_pause} ms",
         sample_ms = SAMPLE_EVERY.as_millis(),
-        acks = rate.acks,
-        nominal = window.nominal_s(),
+        seconds = acks.seconds,
         warmup = knobs.warmup_s,
-        span = rate.span_s,
-        in_window = rate.records_in_window,
+        records = acks.records,
+        acks = acks.acks,
+        largest = acks.largest_step,
         verdict_evidence = evidence,
         partitions = knobs.generator_partitions(),
         payload = knobs.payload_bytes,
@@ -905,25 +897,24 @@ process_cpu_seconds_total 3.5
     }
 
     #[test]
-    fn the_rate_is_taken_between_acknowledgements() {
+    fn the_rate_counts_acknowledgements_inside_the_window() {
         let t0 = Instant::now();
         let open = at(t0, 0, 1_000_000.0);
-        // Batches of 500k land at 0.3 s, 0.8 s and 1.3 s of a 2 s window: 1M records over 1 s.
+        // Batches of 500k and 250k land at 0.3 s, 0.8 s and 1.3 s of a 2 s window.
         let samples = [
             at(t0, 300, 1_500_000.0),
             at(t0, 500, 1_500_000.0),
-            at(t0, 800, 2_000_000.0),
-            at(t0, 1300, 2_500_000.0),
-            at(t0, 2000, 2_500_000.0),
+            at(t0, 800, 1_750_000.0),
+            at(t0, 1300, 2_250_000.0),
+            at(t0, 2000, 2_250_000.0),
         ];
-        let r = ack_rate(&open, &samples);
-        assert_eq!(r.acks, 3);
-        assert!((r.records_per_s - 1_000_000.0).abs() < 1e-6, "{r:?}");
-        assert_eq!(r.records_in_window, 1_500_000.0);
-        // One acknowledgement only: the count over the nominal window.
-        let r = ack_rate(&open, &[at(t0, 1000, 1_500_000.0), at(t0, 2000, 1_500_000.0)]);
-        assert_eq!((r.acks, r.records_per_s), (1, 250_000.0));
-        assert_eq!(ack_rate(&open, &[at(t0, 2000, 1_000_000.0)]).records_per_s, 0.0);
+        let a = acks_in_window(&open, &samples);
+        assert_eq!((a.records, a.acks, a.largest_step), (1_250_000.0, 3, 500_000.0));
+        assert!((a.seconds - 2.0).abs() < 1e-9);
+        assert!((a.records_per_s() - 625_000.0).abs() < 1e-6, "{a:?}");
+        let none = acks_in_window(&open, &[at(t0, 2000, 1_000_000.0)]);
+        assert_eq!((none.records_per_s(), none.acks), (0.0, 0));
+        assert_eq!(acks_in_window(&open, &[]).records_per_s(), 0.0);
     }
 
     #[test]
