@@ -15,6 +15,8 @@ const REF_ROW: f64 = 19.0;
 const GROUP_GAP: f64 = 10.0;
 const LEGEND_X: f64 = 12.0;
 const LEGEND_LINE: f64 = 17.0;
+/// Characters of a row label that fit left of the plot (longer ones are cut, with a tooltip).
+pub const LABEL_CHARS: usize = 32;
 /// Characters of legend text per line (12px text over the chart's width).
 const LEGEND_CHARS: usize = 125;
 const HIGHLIGHT: &str = "#1d4ed8";
@@ -124,7 +126,7 @@ pub fn render(chart: &Chart) -> String {
 fn draw_row(s: &mut String, id: &str, i: usize, row: &Row, y: f64, x: &dyn Fn(f64) -> f64) {
     let h = row_height(row);
     let mid = y + h / 2.0;
-    let shown = truncate(&row.label, 32);
+    let shown = truncate(&row.label, LABEL_CHARS);
     let _ = write!(s, r#"<text class="label" x="{LABEL_X}" y="{:.1}" text-anchor="end" font-size="13">"#, mid + 4.5);
     if shown != row.label {
         let _ = write!(s, "<title>{}</title>", esc(&row.label));

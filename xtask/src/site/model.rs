@@ -272,8 +272,16 @@ fn first_metric<'a>(records: impl Iterator<Item = &'a Record>, preferred: Option
 /// sweep's label. For a knob sweep the label therefore comes from the knob's value: values of records that
 /// belong to this sweep alone name their labels, and a value left over takes the one label left over.
 pub fn sweep_labels(sweep: &SweepInfo, records: &[&Record]) -> Vec<String> {
-    // An arms-only sweep has one point per arm: its label (often the arm's title) says nothing more.
-    let Some(knob) = &sweep.knob else { return vec![String::new(); records.len()] };
+    let Some(knob) = &sweep.knob else {
+        // An arms-only sweep has one point per arm: its label (often the arm's title) says nothing more.
+        // A sweep that provenance does not describe may still vary something: then labels tell points apart.
+        let mut per_arm: BTreeMap<&str, BTreeSet<&str>> = BTreeMap::new();
+        for r in records {
+            per_arm.entry(&r.arm).or_default().insert(&r.variant.label);
+        }
+        let arms_only = per_arm.values().all(|labels| labels.len() <= 1);
+        return records.iter().map(|r| if arms_only { String::new() } else { r.variant.label.clone() }).collect();
+    };
     let value_of = |r: &Record| r.variant.knobs.get(knob).map(|v| v.to_string());
     let mut by_value: BTreeMap<String, String> = BTreeMap::new();
     for r in records {
@@ -612,6 +620,23 @@ mod tests {
         let points = data.points(mode);
         let arms: Vec<(&str, &str)> = points.iter().map(|p| (p.arm.as_str(), p.label.as_str())).collect();
         assert_eq!(arms, [("raw", ""), ("framework", "")]);
+    }
+
+    #[test]
+    fn a_sweep_without_a_knob_keeps_labels_only_when_they_tell_points_apart() {
+        let sweep = SweepInfo {
+            name: "produce".into(),
+            title: "produce".into(),
+            caption: None,
+            arms: Vec::new(),
+            knob: None,
+            labels: Vec::new(),
+        };
+        let a = fixtures::record("r", "pl", "plain", &["produce"], true, 1, 1.0);
+        let b = fixtures::record("r", "pl", "lz4", &["produce"], false, 1, 1.0);
+        let c = fixtures::record("r", "c", "C client", &["produce"], false, 1, 1.0);
+        assert_eq!(sweep_labels(&sweep, &[&a, &b, &c]), ["plain", "lz4", "C client"]);
+        assert_eq!(sweep_labels(&sweep, &[&a, &c]), ["", ""]);
     }
 
     #[test]

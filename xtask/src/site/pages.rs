@@ -393,7 +393,12 @@ fn chart_view(
             }
         }
         for r in refs.iter().filter(|r| &r.figure.label == label && &r.figure.arm == arm) {
-            let shown = if point.is_some() { "published".to_owned() } else { format!("{name} (published)") };
+            // The hatch says "published"; the label says it too where there is room.
+            let shown = match point {
+                Some(_) => "published".to_owned(),
+                None if name.chars().count() + 12 <= chart::LABEL_CHARS => format!("{name} (published)"),
+                None => name.clone(),
+            };
             let group_start = group_start && point.is_none();
             rows.push(Row {
                 label: shown,
