@@ -72,7 +72,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     std::fs::create_dir_all(&logs)?;
 
     let bar = progress_bar(todo.len());
-    let mut caps = BTreeMap::new();
+    let mut caps = std::collections::BTreeSet::new();
     for task in &todo {
         interrupt::check()?;
         bar.set_message(task.describe());
@@ -81,7 +81,7 @@ pub fn run(args: RunArgs) -> Result<()> {
             None => {
                 let m = matrices.iter().find(|m| m.name == task.bench).expect("planned from these");
                 if let Some(cap) = apply_broker_cores(task, &env)? {
-                    caps.insert("broker".to_owned(), cap);
+                    caps.insert(cap);
                 }
                 let measured = run_task(&harness, task, &env.descriptor, &logs)?;
                 if let Outcome::Measured(m) = &measured {
@@ -93,11 +93,18 @@ pub fn run(args: RunArgs) -> Result<()> {
             }
         };
         run_dir.append(&record)?;
-        bar.println(summary_line(&record));
+        if bar.is_hidden() {
+            println!("{}", summary_line(&record));
+        } else {
+            bar.println(summary_line(&record));
+        }
         bar.inc(1);
     }
     bar.finish_and_clear();
-    prov.env.cpu_caps = caps;
+    if !caps.is_empty() {
+        let applied = caps.into_iter().collect::<Vec<_>>().join("; ");
+        prov.env.cpu_caps.insert("broker (per broker_cores point)".into(), applied);
+    }
     prov.finished_ts_ms = Some(clock::now_ms());
     write_provenance(&run_dir, &prov)?;
     drop(env);
@@ -524,5 +531,113 @@ fn summary_line(r: &Record) -> String {
         (Status::Ok, None) => format!("  ok {what}"),
         (Status::Failed, _) => format!("  FAILED {what}: {}", r.reason.clone().unwrap_or_default()),
         (Status::NotRun, _) => format!("  not run {what}: {}", r.reason.clone().unwrap_or_default()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+    use std::process::Command;
+    use std::time::{Duration, Instant};
+
+    use super::*;
+
+    /// The xtask binary next to this test binary (built by `cargo xtask test`).
+    fn xtask_binary() -> PathBuf {
+        let exe = std::env::current_exe().unwrap();
+        let bin = exe.parent().and_then(|deps| deps.parent()).unwrap().join("xtask");
+        assert!(bin.exists(), "{} is missing: cargo build --release -p xtask", bin.display());
+        bin
+    }
+
+    fn lines(path: &Path) -> Vec<String> {
+        std::fs::read_to_string(path).map(|t| t.lines().map(str::to_owned).collect()).unwrap_or_default()
+    }
+
+    #[test]
+    fn a_docker_or_unknown_backend_is_refused_before_anything_starts() {
+        let args = |env: &str| RunArgs {
+            matrices: vec![],
+            profile: "quick".into(),
+            env: env.into(),
+            bootstrap: None,
+            mysql_dsn: None,
+            reps: None,
+            sets: vec![],
+            out: None,
+            resume: None,
+        };
+        assert!(choose_backend(&args("docker")).unwrap_err().to_string().contains("--env docker"));
+        assert!(choose_backend(&args("kubernetes")).unwrap_err().to_string().contains("allowed auto, native"));
+        assert_eq!(choose_backend(&args("auto")).unwrap(), Backend::Native);
+        let ext = RunArgs { bootstrap: Some("127.0.0.1:9092".into()), ..args("auto") };
+        assert!(matches!(choose_backend(&ext).unwrap(), Backend::External { .. }));
+        let redacted = reproduce_command(&RunArgs { mysql_dsn: Some("mysql://u:secret@127.0.0.1:3306".into()), ..ext });
+        assert!(!redacted.contains("secret") && redacted.contains("--bootstrap 127.0.0.1:9092"), "{redacted}");
+    }
+
+    #[test]
+    #[ignore = "starts Kafka and runs arms: cargo xtask test"]
+    fn sigint_leaves_nothing_running_and_resume_finishes_only_what_is_missing() {
+        let out = tempfile::tempdir().unwrap();
+        let mut child = Command::new(xtask_binary())
+            .args(["lab", "run", "--profile", "quick", "--matrix", "kafka_sink", "--set", "warmup_s=0.5"])
+            .args(["--set", "window_s=1.0", "--out"])
+            .arg(out.path())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(240);
+        let jsonl = loop {
+            let found = std::fs::read_dir(out.path())
+                .into_iter()
+                .flatten()
+                .filter_map(|e| e.ok())
+                .map(|e| e.path().join("kafka_sink.jsonl"))
+                .find(|p| lines(p).len() >= 2);
+            if let Some(p) = found {
+                break p;
+            }
+            assert!(child.try_wait().unwrap().is_none(), "the run ended before it was interrupted");
+            assert!(Instant::now() < deadline, "no records after 240 s");
+            std::thread::sleep(Duration::from_millis(200));
+        };
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        let status = child.wait().unwrap();
+        assert!(!status.success(), "an interrupted run must not exit 0");
+
+        let run_dir = jsonl.parent().unwrap();
+        let run_id = run_dir.file_name().unwrap().to_string_lossy().into_owned();
+        let env_dir = paths::envs_dir().join(format!("lab-{run_id}"));
+        assert!(!env_dir.exists(), "the environment directory was left behind");
+        assert!(native::processes_mentioning(&env_dir).is_empty(), "a broker or server was left running");
+        let before = lines(&jsonl);
+        assert!(before.len() >= 2 && before.len() < 16, "{} records before resume", before.len());
+        streamlab_record::jsonl::read_records(&jsonl).expect("records written before Ctrl-C stay valid");
+
+        let status = Command::new(xtask_binary())
+            .args(["lab", "run", "--resume", &run_id, "--out"])
+            .arg(out.path())
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let after = lines(&jsonl);
+        assert_eq!(&after[..before.len()], &before[..], "resume rewrote finished records");
+        let records = streamlab_record::jsonl::read_records(&jsonl).unwrap();
+        let mut keys: Vec<_> =
+            records.iter().map(|r| (r.arm.clone(), r.variant.sweeps.clone(), r.variant.label.clone())).collect();
+        keys.sort();
+        keys.dedup();
+        assert_eq!((records.len(), keys.len()), (16, 16), "every task exactly once");
+        for r in records.iter().filter(|r| r.arm == "raw") {
+            assert_eq!(r.integrity.status, streamlab_record::IntegrityStatus::Verified, "{r:?}");
+            assert!(r.metrics["records_per_s"].value > 0.0);
+        }
+        let prov = Provenance::load(&run_dir.join(PROVENANCE_FILE)).unwrap();
+        assert!(prov.finished_ts_ms.is_some());
+        assert_eq!(prov.versions.get("kafka").map(String::as_str), Some("4.1.0"));
+        assert!(prov.versions.contains_key("librdkafka") && prov.versions.contains_key("java"));
+        assert!(!prov.host.cpu_brand.is_empty() && prov.pins.artifacts.len() > 40);
+        assert!(native::processes_mentioning(&env_dir).is_empty());
     }
 }
