@@ -33,7 +33,8 @@ pub fn run(args: TestArgs) -> Result<()> {
     step(&mut tally, "clippy", cargo(&["clippy", "--workspace", "--all-targets", "--release", "--", "-D", "warnings"]));
     cargo_test(&mut tally, "unit tests", &["test", "--workspace", "--release"], None);
     if !args.unit {
-        let built = cargo(&["build", "--release", "-p", "harness"]).and_then(|_| cargo(&["build", "-p", "xtask"]));
+        // The integration tests start these binaries (the release xtask sits next to its tests).
+        let built = cargo(&["build", "--release", "-p", "harness", "-p", "xtask"]);
         step(&mut tally, "build harness and xtask", built);
         integration(&mut tally)?;
         step(&mut tally, "site build + check", site_checks());
@@ -84,10 +85,21 @@ fn integration(tally: &mut Tally) -> Result<()> {
     native::down(&env, false)
 }
 
+/// Build and check the site twice: from the committed results, and from the demo results that
+/// exercise every state (withdrawn, failed, not run, several runs).
 fn site_checks() -> Result<()> {
-    let site = repo_root().join("target/site");
-    run_cmd(xtask_cmd(&["site", "build", "--out"]).arg(&site))?;
-    run_cmd(xtask_cmd(&["site", "check", "--dir"]).arg(&site))
+    let root = repo_root();
+    let committed = root.join("target/site");
+    run_cmd(xtask_cmd(&["site", "build", "--out"]).arg(&committed))?;
+    run_cmd(xtask_cmd(&["site", "check", "--dir"]).arg(&committed))?;
+    let demo = root.join("target/site-demo");
+    run_cmd(
+        xtask_cmd(&["site", "build", "--results"])
+            .arg(root.join("xtask/src/site/testdata/results"))
+            .arg("--out")
+            .arg(&demo),
+    )?;
+    run_cmd(xtask_cmd(&["site", "check", "--dir"]).arg(&demo))
 }
 
 fn xtask_cmd(args: &[&str]) -> Command {
