@@ -153,7 +153,7 @@ impl DownstreamSignals {
             self.int_latency_p99_ms,
             self.producer_queue_messages,
             self.queue_capacity_messages,
-            if self.backlogged() { "" } else { " (no backlog: the client offered the broker less than it took)" },
+            if self.backlogged() { "" } else { " (under half full: no standing backlog for a broker to hold back)" },
         )
     }
 }
@@ -246,7 +246,7 @@ mod tests {
         // A client that keeps librdkafka's queue near empty sees only the broker's baseline latency.
         let idle = ds(32.8, 5.5, 18.7, 0.0);
         assert_eq!(downstream(&idle), Some(Downstream::Client));
-        assert!(idle.evidence().contains("no backlog"), "{}", idle.evidence());
+        assert!(idle.evidence().contains("no standing backlog"), "{}", idle.evidence());
         assert_eq!(downstream(&ds(32.8, 5.5, 18.7, 49_999.0)), Some(Downstream::Client));
         assert_eq!(downstream(&ds(32.8, 5.5, 18.7, 50_000.0)), Some(Downstream::Broker));
     }
