@@ -378,8 +378,8 @@ fn run_pipeline(yaml: &str, knobs: &Knobs) -> Result<Outcome> {
         config.source.deserialize_into().context("spate refused the generator section")?;
     // Must run on a plain thread: spate builds its own I/O runtime and refuses to nest in another.
     let pipeline = Pipeline::from_config(config).context("cannot build the spate pipeline")?;
-    let probe = Probe { metrics: pipeline.metrics().clone(), budget: Arc::clone(pipeline.budget()) };
-    let baseline = probe.snapshot();
+    let observer = Observer { metrics: pipeline.metrics().clone(), budget: Arc::clone(pipeline.budget()) };
+    let baseline = observer.snapshot();
 
     let sink = spate::kafka::sink::from_component_config(pipeline.config().sink_config("default")?)
         .context("cannot build spate's Kafka sink")?;
@@ -403,7 +403,7 @@ fn run_pipeline(yaml: &str, knobs: &Knobs) -> Result<Outcome> {
     let shutdown = runtime.shutdown_handle();
     let started = Instant::now();
     let running = std::thread::Builder::new().name("spate-runtime".into()).spawn(move || runtime.run())?;
-    let window = observe_window(&probe, started, knobs, &running);
+    let window = observe_window(&observer, started, knobs, &running);
     shutdown.trigger();
     let report = running
         .join()
@@ -413,7 +413,7 @@ fn run_pipeline(yaml: &str, knobs: &Knobs) -> Result<Outcome> {
         bail!("the spate pipeline failed: {failure}");
     }
     let window = window?;
-    let end = probe.snapshot();
+    let end = observer.snapshot();
     Ok(Outcome {
         window,
         delivered: (end.sink_records - baseline.sink_records).round() as u64,
@@ -439,16 +439,16 @@ impl Window {
     }
 }
 
-fn observe_window<T>(probe: &Probe, started: Instant, knobs: &Knobs, running: &JoinHandle<T>) -> Result<Window> {
+fn observe_window<T>(observer: &Observer, started: Instant, knobs: &Knobs, running: &JoinHandle<T>) -> Result<Window> {
     sleep_until(started + Duration::from_secs_f64(knobs.warmup_s), running)?;
     let cpu_open = crate::cpu::process_cpu_seconds();
     let sampler_open = thread_cpu_seconds();
-    let open = probe.snapshot();
+    let open = observer.snapshot();
     let close_at = open.at + Duration::from_secs_f64(knobs.window_s);
     let mut samples = Vec::new();
     while Instant::now() < close_at {
         sleep_until((Instant::now() + SAMPLE_EVERY).min(close_at), running)?;
-        samples.push(probe.snapshot());
+        samples.push(observer.snapshot());
     }
     let sampler_s = thread_cpu_seconds() - sampler_open;
     let client_cpu_s = crate::cpu::process_cpu_seconds() - cpu_open - sampler_s;
@@ -484,12 +484,12 @@ fn thread_cpu_seconds() -> f64 {
 
 /// Where the window reads the pipeline: spate's exposition, and its in-flight byte budget directly
 /// (spate 0.2.0 registers `spate_backpressure_inflight_bytes` but never sets it).
-struct Probe {
+struct Observer {
     metrics: MetricsHandle,
     budget: Arc<InflightBudget>,
 }
 
-impl Probe {
+impl Observer {
     fn snapshot(&self) -> Snapshot {
         let mut s = Snapshot::parse(&self.metrics.render(), Instant::now());
         s.inflight_bytes = self.budget.usage() as f64;
@@ -509,7 +509,7 @@ struct Snapshot {
     pause_events: f64,
     /// Σ `spate_queue_full_events_total`: chunks a sink queue refused.
     queue_full_events: f64,
-    /// `InflightBudget::usage()` (set by [`Probe`]; not in the exposition).
+    /// `InflightBudget::usage()` (set by [`Observer`]; not in the exposition).
     inflight_bytes: f64,
     /// max over shards of `spate_sink_inflight_batches`.
     busiest_shard_inflight: f64,
