@@ -14,7 +14,12 @@ use anyhow::Result;
 use clap::{Parser, Subcommand};
 
 #[derive(Parser)]
-#[command(name = "cargo xtask", about = "streamlab: reproducible streaming-data benchmarks", version)]
+#[command(
+    name = "cargo xtask",
+    about = "streamlab: reproducible streaming-data benchmarks",
+    version,
+    arg_required_else_help = true
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,

@@ -88,24 +88,14 @@ fn integration(tally: &mut Tally) -> Result<()> {
 /// Build and check the site twice: from the committed results, and from the demo results that
 /// exercise every state (withdrawn, failed, not run, several runs).
 fn site_checks() -> Result<()> {
+    use crate::site::{BuildArgs, CheckArgs, build, check};
     let root = repo_root();
     let committed = root.join("target/site");
-    run_cmd(xtask_cmd(&["site", "build", "--out"]).arg(&committed))?;
-    run_cmd(xtask_cmd(&["site", "check", "--dir"]).arg(&committed))?;
+    build(BuildArgs { results: None, out: Some(committed.clone()) })?;
+    check(CheckArgs { dir: Some(committed) })?;
     let demo = root.join("target/site-demo");
-    run_cmd(
-        xtask_cmd(&["site", "build", "--results"])
-            .arg(root.join("xtask/src/site/testdata/results"))
-            .arg("--out")
-            .arg(&demo),
-    )?;
-    run_cmd(xtask_cmd(&["site", "check", "--dir"]).arg(&demo))
-}
-
-fn xtask_cmd(args: &[&str]) -> Command {
-    let mut cmd = Command::new(std::env::current_exe().unwrap_or_else(|_| "xtask".into()));
-    cmd.args(args);
-    cmd
+    build(BuildArgs { results: Some(root.join("xtask/src/site/testdata/results")), out: Some(demo.clone()) })?;
+    check(CheckArgs { dir: Some(demo) })
 }
 
 fn cargo(args: &[&str]) -> Result<()> {

@@ -104,7 +104,7 @@ impl LatencySampler {
 
     /// Whether the caller should measure this delivery (cheap: one atomic increment).
     pub fn wants_sample(&self) -> bool {
-        self.open.load(Ordering::Relaxed) && self.seen.fetch_add(1, Ordering::Relaxed) % self.every == 0
+        self.open.load(Ordering::Relaxed) && self.seen.fetch_add(1, Ordering::Relaxed).is_multiple_of(self.every)
     }
 
     pub fn push(&self, ms: f64) {

@@ -98,7 +98,8 @@ pub fn launch(s: &KafkaStart) -> Result<Launched> {
 impl Launched {
     /// Wait until every listener answers; on failure the broker is stopped.
     pub fn wait_ready(self) -> Result<KafkaEnv> {
-        if let Err(e) = wait_until_ready(&self.dir, &self.classpath, self.pid, &self.log, &self.listeners, &self.password)
+        if let Err(e) =
+            wait_until_ready(&self.dir, &self.classpath, self.pid, &self.log, &self.listeners, &self.password)
         {
             self.stop();
             return Err(e);

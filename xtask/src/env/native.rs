@@ -179,8 +179,9 @@ mod tests {
         let m = env.mysql.as_ref().unwrap();
         assert_eq!(m.flavour, "mariadb");
         let password = streamlab_record::descriptor::read_secret(&m.password_file).unwrap();
-        let row = mariadb::query_tcp_with("mariadb", m.port, &password, "SELECT 1, @@binlog_format, @@binlog_row_image")
-            .unwrap();
+        let row =
+            mariadb::query_tcp_with("mariadb", m.port, &password, "SELECT 1, @@binlog_format, @@binlog_row_image")
+                .unwrap();
         assert_eq!(row.trim(), "1\tROW\tFULL");
         assert!(mariadb::query_tcp_with("mariadb", m.port, "wrong", "SELECT 1").is_err(), "a wrong password got in");
 

@@ -60,7 +60,8 @@ pub fn list(args: ListArgs) -> Result<()> {
             .iter()
             .map(|m| {
                 serde_json::json!({
-                    "name": m.name, "title": m.title, "file": m.file, "needs": m.needs,
+                    "name": m.name, "title": m.title, "kind": m.kind, "file": m.file, "needs": m.needs,
+                    "knobs": m.knobs.iter().map(|(k, v)| (k.clone(), serde_json::json!({"default": v.default, "min": v.min, "max": v.max, "arms": v.arms, "help": v.help}))).collect::<serde_json::Map<_, _>>(),
                     "arms": m.arms.iter().map(|a| serde_json::json!({"name": a.name, "title": a.title, "not_run": a.not_run})).collect::<Vec<_>>(),
                     "sweeps": m.sweeps.iter().map(|s| serde_json::json!({"name": s.name, "arms": s.arms, "knob": s.knob, "values": s.values})).collect::<Vec<_>>(),
                     "profiles": m.profiles.iter().map(|(k, p)| (k.clone(), serde_json::json!({"reps": p.reps, "knobs": p.knobs}))).collect::<serde_json::Map<_, _>>(),
@@ -71,7 +72,7 @@ pub fn list(args: ListArgs) -> Result<()> {
         return Ok(());
     }
     for m in &matrices {
-        println!("{} — {} (needs {})", m.name, m.title, m.needs.join(", "));
+        println!("{} — {} ({} arms, needs {})", m.name, m.title, m.kind, m.needs.join(", "));
         for a in &m.arms {
             let note = a.not_run.as_ref().map(|r| format!(" [not run: {r}]")).unwrap_or_default();
             println!("  arm {:<12} {}{note}", a.name, a.title);
@@ -84,6 +85,9 @@ pub fn list(args: ListArgs) -> Result<()> {
             };
             let knob = s.knob.as_deref().unwrap_or("arms");
             println!("  sweep {:<30} {knob} = {} over {}", s.name, values.join(" / "), s.arms.join(", "));
+        }
+        for (name, k) in &m.knobs {
+            println!("  knob {name:<30} default {:<12} {}", k.default.to_string(), k.help);
         }
         for (name, p) in &m.profiles {
             println!("  profile {name:<8} reps {}", p.reps);

@@ -25,7 +25,7 @@ pub struct Task {
 
 impl Task {
     /// Identity used to skip finished work on `--resume`.
-    pub fn key(&self) -> (String, String, String, String, u32) {
+    pub fn key(&self) -> super::results::TaskKey {
         (self.bench.clone(), self.arm.clone(), self.sweep.clone(), self.label.clone(), self.rep)
     }
 
@@ -148,8 +148,8 @@ mod tests {
         let per_rep = tasks.len() / 2;
         assert!(tasks[..per_rep].iter().all(|t| t.rep == 1) && tasks[per_rep..].iter().all(|t| t.rep == 2));
         assert_eq!((tasks[0].arm.as_str(), tasks[1].arm.as_str()), ("raw", "framework"));
-        // 2 (mode) + 2 (cores) + 5 (batch) + 4 (queue) + 3 (shards) points per rep.
-        assert_eq!(per_rep, 16);
+        // 2 (mode) + 2 (cores) + 5 (batch) + 4 (queue) + 3 (shards) + 3 (min_pause) points per rep.
+        assert_eq!(per_rep, 19);
     }
 
     #[test]
@@ -163,8 +163,13 @@ mod tests {
         let batch10k = tasks.iter().find(|t| t.sweep == "batch_max_rows" && t.label == "10k").unwrap();
         assert_eq!(batch10k.knobs["batch_max_rows"], serde_json::json!(10000));
         assert!(!batch10k.default);
-        let batch500k = tasks.iter().find(|t| t.sweep == "batch_max_rows" && t.label == "500k").unwrap();
-        assert!(batch500k.default);
+        // With a knob overridden by --set, no point is the matrix's default any more.
+        assert!(tasks.iter().all(|t| !t.default));
+        let plain = expand(&kafka_sink(), &PlanOptions { profile: "quick".into(), reps: None, sets: vec![] }).unwrap();
+        let default_of =
+            |sweep: &str, label: &str| plain.iter().find(|t| t.sweep == sweep && t.label == label).unwrap().default;
+        assert!(default_of("batch_max_rows", "500k") && default_of("shards", "1"));
+        assert!(!default_of("batch_max_rows", "10k") && !default_of("shards", "2"));
     }
 
     #[test]

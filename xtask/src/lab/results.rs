@@ -2,7 +2,7 @@
 //! appended atomically as each task ends, so an interrupted run keeps every finished task.
 
 use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use streamlab_record::Record;
@@ -11,6 +11,9 @@ use streamlab_record::jsonl::{append_records, read_records, write_atomic};
 use super::RunArgs;
 
 pub const RUN_ARGS_FILE: &str = "run.json";
+
+/// (bench, arm, sweep, label, rep): what identifies a finished task.
+pub type TaskKey = (String, String, String, String, u32);
 
 pub struct RunDir {
     pub path: PathBuf,
@@ -39,7 +42,7 @@ impl RunDir {
     }
 
     /// Keys of the tasks that already have a record (any status) in this run.
-    pub fn finished(&self, benches: &[String]) -> Result<BTreeSet<(String, String, String, String, u32)>> {
+    pub fn finished(&self, benches: &[String]) -> Result<BTreeSet<TaskKey>> {
         let mut done = BTreeSet::new();
         for bench in benches {
             let path = self.jsonl(bench);
@@ -69,8 +72,4 @@ impl RunDir {
 pub fn new_run_id(profile: &str) -> String {
     let secs = crate::clock::now_ms() / 1000;
     format!("{}-{profile}-{:04x}", crate::clock::compact_utc(secs), rand::random::<u16>())
-}
-
-pub fn exists(path: &Path) -> bool {
-    path.join(RUN_ARGS_FILE).exists()
 }

@@ -204,3 +204,43 @@ impl ProducerContext for ArcContext {
         self.0.delivery(result, opaque);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use streamlab_record::IntegrityStatus;
+
+    use super::*;
+
+    #[test]
+    #[ignore = "needs a running environment: cargo xtask test"]
+    fn the_raw_arm_delivers_and_verifies_against_the_broker() {
+        let knobs = serde_json::json!({
+            "payload_bytes": 256, "partitions": 4, "warmup_s": 0.5, "window_s": 1.5, "linger_ms": 5,
+            "queue_buffering_max_messages": 100000, "io_threads": 0, "broker_cores": 0,
+        });
+        let ctx = ArmContext { env: crate::test_env(), knobs: knobs.as_object().unwrap().clone() };
+        let m = run(&ctx).unwrap();
+        assert_eq!(m.integrity.status, IntegrityStatus::Verified, "{:?}", m.integrity);
+        let delivered = m.integrity.expected.unwrap();
+        assert!(m.metrics["records_per_s"].value > 0.0 && delivered > 0);
+        // The window's rate cannot exceed everything delivered over warm-up + window.
+        assert!(m.metrics["records_per_s"].value * 1.5 <= delivered as f64 * 1.01);
+        assert!(m.metrics.contains_key("e2e_p99_ms") && m.metrics.contains_key("broker_rtt_p99_ms"));
+        assert!(m.verdict.contains_key("downstream"));
+    }
+
+    #[test]
+    fn unknown_knobs_are_refused_by_name() {
+        let knobs = serde_json::json!({"payload_bytes": 256, "shards": 2});
+        let ctx = ArmContext {
+            env: serde_json::from_value(serde_json::json!({
+                "schema": 1, "id": "t", "backend": "external", "dir": "/nonexistent", "started_ts_ms": 0,
+                "kafka": {"version": "x", "listeners": {}}
+            }))
+            .unwrap(),
+            knobs: knobs.as_object().unwrap().clone(),
+        };
+        let err = run(&ctx).unwrap_err().to_string();
+        assert!(err.contains("unknown field `shards`"), "{err}");
+    }
+}
