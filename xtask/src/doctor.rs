@@ -37,7 +37,16 @@ pub fn run() -> Result<()> {
     if missing_required > 0 {
         anyhow::bail!("{missing_required} required item(s) missing; run the fixes above (as root)");
     }
-    println!("this machine can run `cargo xtask lab run` and `cargo xtask test`");
+    let optional_missing: Vec<&str> =
+        checks.iter().filter(|c| !c.required && c.found.is_none()).map(|c| c.what).collect();
+    if optional_missing.iter().any(|w| w.contains("site tests") || w.contains("actionlint")) {
+        println!(
+            "this machine can run `cargo xtask lab run`; `cargo xtask test` also needs: {}",
+            optional_missing.join(", ")
+        );
+    } else {
+        println!("this machine can run `cargo xtask lab run` and `cargo xtask test`");
+    }
     Ok(())
 }
 
@@ -137,7 +146,8 @@ fn checks() -> Vec<Check> {
 
 /// `java -version` reports e.g. `openjdk version "17.0.15"`; 17 or newer passes.
 fn java_17() -> Option<String> {
-    let line = first_line_of("java", &["-version"])?;
+    // The JDK Kafka will run on: $JAVA_HOME/bin/java, else java on PATH.
+    let line = first_line_of(&crate::env::kafka::java().to_string_lossy(), &["-version"])?;
     let major = java_major(&line)?;
     (major >= 17).then_some(line)
 }

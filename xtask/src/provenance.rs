@@ -110,6 +110,35 @@ pub struct SweepInfo {
 }
 
 impl Provenance {
+    /// On `--resume`: keep the first attempt's start time, versions and caps alongside this attempt's.
+    pub fn merge_earlier(&mut self, earlier: Provenance) {
+        self.started_ts_ms = earlier.started_ts_ms;
+        for (k, v) in earlier.versions {
+            self.versions.entry(k).or_insert(v);
+        }
+        for (k, v) in earlier.env.cpu_caps {
+            self.env.cpu_caps.entry(k).or_insert(v);
+        }
+        let note = format!("resumed; first started at {}", earlier.started_ts_ms);
+        self.env.note = Some(match self.env.note.take() {
+            Some(n) => format!("{n}; {note}"),
+            None => note,
+        });
+    }
+
+    /// Record a broker CPU cap that was applied; true if it was new.
+    pub fn note_broker_cap(&mut self, cap: &str) -> bool {
+        let entry = self.env.cpu_caps.entry("broker (per broker_cores point)".to_owned()).or_default();
+        if entry.split("; ").any(|c| c == cap) {
+            return false;
+        }
+        if !entry.is_empty() {
+            entry.push_str("; ");
+        }
+        entry.push_str(cap);
+        true
+    }
+
     pub fn load(path: &std::path::Path) -> anyhow::Result<Self> {
         use anyhow::Context;
         let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
@@ -166,14 +195,19 @@ pub fn collect_git(root: &std::path::Path) -> Git {
 /// Tool versions as the tools report them (absent tools are omitted).
 pub fn collect_tool_versions() -> BTreeMap<String, String> {
     let mut out = BTreeMap::new();
+    // The JDK Kafka runs on ($JAVA_HOME/bin/java, else java on PATH).
+    let java = crate::env::kafka::java();
+    let java = java.to_string_lossy();
+    const JAVA: &str = "java";
     let probes: [(&str, &str, &[&str]); 5] = [
         ("rustc", "rustc", &["--version"]),
         ("cargo", "cargo", &["--version"]),
-        ("java", "java", &["-version"]),
+        ("java", JAVA, &["-version"]),
         ("go", "go", &["version"]),
         ("docker", "docker", &["--version"]),
     ];
     for (name, program, args) in probes {
+        let program = if program == JAVA { &*java } else { program };
         if let Some(v) = first_line_of(program, args) {
             out.insert(name.to_owned(), v);
         }

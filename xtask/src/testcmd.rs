@@ -113,6 +113,7 @@ fn run_cmd(cmd: &mut Command) -> Result<()> {
 
 /// A non-test step counts as one passed or failed check.
 fn step(tally: &mut Tally, name: &str, result: Result<()>) {
+    let result = result.and_then(|()| crate::interrupt::check());
     match result {
         Ok(()) => tally.passed += 1,
         Err(e) => {

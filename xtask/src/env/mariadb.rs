@@ -47,8 +47,9 @@ pub fn start(dir: &Path, port: u16, lifetime: Lifetime) -> Result<MysqlEnv> {
         "no MariaDB/MySQL server binary (mariadbd or mysqld) found; on Debian/Ubuntu: apt-get install mariadb-server",
     )?;
     std::fs::create_dir_all(dir)?;
+    let socket = socket_path(dir);
     let cnf = dir.join("my.cnf");
-    std::fs::write(&cnf, render_my_cnf(dir, port, server.flavour)?)?;
+    std::fs::write(&cnf, render_my_cnf(dir, &socket, port, server.flavour)?)?;
     initialize_datadir(&server, dir, &cnf)?;
 
     let log = dir.join("mysqld.out");
@@ -58,14 +59,14 @@ pub fn start(dir: &Path, port: u16, lifetime: Lifetime) -> Result<MysqlEnv> {
     let pid = child.id();
     drop(child);
 
-    let socket = dir.join("mysqld.sock");
     let error_log = dir.join("error.log");
     let ready = process::wait_ready("the MariaDB/MySQL server", pid, &error_log, Duration::from_secs(60), || {
         socket.exists() && query_socket(&server, &socket, "SELECT 1").is_ok()
     });
     if let Err(e) = ready {
         process::terminate(pid, Duration::from_secs(5));
-        return Err(e);
+        // Errors before log-error takes over (bad options) only reach the console.
+        return Err(e.context(format!("console output: {}", process::log_tail(&log, 10))));
     }
 
     let password = secrets::random_password();
@@ -100,7 +101,22 @@ pub fn start(dir: &Path, port: u16, lifetime: Lifetime) -> Result<MysqlEnv> {
     })
 }
 
-fn render_my_cnf(dir: &Path, port: u16, flavour: &str) -> Result<String> {
+/// The server's Unix socket: inside the env dir unless that path passes the 107-byte limit of
+/// sun_path, then a short name in the temp dir.
+fn socket_path(dir: &Path) -> PathBuf {
+    let inside = dir.join("mysqld.sock");
+    if inside.as_os_str().len() <= 100 {
+        return inside;
+    }
+    std::env::temp_dir().join(format!("streamlab-{:08x}.sock", rand::random::<u32>()))
+}
+
+fn running_as_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+fn render_my_cnf(dir: &Path, socket: &Path, port: u16, flavour: &str) -> Result<String> {
     let template_path = repo_root().join("env/mariadb/my.cnf.j2");
     let template =
         std::fs::read_to_string(&template_path).with_context(|| format!("cannot read {}", template_path.display()))?;
@@ -112,7 +128,8 @@ fn render_my_cnf(dir: &Path, port: u16, flavour: &str) -> Result<String> {
         dir => dir.display().to_string(),
         data_dir => path("data"),
         port => port,
-        socket => path("mysqld.sock"),
+        socket => socket.display().to_string(),
+        as_root => running_as_root(),
         pid_file => path("mysqld.pid"),
         error_log => path("error.log"),
         flavour => flavour,
@@ -125,13 +142,15 @@ fn initialize_datadir(server: &Server, dir: &Path, cnf: &Path) -> Result<()> {
         Command::new("mariadb-install-db")
             .arg(format!("--defaults-file={}", cnf.display()))
             .arg(format!("--datadir={}", data.display()))
-            .args(["--user=root", "--auth-root-authentication-method=normal", "--skip-test-db"])
+            .args(running_as_root().then_some("--user=root"))
+            .args(["--auth-root-authentication-method=normal", "--skip-test-db"])
             .output()
             .context("cannot run mariadb-install-db (apt-get install mariadb-server)")?
     } else {
         Command::new(&server.binary)
             .arg(format!("--defaults-file={}", cnf.display()))
-            .args(["--initialize-insecure", "--user=root"])
+            .arg("--initialize-insecure")
+            .args(running_as_root().then_some("--user=root"))
             .output()
             .context("cannot run mysqld --initialize-insecure")?
     };
@@ -147,32 +166,44 @@ fn initialize_datadir(server: &Server, dir: &Path, cnf: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Run `sql` over the socket as root; the SQL goes through stdin, so no password shows in `ps`.
 fn query_socket(server: &Server, socket: &Path, sql: &str) -> Result<String> {
     let mut cmd = Command::new(client(server));
-    cmd.arg("--no-defaults").arg(format!("--socket={}", socket.display())).args(["-uroot", "-N", "-B", "-e", sql]);
-    run_client(cmd)
+    cmd.arg("--no-defaults").arg(format!("--socket={}", socket.display())).args(["-uroot", "-N", "-B"]);
+    run_client(cmd, sql)
 }
 
-/// Run `sql` over loopback TCP as root; the password travels in the environment, not on the command line.
+/// Run `sql` over loopback TCP as root; the password travels in the environment, the SQL on stdin.
 pub fn query_tcp_with(flavour_client: &str, port: u16, password: &str, sql: &str) -> Result<String> {
     let mut cmd = Command::new(flavour_client);
-    cmd.env("MYSQL_PWD", password).arg("--no-defaults").args(["-h", "127.0.0.1", "-P", &port.to_string()]).args([
+    cmd.env("MYSQL_PWD", password).arg("--no-defaults").args([
+        "-h",
+        "127.0.0.1",
+        "-P",
+        &port.to_string(),
         "--protocol=TCP",
         "-uroot",
         "-N",
         "-B",
-        "-e",
-        sql,
     ]);
-    run_client(cmd)
+    run_client(cmd, sql)
 }
 
 fn query_tcp(server: &Server, port: u16, password: &str, sql: &str) -> Result<String> {
     query_tcp_with(client(server), port, password, sql)
 }
 
-fn run_client(mut cmd: Command) -> Result<String> {
-    let out = cmd.output().context("cannot run the mariadb/mysql client")?;
+fn run_client(mut cmd: Command, sql: &str) -> Result<String> {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = cmd
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .context("cannot run the mariadb/mysql client")?;
+    child.stdin.take().context("no stdin")?.write_all(sql.as_bytes())?;
+    let out = child.wait_with_output()?;
     if !out.status.success() {
         bail!("{}", String::from_utf8_lossy(&out.stderr).trim());
     }

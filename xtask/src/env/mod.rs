@@ -32,30 +32,37 @@ pub struct UpArgs {
 
 #[derive(clap::Args)]
 pub struct DownArgs {
-    /// The environment id (default: every environment under target/streamlab/envs).
+    /// The environment id (default: every environment `env up` started; lab runs and tests clean up their own).
     pub id: Option<String>,
     /// Stop the services but keep their data directories.
     #[arg(long)]
     pub keep: bool,
 }
 
-/// CPUs 0..n, or `None` for no cap; refuses more cores than the machine has.
-pub fn broker_cpus(cores: usize) -> Result<Option<Vec<usize>>> {
-    let available = std::thread::available_parallelism().map_or(1, |n| n.get());
-    anyhow::ensure!(
-        cores <= available,
-        "--broker-cores {cores}: this machine has {available} CPUs; use 1..={available}, or 0 for all"
-    );
-    Ok((cores > 0).then(|| (0..cores).collect()))
+/// The first `cores` CPUs this process may use, or `None` (0) for no cap; `Err` names how many there are.
+pub fn broker_cpus(cores: usize) -> std::result::Result<Option<Vec<usize>>, String> {
+    let allowed = process::allowed_cpus();
+    if cores > allowed.len() {
+        return Err(format!(
+            "this machine lets us use {} CPUs ({allowed:?}); {cores} cannot be applied",
+            allowed.len()
+        ));
+    }
+    Ok((cores > 0).then(|| allowed[..cores].to_vec()))
 }
 
+/// Id prefix of environments started by `env up` (lab runs use `lab-`, tests `test-`/`t-`).
+const HAND_MADE_PREFIX: &str = "env-";
+
 pub fn up(args: UpArgs) -> Result<()> {
+    // Ctrl-C while starting stops what was started (the services are detached from our terminal).
+    crate::interrupt::install();
     let started = std::time::Instant::now();
     let opts = native::NativeOptions {
         root: envs_dir(),
-        id: native::new_id("env-"),
+        id: native::new_id(HAND_MADE_PREFIX),
         with_mysql: args.mysql,
-        broker_cpus: broker_cpus(args.broker_cores)?,
+        broker_cpus: broker_cpus(args.broker_cores).map_err(|e| anyhow::anyhow!("--broker-cores: {e}"))?,
         lifetime: process::Lifetime::Detached,
         kafka_ports: None,
     };
@@ -77,7 +84,7 @@ pub fn up(args: UpArgs) -> Result<()> {
 pub fn down(args: DownArgs) -> Result<()> {
     let envs = match &args.id {
         Some(id) => vec![load(&envs_dir().join(id)).with_context(|| format!("no environment {id}"))?],
-        None => list()?,
+        None => list()?.into_iter().filter(|e| e.id.starts_with(HAND_MADE_PREFIX)).collect(),
     };
     if envs.is_empty() {
         println!("no environment is up");

@@ -87,13 +87,22 @@ fn reap(pid: u32) {
     }
 }
 
-/// Pin every thread of `pid` to `cpus` (`taskset -a`), or to all CPUs when `cpus` is empty.
+/// The CPUs this process may run on (its affinity mask, which honours cpusets), in order.
+pub fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: sched_getaffinity fills the zeroed set we pass; CPU_ISSET only reads it.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
+            return (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect();
+        }
+        (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &set)).collect()
+    }
+}
+
+/// Pin every thread of `pid` to `cpus` (`taskset -a`), or to every allowed CPU when `cpus` is empty.
 pub fn set_affinity(pid: u32, cpus: &[usize]) -> Result<()> {
-    let list = if cpus.is_empty() {
-        format!("0-{}", std::thread::available_parallelism().map_or(1, |n| n.get()) - 1)
-    } else {
-        cpus.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",")
-    };
+    let cpus = if cpus.is_empty() { allowed_cpus() } else { cpus.to_vec() };
+    let list = cpus.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",");
     let status = Command::new("taskset")
         .args(["-a", "-p", "-c", &list, &pid.to_string()])
         .stdout(Stdio::null())
@@ -123,6 +132,7 @@ pub fn wait_ready(
         if ready() {
             return Ok(());
         }
+        crate::interrupt::check()?;
         if !is_alive(child_pid) {
             anyhow::bail!("{what} exited before it was ready; last lines of {}:\n{}", log.display(), log_tail(log, 30));
         }

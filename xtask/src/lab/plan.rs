@@ -77,9 +77,12 @@ pub fn expand(m: &Matrix, opts: &PlanOptions) -> Result<Vec<Task>> {
     let mut base: BTreeMap<String, toml::Value> =
         m.knobs.iter().map(|(k, knob)| (k.clone(), knob.default.clone())).collect();
     base.extend(profile.knobs.clone());
-    for (k, v) in resolve_sets(std::slice::from_ref(m), &opts.sets).unwrap_or_default() {
-        if let Some(knob) = m.knobs.get(&k) {
-            base.insert(k, knob.parse(&v).map_err(anyhow::Error::msg)?);
+    // Overrides apply to the matrices that have the knob (resolve_sets already refused unknown ones).
+    for set in &opts.sets {
+        let Some((k, v)) = set.split_once('=') else { bail!("--set {set:?}: expected KEY=VALUE") };
+        if let Some(knob) = m.knobs.get(k) {
+            let value = knob.parse(v).map_err(|e| anyhow::anyhow!("--set {set}: {e}"))?;
+            base.insert(k.to_owned(), value);
         }
     }
 

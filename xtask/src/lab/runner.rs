@@ -33,7 +33,8 @@ pub fn run(args: RunArgs) -> Result<()> {
     let (run_id, args) = match &args.resume {
         Some(id) => {
             let saved = RunDir::new(out_root.join(id)).load_args()?;
-            (id.clone(), RunArgs { resume: Some(id.clone()), out: args.out.clone(), ..saved })
+            let mysql_dsn = resume_dsn(saved.mysql_dsn.as_deref(), args.mysql_dsn.clone())?;
+            (id.clone(), RunArgs { resume: Some(id.clone()), out: args.out.clone(), mysql_dsn, ..saved })
         }
         None => (results::new_run_id(&args.profile), args),
     };
@@ -42,11 +43,12 @@ pub fn run(args: RunArgs) -> Result<()> {
     let matrices = select_matrices(&args.matrices)?;
     plan::resolve_sets(&matrices, &args.sets)?;
     let opts = PlanOptions { profile: args.profile.clone(), reps: args.reps, sets: args.sets.clone() };
+    let backend = choose_backend(&args)?;
     let mut tasks = Vec::new();
     for m in &matrices {
         tasks.extend(plan::expand(m, &opts)?);
     }
-    let backend = choose_backend(&args)?;
+    mark_uncappable(&mut tasks, &backend);
 
     let run_dir = RunDir::new(out_root.join(&run_id));
     let benches: Vec<String> = matrices.iter().map(|m| m.name.clone()).collect();
@@ -55,8 +57,6 @@ pub fn run(args: RunArgs) -> Result<()> {
     if args.resume.is_some() {
         println!("resuming {run_id}: {} tasks finished, {} to run", done.len(), todo.len());
     }
-    std::fs::create_dir_all(&run_dir.path).with_context(|| format!("cannot create {}", run_dir.path.display()))?;
-    run_dir.save_args(&RunArgs { resume: None, out: None, ..args.clone() })?;
 
     let harness = build_harness()?;
     let needs_mysql = matrices.iter().any(|m| m.needs.iter().any(|n| n == "mysql"));
@@ -64,7 +64,18 @@ pub fn run(args: RunArgs) -> Result<()> {
     println!("run {run_id}: {} tasks, profile {}, bringing the environment up", todo.len(), args.profile);
     let env = LabEnv::up(&backend, &run_id, needs_mysql)?;
 
+    // The run directory appears only once there is provenance to put in it.
     let mut prov = collect_provenance(&run_id, &args, &matrices, &env.descriptor, &harness)?;
+    if let Ok(earlier) = Provenance::load(&run_dir.path.join(PROVENANCE_FILE)) {
+        prov.merge_earlier(earlier);
+    }
+    std::fs::create_dir_all(&run_dir.path).with_context(|| format!("cannot create {}", run_dir.path.display()))?;
+    run_dir.save_args(&RunArgs {
+        resume: None,
+        out: None,
+        mysql_dsn: args.mysql_dsn.as_deref().map(redact_dsn),
+        ..args.clone()
+    })?;
     write_provenance(&run_dir, &prov)?;
     let run_info = run_info(&run_id, &prov);
     let reproduce = reproduce_command(&args);
@@ -72,7 +83,6 @@ pub fn run(args: RunArgs) -> Result<()> {
     std::fs::create_dir_all(&logs)?;
 
     let bar = progress_bar(todo.len());
-    let mut caps = std::collections::BTreeSet::new();
     for task in &todo {
         interrupt::check()?;
         bar.set_message(task.describe());
@@ -80,8 +90,10 @@ pub fn run(args: RunArgs) -> Result<()> {
             Some(reason) => not_run_record(task, &run_info, &reproduce, reason),
             None => {
                 let m = matrices.iter().find(|m| m.name == task.bench).expect("planned from these");
-                if let Some(cap) = apply_broker_cores(task, &env)? {
-                    caps.insert(cap);
+                if let Some(cap) = apply_broker_cores(task, &env)?
+                    && prov.note_broker_cap(&cap)
+                {
+                    write_provenance(&run_dir, &prov)?;
                 }
                 let measured = run_task(&harness, task, &env.descriptor, &logs)?;
                 if let Outcome::Measured(m) = &measured {
@@ -101,15 +113,43 @@ pub fn run(args: RunArgs) -> Result<()> {
         bar.inc(1);
     }
     bar.finish_and_clear();
-    if !caps.is_empty() {
-        let applied = caps.into_iter().collect::<Vec<_>>().join("; ");
-        prov.env.cpu_caps.insert("broker (per broker_cores point)".into(), applied);
-    }
     prov.finished_ts_ms = Some(clock::now_ms());
     write_provenance(&run_dir, &prov)?;
     drop(env);
     println!("run {run_id} finished in {:.1} min: {}", started.elapsed().as_secs_f64() / 60.0, run_dir.path.display());
     Ok(())
+}
+
+/// `mysql://user:PASSWORD@host:port`: what run.json keeps of a DSN.
+fn redact_dsn(dsn: &str) -> String {
+    match external::parse_dsn(dsn) {
+        Ok(d) => format!("mysql://{}:PASSWORD@{}:{}", d.user, d.host, d.port),
+        Err(_) => "mysql://<unparsable>".into(),
+    }
+}
+
+/// A resumed run needs the DSN again: its password was never stored.
+fn resume_dsn(saved: Option<&str>, given: Option<String>) -> Result<Option<String>> {
+    match (saved, given) {
+        (_, Some(dsn)) => Ok(Some(dsn)),
+        (Some(saved), None) => {
+            bail!("--resume: this run used --mysql-dsn {saved}; pass --mysql-dsn again (its password is not stored)")
+        }
+        (None, None) => Ok(None),
+    }
+}
+
+/// Points that ask for a broker CPU cap this run cannot apply are recorded as not run, with the reason.
+fn mark_uncappable(tasks: &mut [Task], backend: &Backend) {
+    for t in tasks.iter_mut().filter(|t| t.not_run.is_none()) {
+        let Some(cores) = t.knobs.get(BROKER_CORES_KNOB).and_then(|v| v.as_u64()).filter(|&c| c > 0) else {
+            continue;
+        };
+        t.not_run = match backend {
+            Backend::External { .. } => Some("external environment: the lab cannot cap the broker's CPUs".to_owned()),
+            Backend::Native => env::broker_cpus(cores as usize).err().map(|e| format!("{BROKER_CORES_KNOB}: {e}")),
+        };
+    }
 }
 
 fn select_matrices(names: &[String]) -> Result<Vec<Matrix>> {
@@ -136,6 +176,9 @@ fn choose_backend(args: &RunArgs) -> Result<Backend> {
             external::check_bootstrap(b)?;
             Ok(Backend::External { bootstrap: b.clone(), dsn })
         }
+        ("native" | "auto", None) if dsn.is_some() => {
+            bail!("--mysql-dsn needs --bootstrap too: the external backend uses both of your services")
+        }
         ("native" | "auto", None) => Ok(Backend::Native),
         ("docker", _) => bail!(
             "--env docker: the docker backend is not built yet; use --env native (JDK >= 17 and mariadbd, see \
@@ -158,7 +201,8 @@ impl LabEnv {
             Backend::Native => {
                 let opts = native::NativeOptions {
                     root: paths::envs_dir(),
-                    id: format!("lab-{run_id}"),
+                    // A fresh id per attempt: a resumed run never trips over a killed attempt's storage.
+                    id: format!("lab-{run_id}-{:04x}", rand::random::<u16>()),
                     with_mysql,
                     broker_cpus: None,
                     lifetime: process::Lifetime::TiedToParent,
@@ -205,7 +249,7 @@ fn build_harness() -> Result<PathBuf> {
 fn apply_broker_cores(task: &Task, env: &LabEnv) -> Result<Option<String>> {
     let Some(cores) = task.knobs.get(BROKER_CORES_KNOB).and_then(|v| v.as_u64()) else { return Ok(None) };
     let Some(pid) = env.descriptor.kafka.pid.filter(|_| env.managed) else { return Ok(None) };
-    let cpus = env::broker_cpus(cores as usize)?.unwrap_or_default();
+    let cpus = env::broker_cpus(cores as usize).map_err(anyhow::Error::msg)?.unwrap_or_default();
     process::set_affinity(pid, &cpus)?;
     Ok(Some(if cpus.is_empty() { "all CPUs".into() } else { format!("CPUs {cpus:?} (affinity)") }))
 }
@@ -554,6 +598,56 @@ mod tests {
         std::fs::read_to_string(path).map(|t| t.lines().map(str::to_owned).collect()).unwrap_or_default()
     }
 
+    fn task() -> Task {
+        Task {
+            bench: "kafka_sink".into(),
+            arm: "raw".into(),
+            sweep: "mode".into(),
+            label: "raw rdkafka".into(),
+            default: false,
+            rep: 1,
+            knobs: BTreeMap::new(),
+            not_run: None,
+        }
+    }
+
+    fn run_info() -> RunInfo {
+        serde_json::from_value(serde_json::json!({"id": "r", "ts_ms": 0, "commit": "c", "dirty": false, "host": "h",
+            "cpu": "cpu", "cores": 2, "os": "os", "profile": "quick", "env": "native"}))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_claim_the_watermarks_do_not_back_is_withdrawn_with_its_reason() {
+        let measured = Measurement {
+            kind: "produce".into(),
+            metrics: BTreeMap::from([("records_per_s".into(), Metric::new(1e6, "records/s", true))]),
+            integrity: Integrity::compare(1000, 990, "sum of partition high watermarks"),
+            verdict: BTreeMap::new(),
+            note: None,
+            versions: BTreeMap::new(),
+        };
+        let r = to_record(&task(), &run_info(), "cargo xtask lab run", Outcome::Measured(measured));
+        assert_eq!(r.status, Status::Ok);
+        assert_eq!(r.integrity.status, streamlab_record::IntegrityStatus::Failed);
+        assert!(!r.is_publishable());
+        assert_eq!(
+            r.reason.as_deref(),
+            Some("integrity failed: expected 1000 but observed 990 (sum of partition high watermarks)")
+        );
+        assert!(summary_line(&r).starts_with("  WITHDRAWN"));
+    }
+
+    #[test]
+    fn a_crashed_arm_is_a_failed_record_with_its_log_tail() {
+        let outcome =
+            Outcome::Failed { reason: "the arm exited with exit status: 1: boom".into(), log_tail: "boom".into() };
+        let r = to_record(&task(), &run_info(), "cargo xtask lab run", outcome);
+        assert_eq!((r.status, r.log_tail.as_deref()), (Status::Failed, Some("boom")));
+        assert_eq!(r.integrity.status, streamlab_record::IntegrityStatus::NotChecked);
+        assert!(r.metrics.is_empty());
+    }
+
     #[test]
     fn a_docker_or_unknown_backend_is_refused_before_anything_starts() {
         let args = |env: &str| RunArgs {
@@ -570,10 +664,33 @@ mod tests {
         assert!(choose_backend(&args("docker")).unwrap_err().to_string().contains("--env docker"));
         assert!(choose_backend(&args("kubernetes")).unwrap_err().to_string().contains("allowed auto, native"));
         assert_eq!(choose_backend(&args("auto")).unwrap(), Backend::Native);
+        let dsn_only = RunArgs { mysql_dsn: Some("mysql://u:p@127.0.0.1:3306".into()), ..args("auto") };
+        assert!(choose_backend(&dsn_only).unwrap_err().to_string().contains("--mysql-dsn needs --bootstrap"));
         let ext = RunArgs { bootstrap: Some("127.0.0.1:9092".into()), ..args("auto") };
         assert!(matches!(choose_backend(&ext).unwrap(), Backend::External { .. }));
         let redacted = reproduce_command(&RunArgs { mysql_dsn: Some("mysql://u:secret@127.0.0.1:3306".into()), ..ext });
         assert!(!redacted.contains("secret") && redacted.contains("--bootstrap 127.0.0.1:9092"), "{redacted}");
+        assert_eq!(redact_dsn("mysql://u:secret@127.0.0.1:3306"), "mysql://u:PASSWORD@127.0.0.1:3306");
+        assert!(
+            resume_dsn(Some("mysql://u:PASSWORD@h:1"), None)
+                .unwrap_err()
+                .to_string()
+                .contains("pass --mysql-dsn again")
+        );
+    }
+
+    #[test]
+    fn caps_the_machine_cannot_apply_become_not_run_points() {
+        let with_cores =
+            |cores: u64| Task { knobs: BTreeMap::from([(BROKER_CORES_KNOB.to_owned(), cores.into())]), ..task() };
+        let mut tasks = vec![with_cores(0), with_cores(1), with_cores(4096)];
+        mark_uncappable(&mut tasks, &Backend::Native);
+        assert_eq!(tasks[0].not_run, None);
+        assert_eq!(tasks[1].not_run, None);
+        assert!(tasks[2].not_run.as_deref().unwrap().contains("4096 cannot be applied"));
+        let mut external = vec![with_cores(1)];
+        mark_uncappable(&mut external, &Backend::External { bootstrap: "127.0.0.1:9092".into(), dsn: None });
+        assert!(external[0].not_run.as_deref().unwrap().contains("cannot cap"));
     }
 
     #[test]
@@ -608,9 +725,15 @@ mod tests {
 
         let run_dir = jsonl.parent().unwrap();
         let run_id = run_dir.file_name().unwrap().to_string_lossy().into_owned();
-        let env_dir = paths::envs_dir().join(format!("lab-{run_id}"));
-        assert!(!env_dir.exists(), "the environment directory was left behind");
-        assert!(native::processes_mentioning(&env_dir).is_empty(), "a broker or server was left running");
+        let env_prefix = paths::envs_dir().join(format!("lab-{run_id}"));
+        let leftovers: Vec<_> = std::fs::read_dir(paths::envs_dir())
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.to_string_lossy().starts_with(&*env_prefix.to_string_lossy()))
+            .collect();
+        assert!(leftovers.is_empty(), "environment directories left behind: {leftovers:?}");
+        assert!(native::processes_mentioning(&env_prefix).is_empty(), "a broker or server was left running");
         let before = lines(&jsonl);
         assert!(before.len() >= 2 && before.len() < 19, "{} records before resume", before.len());
         streamlab_record::jsonl::read_records(&jsonl).expect("records written before Ctrl-C stay valid");
@@ -638,6 +761,6 @@ mod tests {
         assert_eq!(prov.versions.get("kafka").map(String::as_str), Some("4.1.0"));
         assert!(prov.versions.contains_key("librdkafka") && prov.versions.contains_key("java"));
         assert!(!prov.host.cpu_brand.is_empty() && prov.pins.artifacts.len() > 40);
-        assert!(native::processes_mentioning(&env_dir).is_empty());
+        assert!(native::processes_mentioning(&env_prefix).is_empty());
     }
 }
