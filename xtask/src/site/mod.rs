@@ -192,6 +192,7 @@ mod tests {
         let page = text(&files, "matrix/kafka_sink.html");
         assert!(page.contains("&lt;script&gt;alert(1)&lt;&#x2f;script&gt;"), "escaped in the data table");
         assert!(page.contains("&lt;script&gt;alert(1)&lt;/script&gt;"), "escaped in the SVG");
+        assert!(page.contains("<li>rep 1: &lt;img src=x onerror=alert(2)&gt;</li>"), "escaped in the rep notes");
     }
 
     #[test]
@@ -211,7 +212,33 @@ mod tests {
         assert!(shards.contains("not run — skipped by --set shards=1"));
         let queue = svgs.iter().find(|s| s.contains("queue.buffering")).unwrap();
         assert_eq!(queue.matches("class=\"bar").count(), 2, "the failed rep leaves the 1M point with n = 2");
-        assert!(page.contains("rep 3 failed: arm exited with status 101"));
+        // Reasons are printed in the cell, never folded into the notes.
+        assert!(page.contains("<span class=\"line\">rep 3 failed: arm exited with status 101</span>"));
+        assert!(page.contains(
+            "<strong class=\"status bad\">not run</strong><span class=\"line\">rep 1: skipped by --set shards=1</span>"
+        ));
+        assert!(page.contains(
+            "<strong class=\"status bad\">withdrawn</strong><span class=\"line\">reps 1, 2, 3: integrity failed: \
+             expected 1000 but observed 990"
+        ));
+    }
+
+    #[test]
+    fn a_status_cell_says_the_verdict_once_and_folds_each_reps_note() {
+        let results = tempfile::tempdir().unwrap();
+        let mut records = fixtures::kafka_sink_records("run-n");
+        for r in records.iter_mut().filter(|r| r.arm == "framework" && r.variant.label == "default") {
+            r.note = Some(format!("rep {} saw {} acks & <more>", r.rep, r.rep * 1000));
+        }
+        fixtures::write_run(results.path(), "run-n", 1, &records);
+        let page = text(&build_site(results.path()).unwrap(), "matrix/kafka_sink.html");
+        // The default point is in four sweeps: one cell per data table, each with the verdict once.
+        let cell = "<span class=\"status\">measured</span><span class=\"line\">verdict: downstream=client, \
+                    upstream=sink</span><details class=\"rep-notes\"><summary>notes (3 reps)</summary><ul>\
+                    <li>rep 1: rep 1 saw 1000 acks &amp; &lt;more&gt;</li><li>rep 2: rep 2 saw 2000 acks &amp; \
+                    &lt;more&gt;</li><li>rep 3: rep 3 saw 3000 acks &amp; &lt;more&gt;</li></ul></details>";
+        assert_eq!(page.matches(cell).count(), 4, "{page}");
+        assert_eq!(page.matches("verdict: downstream=client, upstream=sink").count(), 4);
     }
 
     #[test]
