@@ -72,7 +72,16 @@ enum EnvCommand {
     Lock,
 }
 
-fn main() -> Result<()> {
+fn main() {
+    // Errors are for users: the message chain, no backtrace; Ctrl-C exits 130 like a shell would.
+    if let Err(e) = run() {
+        eprintln!("error: {e:#}");
+        let interrupted = e.downcast_ref::<interrupt::Interrupted>().is_some();
+        std::process::exit(if interrupted { 130 } else { 1 });
+    }
+}
+
+fn run() -> Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("STREAMLAB_LOG").unwrap_or_else(|_| "info".into()))
         .with_writer(std::io::stderr)
