@@ -107,6 +107,9 @@ pub struct SweepInfo {
     pub knob: Option<String>,
     /// Point labels in display order.
     pub labels: Vec<String>,
+    /// Knobs held fixed for every point of the sweep, as `knob = value`.
+    #[serde(default)]
+    pub fixed: Vec<String>,
 }
 
 impl Provenance {

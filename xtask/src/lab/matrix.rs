@@ -97,6 +97,9 @@ pub struct Sweep {
     pub values: Vec<toml::Value>,
     #[serde(default)]
     pub labels: Option<Vec<String>>,
+    /// Knobs held fixed (away from their defaults) for every point of this sweep.
+    #[serde(default)]
+    pub set: BTreeMap<String, toml::Value>,
 }
 
 impl Knob {
@@ -255,6 +258,13 @@ fn validate(m: &Matrix) -> std::result::Result<(), String> {
             }
             None => {}
         }
+        for (k, v) in &s.set {
+            let knob = m.knobs.get(k).ok_or_else(|| unknown_knob(m, &format!("{at}.set.{k}")))?;
+            knob.check(v).map_err(|e| format!("{at}.set.{k}: {e}"))?;
+            if s.knob.as_ref() == Some(k) {
+                return Err(format!("{at}.set.{k}: the sweep varies {k}; it cannot also hold it fixed"));
+            }
+        }
     }
     for r in &m.ratios {
         known_arm(&r.numerator_arm, &format!("ratios.{}.numerator_arm", r.name))?;
@@ -311,6 +321,18 @@ mod tests {
         let err = load_text(&shipped().replace("values = [1, 2, 4]", "values = [1, 2, 400]")).unwrap_err();
         let text = format!("{err:#}");
         assert!(text.contains("400 is out of range; allowed 1..=64"), "{text}");
+    }
+
+    #[test]
+    fn a_sweep_cannot_fix_an_unknown_knob_or_the_one_it_varies() {
+        let anchor = "labels = [\"10 ms\", \"100 ms\", \"500 ms\"]";
+        let add = |extra: &str| shipped().replace(anchor, &format!("{anchor}\n{extra}"));
+        let err = format!("{:#}", load_text(&add("set = { min_pauze_ms = 10 }")).unwrap_err());
+        assert!(err.contains("set.min_pauze_ms: unknown knob"), "{err}");
+        let err = format!("{:#}", load_text(&add("set = { min_pause_ms = 10 }")).unwrap_err());
+        assert!(err.contains("cannot also hold it fixed"), "{err}");
+        let err = format!("{:#}", load_text(&add("set = { shards = 0 }")).unwrap_err());
+        assert!(err.contains("set.shards: 0 is out of range"), "{err}");
     }
 
     #[test]

@@ -105,6 +105,7 @@ pub fn expand(m: &Matrix, opts: &PlanOptions) -> Result<Vec<Task>> {
                 for arm_name in &sweep.arms {
                     let arm = m.arms.iter().find(|a| &a.name == arm_name).expect("validated");
                     let mut knobs = base.clone();
+                    knobs.extend(sweep.set.clone());
                     if let (Some(k), Some(v)) = (&sweep.knob, value) {
                         knobs.insert(k.clone(), v.clone());
                     }
@@ -151,8 +152,11 @@ mod tests {
         let per_rep = tasks.len() / 2;
         assert!(tasks[..per_rep].iter().all(|t| t.rep == 1) && tasks[per_rep..].iter().all(|t| t.rep == 2));
         assert_eq!((tasks[0].arm.as_str(), tasks[1].arm.as_str()), ("raw", "framework"));
-        // 2 (mode) + 2 (cores) + 5 (batch) + 4 (queue) + 3 (shards) + 3 (min_pause) points per rep.
-        assert_eq!(per_rep, 19);
+        // 2 (mode) + 2 (cores) + 5 (batch) + 4 (queue) + 3 (shards) + 3 (min_pause) + 5 + 3 (at 10 ms) per rep.
+        assert_eq!(per_rep, 27);
+        let fast = tasks.iter().find(|t| t.sweep == "shards_fast_resume" && t.label == "2").unwrap();
+        assert_eq!((fast.knobs["min_pause_ms"].as_i64(), fast.knobs["shards"].as_i64()), (Some(10), Some(2)));
+        assert!(!fast.default, "a point with a knob held away from its default is not the default");
     }
 
     #[test]

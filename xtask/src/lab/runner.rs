@@ -534,6 +534,7 @@ fn matrix_info(m: &Matrix) -> Result<MatrixInfo> {
                 caption: s.caption.clone(),
                 arms: s.arms.clone(),
                 knob: s.knob.clone(),
+                fixed: s.set.iter().map(|(k, v)| format!("{k} = {v}")).collect(),
                 labels: match (&s.knob, &s.labels) {
                     (Some(_), Some(l)) => l.clone(),
                     (Some(_), None) => s.values.iter().map(|v| v.to_string()).collect(),
@@ -735,7 +736,7 @@ mod tests {
         assert!(leftovers.is_empty(), "environment directories left behind: {leftovers:?}");
         assert!(native::processes_mentioning(&env_prefix).is_empty(), "a broker or server was left running");
         let before = lines(&jsonl);
-        assert!(before.len() >= 2 && before.len() < 19, "{} records before resume", before.len());
+        assert!(before.len() >= 2 && before.len() < 27, "{} records before resume", before.len());
         streamlab_record::jsonl::read_records(&jsonl).expect("records written before Ctrl-C stay valid");
 
         let status = Command::new(xtask_binary())
@@ -751,7 +752,7 @@ mod tests {
             records.iter().map(|r| (r.arm.clone(), r.variant.sweeps.clone(), r.variant.label.clone())).collect();
         keys.sort();
         keys.dedup();
-        assert_eq!((records.len(), keys.len()), (19, 19), "every task exactly once");
+        assert_eq!((records.len(), keys.len()), (27, 27), "every task exactly once");
         for r in records.iter().filter(|r| r.arm == "raw") {
             assert_eq!(r.integrity.status, streamlab_record::IntegrityStatus::Verified, "{r:?}");
             assert!(r.metrics["records_per_s"].value > 0.0);

@@ -139,6 +139,7 @@ pub fn kafka_sink_info() -> MatrixInfo {
         arms: arms.iter().map(|s| s.to_string()).collect(),
         knob: knob.map(String::from),
         labels: labels.iter().map(|s| s.to_string()).collect(),
+        fixed: Vec::new(),
     };
     let mut broker = sweep(
         "broker_cores",

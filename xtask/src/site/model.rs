@@ -156,6 +156,7 @@ impl<'r> MatrixData<'r> {
                         arms: Vec::new(),
                         knob: None,
                         labels: Vec::new(),
+                        fixed: Vec::new(),
                     });
                 }
             }
@@ -171,6 +172,7 @@ impl<'r> MatrixData<'r> {
                 arms: Vec::new(),
                 knob: None,
                 labels: Vec::new(),
+                fixed: Vec::new(),
             });
         }
         MatrixData { info, records }
@@ -631,6 +633,7 @@ mod tests {
             arms: Vec::new(),
             knob: None,
             labels: Vec::new(),
+            fixed: Vec::new(),
         };
         let a = fixtures::record("r", "pl", "plain", &["produce"], true, 1, 1.0);
         let b = fixtures::record("r", "pl", "lz4", &["produce"], false, 1, 1.0);

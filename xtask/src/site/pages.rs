@@ -159,6 +159,8 @@ pub struct Section {
     pub anchor: String,
     pub title: String,
     pub caption: Option<String>,
+    /// Knobs the sweep holds away from their defaults, as `knob = value`.
+    pub fixed: Vec<String>,
     pub charts: Vec<ChartView>,
 }
 
@@ -248,6 +250,7 @@ pub fn matrix_page(run: &Run, name: &str, runs: &[Run], cfg: &SiteConfig, latest
             anchor: format!("sweep-{}", format::slug(&sweep.name)),
             title: sweep.title.clone(),
             caption: sweep.caption.clone(),
+            fixed: sweep.fixed.clone(),
             charts,
         });
     }
