@@ -15,6 +15,7 @@ use crate::site::pages;
 
 const TEMPLATES: &[(&str, &str)] = &[
     ("base.html", include_str!("../../../site/templates/base.html")),
+    ("figures.html", include_str!("../../../site/templates/figures.html")),
     ("index.html", include_str!("../../../site/templates/index.html")),
     ("matrix.html", include_str!("../../../site/templates/matrix.html")),
     ("run.html", include_str!("../../../site/templates/run.html")),
