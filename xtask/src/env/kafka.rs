@@ -10,7 +10,7 @@ use anyhow::{Context, Result, bail};
 use streamlab_record::descriptor::{KafkaEnv, Listener};
 
 use super::process::{self, Lifetime};
-use super::{certs, secrets};
+use super::{certs, secrets, templates};
 use crate::paths::repo_root;
 
 /// The SASL user created at format time for both SCRAM mechanisms.
@@ -141,21 +141,17 @@ pub fn tools_log_config() -> String {
 }
 
 fn render_server_properties(s: &KafkaStart, tls: &certs::TlsMaterial) -> Result<String> {
-    let template_path = repo_root().join("env/kafka/server.properties.j2");
-    let template =
-        std::fs::read_to_string(&template_path).with_context(|| format!("cannot read {}", template_path.display()))?;
     // java.util.Properties turns the two characters `\n` back into a newline.
     let one_line = |pem: &str| pem.trim_end().replace('\n', "\\n");
-    let mut env = minijinja::Environment::new();
-    env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
-    env.add_template("server.properties", &template)?;
-    let rendered = env.get_template("server.properties")?.render(minijinja::context! {
-        ports => s.ports,
-        data_dir => s.dir.join("data").display().to_string(),
-        tls_chain => one_line(&tls.broker_chain_pem),
-        tls_key => one_line(&tls.broker_key_pem),
-    })?;
-    Ok(rendered)
+    templates::render(
+        "kafka/server.properties.j2",
+        minijinja::context! {
+            ports => s.ports,
+            data_dir => s.dir.join("data").display().to_string(),
+            tls_chain => one_line(&tls.broker_chain_pem),
+            tls_key => one_line(&tls.broker_key_pem),
+        },
+    )
 }
 
 fn format_storage(classpath: &std::ffi::OsStr, properties: &Path, password: &str) -> Result<()> {

@@ -9,8 +9,7 @@ use anyhow::{Context, Result, bail};
 use streamlab_record::descriptor::MysqlEnv;
 
 use super::process::{self, Lifetime};
-use super::secrets;
-use crate::paths::repo_root;
+use super::{secrets, templates};
 
 /// The server binary this machine has, and its flavour.
 pub struct Server {
@@ -117,23 +116,20 @@ fn running_as_root() -> bool {
 }
 
 fn render_my_cnf(dir: &Path, socket: &Path, port: u16, flavour: &str) -> Result<String> {
-    let template_path = repo_root().join("env/mariadb/my.cnf.j2");
-    let template =
-        std::fs::read_to_string(&template_path).with_context(|| format!("cannot read {}", template_path.display()))?;
-    let mut env = minijinja::Environment::new();
-    env.set_auto_escape_callback(|_| minijinja::AutoEscape::None);
-    env.add_template("my.cnf", &template)?;
     let path = |name: &str| dir.join(name).display().to_string();
-    Ok(env.get_template("my.cnf")?.render(minijinja::context! {
-        dir => dir.display().to_string(),
-        data_dir => path("data"),
-        port => port,
-        socket => socket.display().to_string(),
-        as_root => running_as_root(),
-        pid_file => path("mysqld.pid"),
-        error_log => path("error.log"),
-        flavour => flavour,
-    })?)
+    templates::render(
+        "mariadb/my.cnf.j2",
+        minijinja::context! {
+            dir => dir.display().to_string(),
+            data_dir => path("data"),
+            port => port,
+            socket => socket.display().to_string(),
+            as_root => running_as_root(),
+            pid_file => path("mysqld.pid"),
+            error_log => path("error.log"),
+            flavour => flavour,
+        },
+    )
 }
 
 fn initialize_datadir(server: &Server, dir: &Path, cnf: &Path) -> Result<()> {

@@ -11,6 +11,7 @@ pub mod pins;
 pub mod ports;
 pub mod process;
 pub mod secrets;
+pub mod templates;
 
 use std::path::{Path, PathBuf};
 

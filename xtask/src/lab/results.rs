@@ -41,25 +41,16 @@ impl RunDir {
         serde_json::from_str(&text).with_context(|| format!("{}: not valid run arguments", path.display()))
     }
 
-    /// Keys of the tasks that already have a record (any status) in this run.
-    pub fn finished(&self, benches: &[String]) -> Result<BTreeSet<TaskKey>> {
-        let mut done = BTreeSet::new();
+    /// Every record this run has written so far, for the given matrices.
+    pub fn records(&self, benches: &[String]) -> Result<Vec<Record>> {
+        let mut out = Vec::new();
         for bench in benches {
             let path = self.jsonl(bench);
-            if !path.exists() {
-                continue;
-            }
-            for r in read_records(&path)? {
-                let sweep = r.variant.sweeps.first().cloned().unwrap_or_default();
-                done.insert((r.bench, r.arm, sweep, r.variant.label, r.rep));
+            if path.exists() {
+                out.extend(read_records(&path)?);
             }
         }
-        Ok(done)
-    }
-
-    pub fn records(&self, bench: &str) -> Result<Vec<Record>> {
-        let path = self.jsonl(bench);
-        if path.exists() { Ok(read_records(&path)?) } else { Ok(Vec::new()) }
+        Ok(out)
     }
 
     pub fn append(&self, record: &Record) -> Result<()> {
@@ -69,6 +60,17 @@ impl RunDir {
 }
 
 /// A run id: UTC start time, profile and a random suffix, e.g. `20261129T221500Z-quick-3fa2`.
+/// Keys of the tasks that already have a record (any status).
+pub fn finished(records: &[Record]) -> BTreeSet<TaskKey> {
+    records
+        .iter()
+        .map(|r| {
+            let sweep = r.variant.sweeps.first().cloned().unwrap_or_default();
+            (r.bench.clone(), r.arm.clone(), sweep, r.variant.label.clone(), r.rep)
+        })
+        .collect()
+}
+
 pub fn new_run_id(profile: &str) -> String {
     let secs = crate::clock::now_ms() / 1000;
     format!("{}-{profile}-{:04x}", crate::clock::compact_utc(secs), rand::random::<u16>())

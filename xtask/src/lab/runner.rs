@@ -52,7 +52,9 @@ pub fn run(args: RunArgs) -> Result<()> {
 
     let run_dir = RunDir::new(out_root.join(&run_id));
     let benches: Vec<String> = matrices.iter().map(|m| m.name.clone()).collect();
-    let done = run_dir.finished(&benches)?;
+    // Read once: resume skips these, and ratios find their same-rep baseline among them.
+    let mut written = run_dir.records(&benches)?;
+    let done = results::finished(&written);
     let todo: Vec<Task> = tasks.into_iter().filter(|t| !done.contains(&t.key())).collect();
     if args.resume.is_some() {
         println!("resuming {run_id}: {} tasks finished, {} to run", done.len(), todo.len());
@@ -100,7 +102,7 @@ pub fn run(args: RunArgs) -> Result<()> {
                     prov.versions.extend(m.versions.clone());
                 }
                 let mut record = to_record(task, &run_info, &reproduce, measured);
-                add_ratios(m, &mut record, &run_dir)?;
+                add_ratios(m, &mut record, &written);
                 record
             }
         };
@@ -110,6 +112,7 @@ pub fn run(args: RunArgs) -> Result<()> {
         } else {
             bar.println(summary_line(&record));
         }
+        written.push(record);
         bar.inc(1);
     }
     bar.finish_and_clear();
@@ -392,14 +395,15 @@ fn not_run_record(task: &Task, run: &RunInfo, reproduce: &str, reason: &str) -> 
 }
 
 /// Ratios measured side by side: this record over the denominator arm's record of the same rep.
-fn add_ratios(m: &Matrix, record: &mut Record, run_dir: &RunDir) -> Result<()> {
+fn add_ratios(m: &Matrix, record: &mut Record, written: &[Record]) {
     if !record.is_publishable() {
-        return Ok(());
+        return;
     }
     for r in m.ratios.iter().filter(|r| r.numerator_arm == record.arm) {
         let Some(num) = record.metrics.get(&r.metric).map(|x| x.value) else { continue };
-        let base = run_dir.records(&m.name)?.into_iter().find(|b| {
-            b.arm == r.denominator_arm
+        let base = written.iter().find(|b| {
+            b.bench == m.name
+                && b.arm == r.denominator_arm
                 && b.rep == record.rep
                 && b.variant.sweeps.contains(&r.denominator_sweep)
                 && b.is_publishable()
@@ -410,7 +414,6 @@ fn add_ratios(m: &Matrix, record: &mut Record, run_dir: &RunDir) -> Result<()> {
             record.metrics.insert(r.name.clone(), Metric::new(ratio, "ratio", true));
         }
     }
-    Ok(())
 }
 
 fn run_info(run_id: &str, prov: &Provenance) -> RunInfo {
