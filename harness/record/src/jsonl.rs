@@ -131,6 +131,7 @@ mod tests {
             note: Some("n".into()),
             rep,
             reproduce: "cargo xtask lab run".into(),
+            conditions: None,
         }
     }
 

@@ -10,4 +10,4 @@ pub mod stats;
 
 pub use descriptor::EnvDescriptor;
 pub use integrity::{Integrity, IntegrityStatus};
-pub use record::{Measurement, Metric, Record, RunInfo, SCHEMA, Status, Variant};
+pub use record::{Conditions, Measurement, Metric, Record, RunInfo, SCHEMA, Status, Variant};

@@ -41,6 +41,27 @@ pub struct Record {
     pub rep: u32,
     /// The command that reproduces this record.
     pub reproduce: String,
+    /// What else the machine was doing while this task ran; absent in records written before it existed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub conditions: Option<Conditions>,
+}
+
+/// The machine's state around one task: CPU the lab did not use, load, and where client and broker ran.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Conditions {
+    /// Seconds the task took, wall clock.
+    pub wall_s: f64,
+    /// CPU seconds used during the task by processes outside the lab (not the arm, its environment's
+    /// services or the runner).
+    pub foreign_cpu_s: f64,
+    /// The 1-minute load average when the task ended.
+    pub loadavg_1m: f64,
+    /// True when foreign CPU was large enough to disturb the measurement; the site sets such records apart.
+    pub foreign_load: bool,
+    /// Where the client and the broker ran, e.g. `client CPUs [0], broker CPUs [1]` or `shared`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub placement: Option<String>,
 }
 
 /// Where and how the run that produced a record happened (the full story is in provenance.json).

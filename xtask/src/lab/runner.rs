@@ -353,6 +353,7 @@ fn to_record(task: &Task, run: &RunInfo, reproduce: &str, outcome: Outcome) -> R
         note: None,
         rep: task.rep,
         reproduce: reproduce.to_owned(),
+        conditions: None,
     };
     match outcome {
         Outcome::Measured(m) => Record {
@@ -391,6 +392,7 @@ fn not_run_record(task: &Task, run: &RunInfo, reproduce: &str, reason: &str) -> 
         note: None,
         rep: task.rep,
         reproduce: reproduce.to_owned(),
+        conditions: None,
     }
 }
 

@@ -51,6 +51,7 @@ pub fn record(run_id: &str, arm: &str, label: &str, sweeps: &[&str], default: bo
         note: None,
         rep,
         reproduce: format!("cargo xtask lab run --matrix kafka_sink --profile standard --resume {run_id}"),
+        conditions: None,
     }
 }
 
