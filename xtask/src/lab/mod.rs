@@ -3,6 +3,7 @@
 
 pub mod matrix;
 pub mod plan;
+pub mod reproduce;
 pub mod results;
 pub mod runner;
 
@@ -30,6 +31,14 @@ pub struct RunArgs {
     /// Repetitions per arm (default: the profile's).
     #[arg(long)]
     pub reps: Option<u32>,
+    /// Run only this arm (repeatable).
+    #[arg(long = "arm", value_name = "NAME")]
+    #[serde(default)]
+    pub arms: Vec<String>,
+    /// Run only this point of a sweep, e.g. `--point 'broker_cores=1 core'` (repeatable).
+    #[arg(long = "point", value_name = "SWEEP=LABEL")]
+    #[serde(default)]
+    pub points: Vec<String>,
     /// Override a knob for every selected matrix that has it: KEY=VALUE (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
     pub sets: Vec<String>,

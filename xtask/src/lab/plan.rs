@@ -132,60 +132,172 @@ pub fn expand(m: &Matrix, opts: &PlanOptions) -> Result<Vec<Task>> {
     Ok(tasks)
 }
 
+/// `--arm` and `--point SWEEP=LABEL`: which tasks of the plan to run (empty = all).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Filter {
+    pub arms: Vec<String>,
+    /// (sweep, label) pairs; a task is kept if it is at any of them.
+    pub points: Vec<(String, String)>,
+}
+
+impl Filter {
+    /// Check `--arm` and `--point` against the selected matrices; errors name the flag and what is allowed.
+    pub fn resolve(matrices: &[Matrix], arms: &[String], points: &[String]) -> Result<Filter> {
+        for arm in arms {
+            if !matrices.iter().any(|m| m.arms.iter().any(|a| &a.name == arm)) {
+                let known: Vec<&str> = matrices.iter().flat_map(|m| m.arms.iter().map(|a| a.name.as_str())).collect();
+                bail!("--arm {arm}: no selected matrix has this arm; arms are {known:?}");
+            }
+        }
+        let mut pairs = Vec::new();
+        for point in points {
+            let Some((sweep, label)) = point.split_once('=') else {
+                bail!("--point {point:?}: expected SWEEP=LABEL");
+            };
+            let sweeps: Vec<_> = matrices.iter().flat_map(|m| m.sweeps.iter().map(move |s| (m, s))).collect();
+            let Some(&(m, s)) = sweeps.iter().find(|(_, s)| s.name == sweep) else {
+                let known: Vec<&str> = sweeps.iter().map(|(_, s)| s.name.as_str()).collect();
+                bail!("--point {point}: no selected matrix has a sweep {sweep:?}; sweeps are {known:?}");
+            };
+            let labels = point_labels(m, s);
+            if !labels.iter().any(|l| l == label) {
+                bail!("--point {point}: sweep {sweep} has no point {label:?}; its labels are {labels:?}");
+            }
+            pairs.push((sweep.to_owned(), label.to_owned()));
+        }
+        Ok(Filter { arms: arms.to_vec(), points: pairs })
+    }
+
+    pub fn keeps(&self, t: &Task) -> bool {
+        (self.arms.is_empty() || self.arms.contains(&t.arm))
+            && (self.points.is_empty() || self.points.iter().any(|(s, l)| *s == t.sweep && *l == t.label))
+    }
+}
+
+/// The labels of a sweep's points as tasks carry them: a knob sweep's labels (or values), else its arms' titles.
+pub fn point_labels(m: &Matrix, s: &super::matrix::Sweep) -> Vec<String> {
+    match (&s.knob, &s.labels) {
+        (Some(_), Some(l)) => l.clone(),
+        (Some(_), None) => s.values.iter().map(|v| v.to_string()).collect(),
+        (None, _) => {
+            s.arms.iter().filter_map(|a| m.arms.iter().find(|x| &x.name == a).map(|x| x.title.clone())).collect()
+        }
+    }
+}
+
+/// Apply the filter to a whole plan; a filter that keeps nothing is an error naming the flags.
+pub fn filter(tasks: Vec<Task>, filter: &Filter) -> Result<Vec<Task>> {
+    let planned = tasks.len();
+    let kept: Vec<Task> = tasks.into_iter().filter(|t| filter.keeps(t)).collect();
+    if kept.is_empty() && planned > 0 {
+        let points: Vec<String> = filter.points.iter().map(|(s, l)| format!("{s}={l}")).collect();
+        bail!("--arm {:?} --point {points:?}: no planned task matches both (is the arm in that sweep?)", filter.arms);
+    }
+    Ok(kept)
+}
+
 fn toml_to_json(v: toml::Value) -> serde_json::Value {
     serde_json::to_value(v).unwrap_or(serde_json::Value::Null)
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::lab::matrix;
 
-    fn kafka_sink() -> Matrix {
-        matrix::load(&crate::paths::matrices_dir().join("kafka_sink.toml")).unwrap()
+    /// The fixture matrix (lab/testdata/toy.toml), never the shipped ones.
+    pub(crate) fn toy() -> Matrix {
+        matrix::load(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lab/testdata/toy.toml")).unwrap()
+    }
+
+    fn opts(profile: &str, reps: Option<u32>, sets: &[&str]) -> PlanOptions {
+        PlanOptions { profile: profile.into(), reps, sets: sets.iter().map(|s| s.to_string()).collect() }
+    }
+
+    /// Points per rep, counted from the matrix: arms-only sweeps give one point per arm, knob sweeps one per
+    /// value and arm.
+    fn points_per_rep(m: &Matrix) -> usize {
+        m.sweeps.iter().map(|s| s.arms.len() * if s.knob.is_some() { s.values.len() } else { 1 }).sum()
     }
 
     #[test]
     fn tasks_are_rep_major_and_interleave_arms() {
-        let opts = PlanOptions { profile: "standard".into(), reps: Some(2), sets: vec![] };
-        let tasks = expand(&kafka_sink(), &opts).unwrap();
-        let per_rep = tasks.len() / 2;
+        let m = toy();
+        let tasks = expand(&m, &opts("standard", Some(2), &[])).unwrap();
+        let per_rep = points_per_rep(&m);
+        assert_eq!(tasks.len(), 2 * per_rep);
         assert!(tasks[..per_rep].iter().all(|t| t.rep == 1) && tasks[per_rep..].iter().all(|t| t.rep == 2));
-        assert_eq!((tasks[0].arm.as_str(), tasks[1].arm.as_str()), ("raw", "framework"));
-        // 2 (mode) + 2 (cores) + 5 (batch) + 4 (queue) + 3 (shards) + 3 (min_pause) + 5 + 3 (at 10 ms) per rep.
-        assert_eq!(per_rep, 27);
-        let fast = tasks.iter().find(|t| t.sweep == "shards_fast_resume" && t.label == "2").unwrap();
-        assert_eq!((fast.knobs["min_pause_ms"].as_i64(), fast.knobs["shards"].as_i64()), (Some(10), Some(2)));
-        assert!(!fast.default, "a point with a knob held away from its default is not the default");
+        assert_eq!((tasks[0].arm.as_str(), tasks[1].arm.as_str()), ("fast", "slow"));
+        let held = tasks.iter().find(|t| t.sweep == "batch_fast_pause" && t.label == "100").unwrap();
+        assert_eq!((held.knobs["pause_ms"].as_i64(), held.knobs["batch"].as_i64()), (Some(10), Some(100)));
+        assert!(!held.default, "a point with a knob held away from its default is not the default");
     }
 
     #[test]
     fn knobs_follow_profile_set_and_sweep_and_only_apply_to_their_arms() {
-        let opts = PlanOptions { profile: "quick".into(), reps: None, sets: vec!["payload_bytes=100".into()] };
-        let tasks = expand(&kafka_sink(), &opts).unwrap();
-        let raw = &tasks[0];
-        assert_eq!(raw.knobs["window_s"], serde_json::json!(2.0));
-        assert_eq!(raw.knobs["payload_bytes"], serde_json::json!(100));
-        assert!(!raw.knobs.contains_key("batch_max_rows"), "framework-only knob leaked to raw");
-        let batch10k = tasks.iter().find(|t| t.sweep == "batch_max_rows" && t.label == "10k").unwrap();
-        assert_eq!(batch10k.knobs["batch_max_rows"], serde_json::json!(10000));
-        assert!(!batch10k.default);
+        let tasks = expand(&toy(), &opts("quick", None, &["payload_bytes=100"])).unwrap();
+        let fast = &tasks[0];
+        assert_eq!(fast.knobs["window_s"], serde_json::json!(2.0));
+        assert_eq!(fast.knobs["payload_bytes"], serde_json::json!(100));
+        assert!(!fast.knobs.contains_key("batch"), "a slow-only knob leaked to fast");
+        let small = tasks.iter().find(|t| t.sweep == "batch" && t.label == "100").unwrap();
+        assert_eq!(small.knobs["batch"], serde_json::json!(100));
         // With a knob overridden by --set, no point is the matrix's default any more.
         assert!(tasks.iter().all(|t| !t.default));
-        let plain = expand(&kafka_sink(), &PlanOptions { profile: "quick".into(), reps: None, sets: vec![] }).unwrap();
+        let plain = expand(&toy(), &opts("quick", None, &[])).unwrap();
         let default_of =
             |sweep: &str, label: &str| plain.iter().find(|t| t.sweep == sweep && t.label == label).unwrap().default;
-        assert!(default_of("batch_max_rows", "500k") && default_of("shards", "1"));
-        assert!(!default_of("batch_max_rows", "10k") && !default_of("shards", "2"));
+        assert!(default_of("batch", "500") && default_of("mode", "slow arm"));
+        assert!(!default_of("batch", "100") && !default_of("mode", "fast arm"));
     }
 
     #[test]
     fn a_bad_set_names_the_flag() {
-        let m = kafka_sink();
-        let err = resolve_sets(std::slice::from_ref(&m), &["shardz=2".into()]).unwrap_err().to_string();
-        assert!(err.starts_with("--set shardz=2: no selected matrix has a knob"), "{err}");
-        let err = resolve_sets(std::slice::from_ref(&m), &["shards=0".into()]).unwrap_err().to_string();
+        let m = toy();
+        let err = resolve_sets(std::slice::from_ref(&m), &["bacth=2".into()]).unwrap_err().to_string();
+        assert!(err.starts_with("--set bacth=2: no selected matrix has a knob"), "{err}");
+        let err = resolve_sets(std::slice::from_ref(&m), &["batch=0".into()]).unwrap_err().to_string();
         assert!(err.contains("out of range"), "{err}");
         assert!(resolve_sets(&[m], &["nonsense".into()]).is_err());
+    }
+
+    #[test]
+    fn arm_and_point_filters_select_one_point_even_with_a_space_in_its_label() {
+        let m = toy();
+        let all = expand(&m, &opts("standard", Some(1), &[])).unwrap();
+        let f = Filter::resolve(std::slice::from_ref(&m), &["fast".into()], &["broker_cores=1 core".into()]).unwrap();
+        let kept = filter(all.clone(), &f).unwrap();
+        assert_eq!(kept.len(), 1);
+        assert_eq!(
+            (kept[0].arm.as_str(), kept[0].sweep.as_str(), kept[0].label.as_str()),
+            ("fast", "broker_cores", "1 core")
+        );
+        // An arms-only sweep's points are its arms' titles; several points add up.
+        let points = ["mode=slow arm".to_owned(), "batch=100".to_owned()];
+        let f = Filter::resolve(std::slice::from_ref(&m), &[], &points).unwrap();
+        assert_eq!(filter(all.clone(), &f).unwrap().len(), 2);
+        let arm_only = Filter::resolve(std::slice::from_ref(&m), &["slow".into()], &[]).unwrap();
+        assert!(filter(all, &arm_only).unwrap().iter().all(|t| t.arm == "slow"));
+    }
+
+    #[test]
+    fn bad_filters_name_the_flag_and_what_is_allowed() {
+        let ms = [toy()];
+        let err = |arms: &[&str], points: &[&str]| {
+            let arms: Vec<String> = arms.iter().map(|s| s.to_string()).collect();
+            let points: Vec<String> = points.iter().map(|s| s.to_string()).collect();
+            Filter::resolve(&ms, &arms, &points).unwrap_err().to_string()
+        };
+        let e = err(&["rwa"], &[]);
+        assert!(e.starts_with("--arm rwa:") && e.contains(r#"["fast", "slow"]"#), "{e}");
+        let e = err(&[], &["batch=3"]);
+        assert!(e.starts_with("--point batch=3:") && e.contains(r#"["100", "500"]"#), "{e}");
+        let e = err(&[], &["shardz=1"]);
+        assert!(e.contains("no selected matrix has a sweep \"shardz\"") && e.contains("\"mode\""), "{e}");
+        assert!(err(&[], &["mode"]).contains("expected SWEEP=LABEL"));
+        // Valid on their own, but the fast arm is not in the batch sweep.
+        let f = Filter::resolve(&ms, &["fast".into()], &["batch=100".into()]).unwrap();
+        let tasks = expand(&ms[0], &opts("quick", None, &[])).unwrap();
+        assert!(filter(tasks, &f).unwrap_err().to_string().contains("no planned task matches"));
     }
 }

@@ -15,6 +15,7 @@ use streamlab_record::{EnvDescriptor, Integrity, Measurement, Metric, Record, Ru
 use super::RunArgs;
 use super::matrix::{self, BROKER_CORES_KNOB, Matrix};
 use super::plan::{self, PlanOptions, Task};
+use super::reproduce::{redact_dsn, reproduce_command, run_command};
 use super::results::{self, RunDir};
 use crate::env::{self, external, native, process};
 use crate::provenance::{self, EnvInfo, MatrixInfo, PROVENANCE_FILE, PROVENANCE_SCHEMA, Provenance};
@@ -45,9 +46,11 @@ pub fn run(args: RunArgs) -> Result<()> {
     let opts = PlanOptions { profile: args.profile.clone(), reps: args.reps, sets: args.sets.clone() };
     let backend = choose_backend(&args)?;
     let mut tasks = Vec::new();
+    let filter = plan::Filter::resolve(&matrices, &args.arms, &args.points)?;
     for m in &matrices {
         tasks.extend(plan::expand(m, &opts)?);
     }
+    let mut tasks = plan::filter(tasks, &filter)?;
     mark_uncappable(&mut tasks, &backend);
 
     let run_dir = RunDir::new(out_root.join(&run_id));
@@ -80,7 +83,6 @@ pub fn run(args: RunArgs) -> Result<()> {
     })?;
     write_provenance(&run_dir, &prov)?;
     let run_info = run_info(&run_id, &prov);
-    let reproduce = reproduce_command(&args);
     let logs = paths::repo_root().join("target/streamlab/runs").join(&run_id);
     std::fs::create_dir_all(&logs)?;
 
@@ -88,10 +90,11 @@ pub fn run(args: RunArgs) -> Result<()> {
     for task in &todo {
         interrupt::check()?;
         bar.set_message(task.describe());
+        let m = matrices.iter().find(|m| m.name == task.bench).expect("planned from these");
+        let reproduce = reproduce_command(&args, m, task);
         let record = match &task.not_run {
             Some(reason) => not_run_record(task, &run_info, &reproduce, reason),
             None => {
-                let m = matrices.iter().find(|m| m.name == task.bench).expect("planned from these");
                 if let Some(cap) = apply_broker_cores(task, &env)?
                     && prov.note_broker_cap(&cap)
                 {
@@ -121,14 +124,6 @@ pub fn run(args: RunArgs) -> Result<()> {
     drop(env);
     println!("run {run_id} finished in {:.1} min: {}", started.elapsed().as_secs_f64() / 60.0, run_dir.path.display());
     Ok(())
-}
-
-/// `mysql://user:PASSWORD@host:port`: what run.json keeps of a DSN.
-fn redact_dsn(dsn: &str) -> String {
-    match external::parse_dsn(dsn) {
-        Ok(d) => format!("mysql://{}:PASSWORD@{}:{}", d.user, d.host, d.port),
-        Err(_) => "mysql://<unparsable>".into(),
-    }
 }
 
 /// A resumed run needs the DSN again: its password was never stored.
@@ -433,31 +428,6 @@ fn run_info(run_id: &str, prov: &Provenance) -> RunInfo {
     }
 }
 
-/// The command that reproduces this run (secrets redacted).
-fn reproduce_command(args: &RunArgs) -> String {
-    let mut cmd = String::from("cargo xtask lab run");
-    for m in &args.matrices {
-        cmd += &format!(" --matrix {m}");
-    }
-    cmd += &format!(" --profile {}", args.profile);
-    if args.env != "auto" {
-        cmd += &format!(" --env {}", args.env);
-    }
-    if let Some(b) = &args.bootstrap {
-        cmd += &format!(" --bootstrap {b}");
-    }
-    if let Some(dsn) = args.mysql_dsn.as_deref().and_then(|d| external::parse_dsn(d).ok()) {
-        cmd += &format!(" --mysql-dsn mysql://{}:PASSWORD@{}:{}", dsn.user, dsn.host, dsn.port);
-    }
-    if let Some(r) = args.reps {
-        cmd += &format!(" --reps {r}");
-    }
-    for s in &args.sets {
-        cmd += &format!(" --set {s}");
-    }
-    cmd
-}
-
 fn collect_provenance(
     run_id: &str,
     args: &RunArgs,
@@ -483,7 +453,7 @@ fn collect_provenance(
         run_id: run_id.to_owned(),
         started_ts_ms: clock::now_ms(),
         finished_ts_ms: None,
-        reproduce: reproduce_command(args),
+        reproduce: run_command(args),
         profile: args.profile.clone(),
         git: provenance::collect_git(&root),
         host: provenance::collect_host(),
@@ -663,6 +633,8 @@ mod tests {
             bootstrap: None,
             mysql_dsn: None,
             reps: None,
+            arms: vec![],
+            points: vec![],
             sets: vec![],
             out: None,
             resume: None,
@@ -674,9 +646,6 @@ mod tests {
         assert!(choose_backend(&dsn_only).unwrap_err().to_string().contains("--mysql-dsn needs --bootstrap"));
         let ext = RunArgs { bootstrap: Some("127.0.0.1:9092".into()), ..args("auto") };
         assert!(matches!(choose_backend(&ext).unwrap(), Backend::External { .. }));
-        let redacted = reproduce_command(&RunArgs { mysql_dsn: Some("mysql://u:secret@127.0.0.1:3306".into()), ..ext });
-        assert!(!redacted.contains("secret") && redacted.contains("--bootstrap 127.0.0.1:9092"), "{redacted}");
-        assert_eq!(redact_dsn("mysql://u:secret@127.0.0.1:3306"), "mysql://u:PASSWORD@127.0.0.1:3306");
         assert!(
             resume_dsn(Some("mysql://u:PASSWORD@h:1"), None)
                 .unwrap_err()
@@ -768,5 +737,36 @@ mod tests {
         assert!(prov.versions.contains_key("librdkafka") && prov.versions.contains_key("java"));
         assert!(!prov.host.cpu_brand.is_empty() && prov.pins.artifacts.len() > 40);
         assert!(native::processes_mentioning(&env_prefix).is_empty());
+    }
+
+    /// Run the xtask binary with `args` and `--out out`; returns the records it wrote.
+    fn run_lab(args: &[String], out: &Path) -> Vec<Record> {
+        let status = Command::new(xtask_binary()).args(args).arg("--out").arg(out).status().unwrap();
+        assert!(status.success(), "{args:?} failed");
+        let runs: Vec<PathBuf> = std::fs::read_dir(out).unwrap().map(|e| e.unwrap().path()).collect();
+        assert_eq!(runs.len(), 1, "one run directory in {}", out.display());
+        streamlab_record::jsonl::read_records(&runs[0].join("kafka_sink.jsonl")).unwrap()
+    }
+
+    #[test]
+    #[ignore = "starts Kafka and runs arms: cargo xtask test"]
+    fn a_records_reproduce_command_reruns_exactly_its_point() {
+        let (first_out, second_out) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let args = ["lab", "run", "--profile", "quick", "--matrix", "kafka_sink", "--arm", "raw"]
+            .into_iter()
+            .chain(["--point", "broker_cores=1 core", "--set", "warmup_s=0.5", "--set", "window_s=1.0"])
+            .map(str::to_owned)
+            .collect::<Vec<_>>();
+        let first = run_lab(&args, first_out.path());
+        assert_eq!(first.len(), 1, "the filters select one task");
+        let reproduce = &first[0].reproduce;
+        let words = shlex::split(reproduce).unwrap();
+        assert_eq!(&words[..2], ["cargo", "xtask"], "{reproduce}");
+        eprintln!("rerunning: {reproduce}");
+        let second = run_lab(&words[2..], second_out.path());
+        assert_eq!(second.len(), 1);
+        let (a, b) = (&first[0], &second[0]);
+        assert_eq!((&a.bench, &a.arm, &a.variant), (&b.bench, &b.arm, &b.variant));
+        assert_eq!(&b.reproduce, reproduce, "the rerun reproduces itself the same way");
     }
 }

@@ -1,0 +1,134 @@
+//! Commands that reproduce: a whole run (for provenance) and exactly one task's point (for its record).
+//! Shell-quoted, because sweep labels may hold spaces; secrets redacted.
+
+use super::RunArgs;
+use super::matrix::Matrix;
+use super::plan::Task;
+use crate::env::external;
+
+/// The command that reruns exactly this task's point, once, under the same profile, environment and
+/// overrides.
+pub fn reproduce_command(args: &RunArgs, m: &Matrix, task: &Task) -> String {
+    let mut words = words(&["cargo", "xtask", "lab", "run", "--matrix", &task.bench, "--profile", &args.profile]);
+    words.extend(["--arm".into(), task.arm.clone(), "--point".into(), format!("{}={}", task.sweep, task.label)]);
+    words.extend(["--reps".into(), "1".into()]);
+    words.extend(environment_flags(args));
+    // Only this matrix's knobs: another matrix's --set would be refused by a run of this one alone.
+    for set in args.sets.iter().filter(|s| s.split_once('=').is_some_and(|(k, _)| m.knobs.contains_key(k))) {
+        words.extend(["--set".into(), set.clone()]);
+    }
+    shell_join(&words)
+}
+
+/// The command that reproduces this whole run, for provenance.
+pub fn run_command(args: &RunArgs) -> String {
+    let mut words = words(&["cargo", "xtask", "lab", "run"]);
+    let repeated =
+        |flag: &str, values: &[String]| values.iter().flat_map(|v| [flag.to_owned(), v.clone()]).collect::<Vec<_>>();
+    words.extend(repeated("--matrix", &args.matrices));
+    words.extend(["--profile".into(), args.profile.clone()]);
+    words.extend(repeated("--arm", &args.arms));
+    words.extend(repeated("--point", &args.points));
+    words.extend(environment_flags(args));
+    words.extend(args.reps.map(|r| ["--reps".into(), r.to_string()]).into_iter().flatten());
+    words.extend(repeated("--set", &args.sets));
+    shell_join(&words)
+}
+
+/// `--env`, `--bootstrap`, `--mysql-dsn` when they are not the defaults.
+fn environment_flags(args: &RunArgs) -> Vec<String> {
+    let mut words = Vec::new();
+    if args.env != "auto" {
+        words.extend(["--env".into(), args.env.clone()]);
+    }
+    if let Some(b) = &args.bootstrap {
+        words.extend(["--bootstrap".into(), b.clone()]);
+    }
+    if let Some(dsn) = &args.mysql_dsn {
+        words.extend(["--mysql-dsn".into(), redact_dsn(dsn)]);
+    }
+    words
+}
+
+/// `mysql://user:PASSWORD@host:port`: what run.json and commands keep of a DSN.
+pub fn redact_dsn(dsn: &str) -> String {
+    match external::parse_dsn(dsn) {
+        Ok(d) => format!("mysql://{}:PASSWORD@{}:{}", d.user, d.host, d.port),
+        Err(_) => "mysql://<unparsable>".into(),
+    }
+}
+
+fn words(ws: &[&str]) -> Vec<String> {
+    ws.iter().map(|w| (*w).to_owned()).collect()
+}
+
+/// Words joined into one shell command line, each quoted only if it needs it.
+fn shell_join(words: &[String]) -> String {
+    shlex::try_join(words.iter().map(String::as_str)).unwrap_or_else(|_| words.join(" "))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use super::*;
+    use crate::lab::plan;
+
+    /// `lab run` flags as clap parses them (`words[0]` is the command name).
+    fn parse_run_args(words: &[impl AsRef<str>]) -> RunArgs {
+        #[derive(clap::Parser)]
+        struct Cli {
+            #[command(flatten)]
+            args: RunArgs,
+        }
+        <Cli as clap::Parser>::parse_from(words.iter().map(|w| w.as_ref())).args
+    }
+
+    #[test]
+    fn a_records_reproduce_command_names_its_point_and_every_set_of_its_matrix() {
+        let m = plan::tests::toy();
+        let args = RunArgs {
+            profile: "quick".into(),
+            reps: Some(3),
+            sets: vec!["window_s=1.5".into(), "other_matrix_knob=1".into()],
+            bootstrap: Some("127.0.0.1:9092".into()),
+            mysql_dsn: Some("mysql://u:secret@127.0.0.1:3306".into()),
+            ..parse_run_args(&["run"])
+        };
+        let t = Task {
+            bench: "toy".into(),
+            arm: "fast".into(),
+            sweep: "broker_cores".into(),
+            label: "1 core".into(),
+            default: false,
+            rep: 2,
+            knobs: BTreeMap::new(),
+            not_run: None,
+        };
+        let cmd = reproduce_command(&args, &m, &t);
+        assert_eq!(
+            cmd,
+            "cargo xtask lab run --matrix toy --profile quick --arm fast --point 'broker_cores=1 core' --reps 1 \
+             --bootstrap 127.0.0.1:9092 --mysql-dsn mysql://u:PASSWORD@127.0.0.1:3306 --set 'window_s=1.5'"
+        );
+        // What a shell would hand back parses as the same flags.
+        let words = shlex::split(&cmd).unwrap();
+        let again = parse_run_args(&words[3..]);
+        assert_eq!(
+            (again.arms, again.points, again.reps),
+            (vec!["fast".to_owned()], vec!["broker_cores=1 core".to_owned()], Some(1))
+        );
+    }
+
+    #[test]
+    fn a_run_command_keeps_every_flag_and_no_secret() {
+        let args = RunArgs {
+            mysql_dsn: Some("mysql://u:secret@127.0.0.1:3306".into()),
+            ..parse_run_args(&["run", "--matrix", "toy", "--point", "mode=fast arm", "--bootstrap", "127.0.0.1:9092"])
+        };
+        let cmd = run_command(&args);
+        assert!(!cmd.contains("secret") && cmd.contains("--bootstrap 127.0.0.1:9092"), "{cmd}");
+        assert!(cmd.contains("--point 'mode=fast arm'") && cmd.contains("--profile standard"), "{cmd}");
+        assert_eq!(redact_dsn("mysql://u:secret@127.0.0.1:3306"), "mysql://u:PASSWORD@127.0.0.1:3306");
+    }
+}
