@@ -45,7 +45,7 @@ enum Command {
 #[derive(Subcommand)]
 enum LabCommand {
     /// Run every matrix (or those named) at a profile.
-    Run(lab::RunArgs),
+    Run(Box<lab::RunArgs>),
     /// List matrices, arms and sweeps, as data.
     List(lab::ListArgs),
 }
@@ -90,7 +90,7 @@ fn run() -> Result<()> {
         .init();
     let cli = Cli::parse();
     match cli.command {
-        Command::Lab(LabCommand::Run(args)) => lab::run(args),
+        Command::Lab(LabCommand::Run(args)) => lab::run(*args),
         Command::Lab(LabCommand::List(args)) => lab::list(args),
         Command::Site(SiteCommand::Build(args)) => site::build(args),
         Command::Site(SiteCommand::Check(args)) => site::check(args),
