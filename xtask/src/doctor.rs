@@ -7,7 +7,7 @@ use std::process::Command;
 use anyhow::Result;
 
 use crate::env::pins::{self, FetchRoute};
-use crate::provenance::first_line_of;
+use crate::tools::first_line_of;
 
 /// One line of the report.
 struct Check {

@@ -9,6 +9,7 @@ mod paths;
 mod provenance;
 mod site;
 mod testcmd;
+mod tools;
 
 use anyhow::Result;
 use clap::{Parser, Subcommand};

@@ -5,7 +5,9 @@
 pub mod descriptor;
 pub mod integrity;
 pub mod jsonl;
+pub mod provenance;
 pub mod record;
+pub mod run_spec;
 pub mod stats;
 
 pub use descriptor::EnvDescriptor;

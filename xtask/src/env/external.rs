@@ -8,6 +8,10 @@ use anyhow::{Context, Result, bail};
 use streamlab_record::EnvDescriptor;
 use streamlab_record::descriptor::{DESCRIPTOR_FILE, DESCRIPTOR_SCHEMA, KafkaEnv, Listener, MysqlEnv};
 
+use streamlab_record::provenance::EnvInfo;
+use streamlab_record::run_spec::Need;
+
+use super::backend::{Backend, Environment};
 use super::secrets;
 use crate::clock;
 
@@ -41,6 +45,62 @@ pub fn check_bootstrap(bootstrap: &str) -> Result<()> {
         anyhow::ensure!(ok, "--bootstrap {bootstrap:?}: expected HOST:PORT[,HOST:PORT...]");
     }
     Ok(())
+}
+
+/// Services the user already runs: `--bootstrap` and `--mysql-dsn`.
+pub struct ExternalBackend {
+    pub bootstrap: String,
+    pub dsn: Option<MysqlDsn>,
+}
+
+impl Backend for ExternalBackend {
+    fn name(&self) -> &'static str {
+        "external"
+    }
+
+    fn can_cap_broker(&self, cores: usize) -> std::result::Result<(), String> {
+        match cores {
+            0 => Ok(()),
+            _ => Err("external environment: the lab cannot cap the broker's CPUs".to_owned()),
+        }
+    }
+
+    fn up(&self, run_id: &str, _needs: &[Need]) -> Result<Box<dyn Environment>> {
+        let dir = crate::paths::envs_dir().join(format!("ext-{run_id}"));
+        Ok(Box::new(ExternalEnv { descriptor: describe(&dir, run_id, &self.bootstrap, self.dsn.as_ref())? }))
+    }
+}
+
+/// External services: only a descriptor (and the DSN's password file) of ours, removed when dropped.
+pub struct ExternalEnv {
+    descriptor: EnvDescriptor,
+}
+
+impl Environment for ExternalEnv {
+    fn descriptor(&self) -> &EnvDescriptor {
+        &self.descriptor
+    }
+
+    fn cap_broker(&self, _cores: usize) -> Result<Option<String>> {
+        Ok(None)
+    }
+
+    fn info(&self) -> EnvInfo {
+        let note = "external services: the lab neither started nor stopped them and cannot cap their CPUs";
+        super::backend::env_info(&self.descriptor, false, Some(note))
+    }
+
+    fn versions(&self) -> BTreeMap<String, String> {
+        super::backend::server_versions(&self.descriptor)
+    }
+}
+
+impl Drop for ExternalEnv {
+    fn drop(&mut self) {
+        if let Err(e) = std::fs::remove_dir_all(&self.descriptor.dir) {
+            eprintln!("warning: could not remove {}: {e}", self.descriptor.dir.display());
+        }
+    }
 }
 
 /// Write a descriptor for external services into `dir` (which holds only the secret file).

@@ -1,7 +1,9 @@
-//! Environments: one interface, several backends; every result records which one ran it.
+//! Environments: one interface ([`backend::Backend`], [`backend::Environment`]), several backends; every
+//! result records which one ran it.
 //! - native: Kafka from the pinned Maven jars on the system JDK, MariaDB/MySQL from the system packages;
 //! - external: `--bootstrap` / `--mysql-dsn` point at services the user already runs (never started or stopped).
 
+pub mod backend;
 pub mod certs;
 pub mod external;
 pub mod kafka;

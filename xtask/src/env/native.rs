@@ -1,12 +1,17 @@
 //! The native backend: Kafka from pinned jars on the system JDK plus the system's MariaDB/MySQL,
 //! each environment in its own directory under target/streamlab/envs/<id>.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use streamlab_record::EnvDescriptor;
 use streamlab_record::descriptor::{DESCRIPTOR_FILE, DESCRIPTOR_SCHEMA};
+use streamlab_record::provenance::EnvInfo;
+use streamlab_record::run_spec::Need;
+
+use super::backend::{self, Backend, Environment};
 
 use super::kafka::{self, KafkaPorts, KafkaStart};
 use super::process::{self, Lifetime};
@@ -24,6 +29,73 @@ pub struct NativeOptions {
     pub lifetime: Lifetime,
     /// Fixed Kafka ports instead of free ones (tests use this to provoke a bind failure).
     pub kafka_ports: Option<KafkaPorts>,
+}
+
+/// The native backend as the lab runner uses it: Kafka (and MariaDB/MySQL if a matrix needs it) under
+/// target/streamlab/envs, tied to the runner's life.
+pub struct NativeBackend;
+
+impl Backend for NativeBackend {
+    fn name(&self) -> &'static str {
+        "native"
+    }
+
+    fn can_cap_broker(&self, cores: usize) -> std::result::Result<(), String> {
+        super::broker_cpus(cores).map(|_| ())
+    }
+
+    fn up(&self, run_id: &str, needs: &[Need]) -> Result<Box<dyn Environment>> {
+        let opts = NativeOptions {
+            root: crate::paths::envs_dir(),
+            // A fresh id per attempt: a resumed run never trips over a killed attempt's storage.
+            id: format!("lab-{run_id}-{:04x}", rand::random::<u16>()),
+            with_mysql: needs.contains(&Need::Mysql),
+            broker_cpus: None,
+            lifetime: Lifetime::TiedToParent,
+            kafka_ports: None,
+        };
+        Ok(Box::new(NativeEnv { descriptor: up(&opts)? }))
+    }
+}
+
+/// A running native environment; stopped and removed when dropped (also on error and Ctrl-C).
+pub struct NativeEnv {
+    descriptor: EnvDescriptor,
+}
+
+impl Environment for NativeEnv {
+    fn descriptor(&self) -> &EnvDescriptor {
+        &self.descriptor
+    }
+
+    fn cap_broker(&self, cores: usize) -> Result<Option<String>> {
+        let Some(pid) = self.descriptor.kafka.pid else { return Ok(None) };
+        let cpus = super::broker_cpus(cores).map_err(anyhow::Error::msg)?.unwrap_or_default();
+        process::set_affinity(pid, &cpus)?;
+        Ok(Some(if cpus.is_empty() { "all CPUs".into() } else { format!("CPUs {cpus:?} (affinity)") }))
+    }
+
+    fn info(&self) -> EnvInfo {
+        backend::env_info(&self.descriptor, true, None)
+    }
+
+    fn versions(&self) -> BTreeMap<String, String> {
+        let mut v = backend::server_versions(&self.descriptor);
+        v.insert("kafka".into(), self.descriptor.kafka.version.clone());
+        // The JDK the broker runs on ($JAVA_HOME/bin/java, else java on PATH).
+        if let Some(java) = crate::tools::first_line_of(&kafka::java().to_string_lossy(), &["-version"]) {
+            v.insert("java".into(), java);
+        }
+        v
+    }
+}
+
+impl Drop for NativeEnv {
+    fn drop(&mut self) {
+        if let Err(e) = down(&self.descriptor, false) {
+            eprintln!("warning: could not tear down environment {}: {e:#}", self.descriptor.id);
+        }
+    }
 }
 
 /// A fresh environment id: UTC time plus random suffix.

@@ -16,7 +16,7 @@ use serde::Deserialize;
 use sha2::{Digest, Sha256};
 
 use crate::paths::{cache_dir, repo_root};
-use crate::provenance::Pins;
+use streamlab_record::provenance::Pins;
 
 /// The lock, relative to the repository root (also the name recorded in provenance).
 pub const LOCK_FILE: &str = "env/kafka/jars.lock";

@@ -6,8 +6,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use serde::Deserialize;
+use streamlab_record::run_spec::{Need, Profile};
 
-pub const PROFILES: [&str; 3] = ["quick", "standard", "seed"];
 /// The knob the runner applies to the broker process (CPU affinity) instead of passing it on.
 pub const BROKER_CORES_KNOB: &str = "broker_cores";
 
@@ -21,7 +21,7 @@ pub struct Matrix {
     pub seed: Option<String>,
     pub kind: String,
     /// Services the matrix needs: `kafka`, `mysql`.
-    pub needs: Vec<String>,
+    pub needs: Vec<Need>,
     #[serde(default)]
     pub default_arm: Option<String>,
     #[serde(default)]
@@ -30,7 +30,7 @@ pub struct Matrix {
     #[serde(default)]
     pub ratios: Vec<Ratio>,
     pub knobs: BTreeMap<String, Knob>,
-    pub profiles: BTreeMap<String, Profile>,
+    pub profiles: BTreeMap<Profile, ProfileKnobs>,
     pub sweeps: Vec<Sweep>,
     /// Where it was loaded from (not in the file).
     #[serde(skip)]
@@ -77,7 +77,7 @@ pub struct Knob {
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Profile {
+pub struct ProfileKnobs {
     pub reps: u32,
     #[serde(default)]
     pub knobs: BTreeMap<String, toml::Value>,
@@ -189,11 +189,6 @@ fn validate(m: &Matrix) -> std::result::Result<(), String> {
     let known_arm = |a: &str, key: &str| {
         if arm_names.contains(&a) { Ok(()) } else { Err(format!("{key}: unknown arm {a:?}; arms are {arm_names:?}")) }
     };
-    for need in &m.needs {
-        if need != "kafka" && need != "mysql" {
-            return Err(format!("needs: {need:?} is not a service; allowed \"kafka\", \"mysql\""));
-        }
-    }
     if let Some(a) = &m.default_arm {
         known_arm(a, "default_arm")?;
     }
@@ -203,15 +198,12 @@ fn validate(m: &Matrix) -> std::result::Result<(), String> {
             known_arm(a, &format!("knobs.{name}.arms"))?;
         }
     }
-    for p in PROFILES {
+    for p in Profile::ALL {
         if !m.profiles.contains_key(p) {
-            return Err(format!("profiles.{p} is missing; every matrix defines {PROFILES:?}"));
+            return Err(format!("profiles.{p} is missing; every matrix defines {:?}", Profile::NAMES));
         }
     }
     for (pname, profile) in &m.profiles {
-        if !PROFILES.contains(&pname.as_str()) {
-            return Err(format!("profiles.{pname}: unknown profile; allowed {PROFILES:?}"));
-        }
         if profile.reps == 0 || profile.reps > 100 {
             return Err(format!("profiles.{pname}.reps = {}: allowed 1..=100", profile.reps));
         }

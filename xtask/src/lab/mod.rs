@@ -10,18 +10,19 @@ pub mod runner;
 use std::path::PathBuf;
 
 use anyhow::Result;
+use streamlab_record::run_spec::{BackendChoice, Profile, RUN_SPEC_SCHEMA, RunSpec};
 
-#[derive(clap::Args, Debug, Clone, serde::Serialize, serde::Deserialize)]
+#[derive(clap::Args, Debug, Clone)]
 pub struct RunArgs {
     /// Matrix to run (repeatable; default: every matrix under harness/matrices/).
     #[arg(long = "matrix", value_name = "NAME")]
     pub matrices: Vec<String>,
     /// quick (seconds per arm), standard (the whole lab in ~30 min), seed (the seeds' exact scales).
-    #[arg(long, default_value = "standard")]
-    pub profile: String,
-    /// auto, native, docker or external.
-    #[arg(long, default_value = "auto")]
-    pub env: String,
+    #[arg(long, default_value = "standard", value_parser = named::<Profile>(Profile::NAMES))]
+    pub profile: Profile,
+    /// auto (external with --bootstrap, else native), native, docker or external.
+    #[arg(long, default_value = "auto", value_parser = named::<BackendChoice>(BackendChoice::NAMES))]
+    pub env: BackendChoice,
     /// An existing Kafka cluster (HOST:PORT); implies --env external.
     #[arg(long)]
     pub bootstrap: Option<String>,
@@ -33,11 +34,9 @@ pub struct RunArgs {
     pub reps: Option<u32>,
     /// Run only this arm (repeatable).
     #[arg(long = "arm", value_name = "NAME")]
-    #[serde(default)]
     pub arms: Vec<String>,
     /// Run only this point of a sweep, e.g. `--point 'broker_cores=1 core'` (repeatable).
     #[arg(long = "point", value_name = "SWEEP=LABEL")]
-    #[serde(default)]
     pub points: Vec<String>,
     /// Override a knob for every selected matrix that has it: KEY=VALUE (repeatable).
     #[arg(long = "set", value_name = "KEY=VALUE")]
@@ -48,6 +47,33 @@ pub struct RunArgs {
     /// Continue an interrupted run: run only the tasks that have no record yet.
     #[arg(long, value_name = "RUN_ID")]
     pub resume: Option<String>,
+}
+
+/// A clap parser for one of the record crate's named enums: `--help` and errors list the allowed names.
+fn named<T: std::str::FromStr + Clone + Send + Sync + 'static>(
+    names: &'static [&'static str],
+) -> impl clap::builder::TypedValueParser<Value = T> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(names)
+        .map(|s| s.parse::<T>().unwrap_or_else(|_| unreachable!("{s} is one of the possible values")))
+}
+
+impl RunArgs {
+    /// What run.json keeps of these arguments (the DSN's password redacted).
+    pub fn spec(&self) -> RunSpec {
+        RunSpec {
+            schema: RUN_SPEC_SCHEMA,
+            matrices: self.matrices.clone(),
+            profile: self.profile,
+            env: self.env,
+            bootstrap: self.bootstrap.clone(),
+            mysql_dsn: self.mysql_dsn.as_deref().map(reproduce::redact_dsn),
+            reps: self.reps,
+            arms: self.arms.clone(),
+            points: self.points.clone(),
+            sets: self.sets.clone(),
+        }
+    }
 }
 
 #[derive(clap::Args)]
@@ -73,7 +99,7 @@ pub fn list(args: ListArgs) -> Result<()> {
                     "knobs": m.knobs.iter().map(|(k, v)| (k.clone(), serde_json::json!({"default": v.default, "min": v.min, "max": v.max, "arms": v.arms, "help": v.help}))).collect::<serde_json::Map<_, _>>(),
                     "arms": m.arms.iter().map(|a| serde_json::json!({"name": a.name, "title": a.title, "not_run": a.not_run})).collect::<Vec<_>>(),
                     "sweeps": m.sweeps.iter().map(|s| serde_json::json!({"name": s.name, "arms": s.arms, "knob": s.knob, "values": s.values})).collect::<Vec<_>>(),
-                    "profiles": m.profiles.iter().map(|(k, p)| (k.clone(), serde_json::json!({"reps": p.reps, "knobs": p.knobs}))).collect::<serde_json::Map<_, _>>(),
+                    "profiles": m.profiles.iter().map(|(k, p)| (k.to_string(), serde_json::json!({"reps": p.reps, "knobs": p.knobs}))).collect::<serde_json::Map<_, _>>(),
                 })
             })
             .collect();
@@ -81,7 +107,13 @@ pub fn list(args: ListArgs) -> Result<()> {
         return Ok(());
     }
     for m in &matrices {
-        println!("{} — {} ({} arms, needs {})", m.name, m.title, m.kind, m.needs.join(", "));
+        println!(
+            "{} — {} ({} arms, needs {})",
+            m.name,
+            m.title,
+            m.kind,
+            m.needs.iter().map(|n| n.as_str()).collect::<Vec<_>>().join(", ")
+        );
         for a in &m.arms {
             let note = a.not_run.as_ref().map(|r| format!(" [not run: {r}]")).unwrap_or_default();
             println!("  arm {:<12} {}{note}", a.name, a.title);

@@ -5,7 +5,9 @@ use std::collections::BTreeMap;
 
 use anyhow::{Result, bail};
 
-use super::matrix::{Matrix, PROFILES};
+use streamlab_record::run_spec::Profile;
+
+use super::matrix::Matrix;
 
 /// One process to start: an arm at one point of one sweep, one rep.
 #[derive(Debug, Clone, PartialEq)]
@@ -35,9 +37,9 @@ impl Task {
 }
 
 /// What the user chose on the command line that shapes the plan.
-#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize)]
+#[derive(Debug, Clone)]
 pub struct PlanOptions {
-    pub profile: String,
+    pub profile: Profile,
     pub reps: Option<u32>,
     /// `key=value` overrides, applied to every matrix that has the knob.
     pub sets: Vec<String>,
@@ -66,9 +68,6 @@ pub fn resolve_sets(matrices: &[Matrix], sets: &[String]) -> Result<Vec<(String,
 
 /// Every task of `m` at the chosen profile, rep-major and interleaved across arms.
 pub fn expand(m: &Matrix, opts: &PlanOptions) -> Result<Vec<Task>> {
-    if !PROFILES.contains(&opts.profile.as_str()) {
-        bail!("--profile {}: allowed {PROFILES:?}", opts.profile);
-    }
     let profile = &m.profiles[&opts.profile];
     let reps = opts.reps.unwrap_or(profile.reps);
     if reps == 0 || reps > 100 {
@@ -211,7 +210,7 @@ pub(crate) mod tests {
     }
 
     fn opts(profile: &str, reps: Option<u32>, sets: &[&str]) -> PlanOptions {
-        PlanOptions { profile: profile.into(), reps, sets: sets.iter().map(|s| s.to_string()).collect() }
+        PlanOptions { profile: profile.parse().unwrap(), reps, sets: sets.iter().map(|s| s.to_string()).collect() }
     }
 
     /// Points per rep, counted from the matrix: arms-only sweeps give one point per arm, knob sweeps one per

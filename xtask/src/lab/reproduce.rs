@@ -1,15 +1,17 @@
 //! Commands that reproduce: a whole run (for provenance) and exactly one task's point (for its record).
 //! Shell-quoted, because sweep labels may hold spaces; secrets redacted.
 
-use super::RunArgs;
+use streamlab_record::run_spec::{BackendChoice, RunSpec};
+
 use super::matrix::Matrix;
 use super::plan::Task;
 use crate::env::external;
 
 /// The command that reruns exactly this task's point, once, under the same profile, environment and
 /// overrides.
-pub fn reproduce_command(args: &RunArgs, m: &Matrix, task: &Task) -> String {
-    let mut words = words(&["cargo", "xtask", "lab", "run", "--matrix", &task.bench, "--profile", &args.profile]);
+pub fn reproduce_command(args: &RunSpec, m: &Matrix, task: &Task) -> String {
+    let mut words =
+        words(&["cargo", "xtask", "lab", "run", "--matrix", &task.bench, "--profile", args.profile.as_str()]);
     words.extend(["--arm".into(), task.arm.clone(), "--point".into(), format!("{}={}", task.sweep, task.label)]);
     words.extend(["--reps".into(), "1".into()]);
     words.extend(environment_flags(args));
@@ -21,12 +23,12 @@ pub fn reproduce_command(args: &RunArgs, m: &Matrix, task: &Task) -> String {
 }
 
 /// The command that reproduces this whole run, for provenance.
-pub fn run_command(args: &RunArgs) -> String {
+pub fn run_command(args: &RunSpec) -> String {
     let mut words = words(&["cargo", "xtask", "lab", "run"]);
     let repeated =
         |flag: &str, values: &[String]| values.iter().flat_map(|v| [flag.to_owned(), v.clone()]).collect::<Vec<_>>();
     words.extend(repeated("--matrix", &args.matrices));
-    words.extend(["--profile".into(), args.profile.clone()]);
+    words.extend(["--profile".into(), args.profile.to_string()]);
     words.extend(repeated("--arm", &args.arms));
     words.extend(repeated("--point", &args.points));
     words.extend(environment_flags(args));
@@ -36,10 +38,10 @@ pub fn run_command(args: &RunArgs) -> String {
 }
 
 /// `--env`, `--bootstrap`, `--mysql-dsn` when they are not the defaults.
-fn environment_flags(args: &RunArgs) -> Vec<String> {
+fn environment_flags(args: &RunSpec) -> Vec<String> {
     let mut words = Vec::new();
-    if args.env != "auto" {
-        words.extend(["--env".into(), args.env.clone()]);
+    if args.env != BackendChoice::Auto {
+        words.extend(["--env".into(), args.env.to_string()]);
     }
     if let Some(b) = &args.bootstrap {
         words.extend(["--bootstrap".into(), b.clone()]);
@@ -68,27 +70,34 @@ fn shell_join(words: &[String]) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::lab::plan;
+    use crate::lab::{RunArgs, plan};
 
     /// `lab run` flags as clap parses them (`words[0]` is the command name).
-    fn parse_run_args(words: &[impl AsRef<str>]) -> RunArgs {
+    pub(crate) fn parse_run_args(words: &[impl AsRef<str>]) -> RunArgs {
+        try_parse_run_args(words).unwrap()
+    }
+
+    /// Like [`parse_run_args`], with clap's error message on failure.
+    pub(crate) fn try_parse_run_args(words: &[impl AsRef<str>]) -> Result<RunArgs, String> {
         #[derive(clap::Parser)]
         struct Cli {
             #[command(flatten)]
             args: RunArgs,
         }
-        <Cli as clap::Parser>::parse_from(words.iter().map(|w| w.as_ref())).args
+        <Cli as clap::Parser>::try_parse_from(words.iter().map(|w| w.as_ref()))
+            .map(|c| c.args)
+            .map_err(|e| e.to_string())
     }
 
     #[test]
     fn a_records_reproduce_command_names_its_point_and_every_set_of_its_matrix() {
         let m = plan::tests::toy();
         let args = RunArgs {
-            profile: "quick".into(),
+            profile: "quick".parse().unwrap(),
             reps: Some(3),
             sets: vec!["window_s=1.5".into(), "other_matrix_knob=1".into()],
             bootstrap: Some("127.0.0.1:9092".into()),
@@ -105,7 +114,7 @@ mod tests {
             knobs: BTreeMap::new(),
             not_run: None,
         };
-        let cmd = reproduce_command(&args, &m, &t);
+        let cmd = reproduce_command(&args.spec(), &m, &t);
         assert_eq!(
             cmd,
             "cargo xtask lab run --matrix toy --profile quick --arm fast --point 'broker_cores=1 core' --reps 1 \
@@ -126,7 +135,7 @@ mod tests {
             mysql_dsn: Some("mysql://u:secret@127.0.0.1:3306".into()),
             ..parse_run_args(&["run", "--matrix", "toy", "--point", "mode=fast arm", "--bootstrap", "127.0.0.1:9092"])
         };
-        let cmd = run_command(&args);
+        let cmd = run_command(&args.spec());
         assert!(!cmd.contains("secret") && cmd.contains("--bootstrap 127.0.0.1:9092"), "{cmd}");
         assert!(cmd.contains("--point 'mode=fast arm'") && cmd.contains("--profile standard"), "{cmd}");
         assert_eq!(redact_dsn("mysql://u:secret@127.0.0.1:3306"), "mysql://u:PASSWORD@127.0.0.1:3306");

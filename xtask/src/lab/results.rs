@@ -6,11 +6,9 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use streamlab_record::Record;
-use streamlab_record::jsonl::{append_records, read_records, write_atomic};
+use streamlab_record::jsonl::{append_records, read_records};
 
-use super::RunArgs;
-
-pub const RUN_ARGS_FILE: &str = "run.json";
+use streamlab_record::run_spec::{RUN_SPEC_FILE, RunSpec};
 
 /// (bench, arm, sweep, label, rep): what identifies a finished task.
 pub type TaskKey = (String, String, String, String, u32);
@@ -28,17 +26,15 @@ impl RunDir {
         self.path.join(format!("{bench}.jsonl"))
     }
 
-    /// Save the arguments so `--resume` runs exactly the same plan.
-    pub fn save_args(&self, args: &RunArgs) -> Result<()> {
-        write_atomic(&self.path.join(RUN_ARGS_FILE), &serde_json::to_vec_pretty(args)?)?;
-        Ok(())
+    /// Save what the run was asked to do so `--resume` runs exactly the same plan.
+    pub fn save_spec(&self, spec: &RunSpec) -> Result<()> {
+        Ok(spec.save(&self.path.join(RUN_SPEC_FILE))?)
     }
 
-    pub fn load_args(&self) -> Result<RunArgs> {
-        let path = self.path.join(RUN_ARGS_FILE);
-        let text = std::fs::read_to_string(&path)
-            .with_context(|| format!("--resume: cannot read {} (is the run id right?)", path.display()))?;
-        serde_json::from_str(&text).with_context(|| format!("{}: not valid run arguments", path.display()))
+    pub fn load_spec(&self) -> Result<RunSpec> {
+        let path = self.path.join(RUN_SPEC_FILE);
+        anyhow::ensure!(path.exists(), "--resume: there is no {} (is the run id right?)", path.display());
+        RunSpec::load(&path).context("--resume")
     }
 
     /// Every record this run has written so far, for the given matrices.
@@ -71,7 +67,7 @@ pub fn finished(records: &[Record]) -> BTreeSet<TaskKey> {
         .collect()
 }
 
-pub fn new_run_id(profile: &str) -> String {
+pub fn new_run_id(profile: streamlab_record::run_spec::Profile) -> String {
     let secs = crate::clock::now_ms() / 1000;
     format!("{}-{profile}-{:04x}", crate::clock::compact_utc(secs), rand::random::<u16>())
 }

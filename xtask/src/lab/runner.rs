@@ -12,46 +12,43 @@ use indicatif::{ProgressBar, ProgressStyle};
 use streamlab_record::descriptor::DESCRIPTOR_FILE;
 use streamlab_record::{EnvDescriptor, Integrity, Measurement, Metric, Record, RunInfo, SCHEMA, Status, Variant};
 
+use streamlab_record::run_spec::{Need, RunSpec};
+
 use super::RunArgs;
 use super::matrix::{self, BROKER_CORES_KNOB, Matrix};
 use super::plan::{self, PlanOptions, Task};
-use super::reproduce::{redact_dsn, reproduce_command, run_command};
+use super::reproduce::{reproduce_command, run_command};
 use super::results::{self, RunDir};
-use crate::env::{self, external, native, process};
-use crate::provenance::{self, EnvInfo, MatrixInfo, PROVENANCE_FILE, PROVENANCE_SCHEMA, Provenance};
+use crate::env::backend::{self, Backend, Environment};
+use crate::env::process;
+use crate::provenance::{self, MatrixInfo, PROVENANCE_FILE, PROVENANCE_SCHEMA, Provenance};
 use crate::{clock, interrupt, paths};
-
-/// Which backend serves the run.
-#[derive(Debug, Clone, PartialEq)]
-enum Backend {
-    Native,
-    External { bootstrap: String, dsn: Option<external::MysqlDsn> },
-}
 
 pub fn run(args: RunArgs) -> Result<()> {
     interrupt::install();
     let out_root = args.out.clone().unwrap_or_else(paths::results_dir);
-    let (run_id, args) = match &args.resume {
+    // The spec is what run.json keeps; the DSN with its password is only ever in memory.
+    let (run_id, spec, dsn) = match &args.resume {
         Some(id) => {
-            let saved = RunDir::new(out_root.join(id)).load_args()?;
-            let mysql_dsn = resume_dsn(saved.mysql_dsn.as_deref(), args.mysql_dsn.clone())?;
-            (id.clone(), RunArgs { resume: Some(id.clone()), out: args.out.clone(), mysql_dsn, ..saved })
+            let spec = RunDir::new(out_root.join(id)).load_spec()?;
+            let dsn = resume_dsn(spec.mysql_dsn.as_deref(), args.mysql_dsn.clone())?;
+            (id.clone(), spec, dsn)
         }
-        None => (results::new_run_id(&args.profile), args),
+        None => (results::new_run_id(args.profile), args.spec(), args.mysql_dsn.clone()),
     };
 
     // Everything that can be wrong with the input is refused here, before anything is provisioned.
-    let matrices = select_matrices(&args.matrices)?;
-    plan::resolve_sets(&matrices, &args.sets)?;
-    let opts = PlanOptions { profile: args.profile.clone(), reps: args.reps, sets: args.sets.clone() };
-    let backend = choose_backend(&args)?;
+    let matrices = select_matrices(&spec.matrices)?;
+    plan::resolve_sets(&matrices, &spec.sets)?;
+    let opts = PlanOptions { profile: spec.profile, reps: spec.reps, sets: spec.sets.clone() };
+    let backend = backend::choose(spec.env, spec.bootstrap.as_deref(), dsn.as_deref())?;
+    let filter = plan::Filter::resolve(&matrices, &spec.arms, &spec.points)?;
     let mut tasks = Vec::new();
-    let filter = plan::Filter::resolve(&matrices, &args.arms, &args.points)?;
     for m in &matrices {
         tasks.extend(plan::expand(m, &opts)?);
     }
     let mut tasks = plan::filter(tasks, &filter)?;
-    mark_uncappable(&mut tasks, &backend);
+    mark_uncappable(&mut tasks, backend.as_ref());
 
     let run_dir = RunDir::new(out_root.join(&run_id));
     let benches: Vec<String> = matrices.iter().map(|m| m.name.clone()).collect();
@@ -64,23 +61,25 @@ pub fn run(args: RunArgs) -> Result<()> {
     }
 
     let harness = build_harness()?;
-    let needs_mysql = matrices.iter().any(|m| m.needs.iter().any(|n| n == "mysql"));
+    let mut needs: Vec<Need> = matrices.iter().flat_map(|m| m.needs.iter().copied()).collect();
+    needs.sort();
+    needs.dedup();
     let started = Instant::now();
-    println!("run {run_id}: {} tasks, profile {}, bringing the environment up", todo.len(), args.profile);
-    let env = LabEnv::up(&backend, &run_id, needs_mysql)?;
+    println!(
+        "run {run_id}: {} tasks, profile {}, bringing the {} environment up",
+        todo.len(),
+        spec.profile,
+        backend.name()
+    );
+    let env = backend.up(&run_id, &needs)?;
 
     // The run directory appears only once there is provenance to put in it.
-    let mut prov = collect_provenance(&run_id, &args, &matrices, &env.descriptor, &harness)?;
+    let mut prov = collect_provenance(&run_id, &spec, &matrices, env.as_ref(), &harness)?;
     if let Ok(earlier) = Provenance::load(&run_dir.path.join(PROVENANCE_FILE)) {
         prov.merge_earlier(earlier);
     }
     std::fs::create_dir_all(&run_dir.path).with_context(|| format!("cannot create {}", run_dir.path.display()))?;
-    run_dir.save_args(&RunArgs {
-        resume: None,
-        out: None,
-        mysql_dsn: args.mysql_dsn.as_deref().map(redact_dsn),
-        ..args.clone()
-    })?;
+    run_dir.save_spec(&spec)?;
     write_provenance(&run_dir, &prov)?;
     let run_info = run_info(&run_id, &prov);
     let logs = paths::repo_root().join("target/streamlab/runs").join(&run_id);
@@ -91,16 +90,17 @@ pub fn run(args: RunArgs) -> Result<()> {
         interrupt::check()?;
         bar.set_message(task.describe());
         let m = matrices.iter().find(|m| m.name == task.bench).expect("planned from these");
-        let reproduce = reproduce_command(&args, m, task);
+        let reproduce = reproduce_command(&spec, m, task);
         let record = match &task.not_run {
             Some(reason) => not_run_record(task, &run_info, &reproduce, reason),
             None => {
-                if let Some(cap) = apply_broker_cores(task, &env)?
+                if let Some(cores) = broker_cores(task)
+                    && let Some(cap) = env.cap_broker(cores)?
                     && prov.note_broker_cap(&cap)
                 {
                     write_provenance(&run_dir, &prov)?;
                 }
-                let measured = run_task(&harness, task, &env.descriptor, &logs)?;
+                let measured = run_task(&harness, task, env.descriptor(), &logs)?;
                 if let Outcome::Measured(m) = &measured {
                     prov.versions.extend(m.versions.clone());
                 }
@@ -137,16 +137,16 @@ fn resume_dsn(saved: Option<&str>, given: Option<String>) -> Result<Option<Strin
     }
 }
 
+/// The task's broker_cores knob, if it has one (0 = uncapped).
+fn broker_cores(task: &Task) -> Option<usize> {
+    task.knobs.get(BROKER_CORES_KNOB).and_then(|v| v.as_u64()).map(|c| c as usize)
+}
+
 /// Points that ask for a broker CPU cap this run cannot apply are recorded as not run, with the reason.
-fn mark_uncappable(tasks: &mut [Task], backend: &Backend) {
+fn mark_uncappable(tasks: &mut [Task], backend: &dyn Backend) {
     for t in tasks.iter_mut().filter(|t| t.not_run.is_none()) {
-        let Some(cores) = t.knobs.get(BROKER_CORES_KNOB).and_then(|v| v.as_u64()).filter(|&c| c > 0) else {
-            continue;
-        };
-        t.not_run = match backend {
-            Backend::External { .. } => Some("external environment: the lab cannot cap the broker's CPUs".to_owned()),
-            Backend::Native => env::broker_cpus(cores as usize).err().map(|e| format!("{BROKER_CORES_KNOB}: {e}")),
-        };
+        let Some(cores) = broker_cores(t).filter(|&c| c > 0) else { continue };
+        t.not_run = backend.can_cap_broker(cores).err().map(|e| format!("{BROKER_CORES_KNOB} = {cores}: {e}"));
     }
 }
 
@@ -166,70 +166,6 @@ fn select_matrices(names: &[String]) -> Result<Vec<Matrix>> {
         .collect()
 }
 
-fn choose_backend(args: &RunArgs) -> Result<Backend> {
-    let dsn = args.mysql_dsn.as_deref().map(external::parse_dsn).transpose()?;
-    match (args.env.as_str(), &args.bootstrap) {
-        ("external", None) => bail!("--env external needs --bootstrap HOST:PORT"),
-        ("external" | "auto", Some(b)) => {
-            external::check_bootstrap(b)?;
-            Ok(Backend::External { bootstrap: b.clone(), dsn })
-        }
-        ("native" | "auto", None) if dsn.is_some() => {
-            bail!("--mysql-dsn needs --bootstrap too: the external backend uses both of your services")
-        }
-        ("native" | "auto", None) => Ok(Backend::Native),
-        ("docker", _) => bail!(
-            "--env docker: the docker backend is not built yet; use --env native (JDK >= 17 and mariadbd, see \
-             `cargo xtask doctor`) or --env external --bootstrap HOST:PORT"
-        ),
-        ("native", Some(_)) => bail!("--bootstrap points at an external cluster; drop --env native"),
-        (other, _) => bail!("--env {other}: allowed auto, native, docker, external"),
-    }
-}
-
-/// The environment of one run; brought down when dropped (also on error and Ctrl-C).
-struct LabEnv {
-    descriptor: EnvDescriptor,
-    managed: bool,
-}
-
-impl LabEnv {
-    fn up(backend: &Backend, run_id: &str, with_mysql: bool) -> Result<Self> {
-        match backend {
-            Backend::Native => {
-                let opts = native::NativeOptions {
-                    root: paths::envs_dir(),
-                    // A fresh id per attempt: a resumed run never trips over a killed attempt's storage.
-                    id: format!("lab-{run_id}-{:04x}", rand::random::<u16>()),
-                    with_mysql,
-                    broker_cpus: None,
-                    lifetime: process::Lifetime::TiedToParent,
-                    kafka_ports: None,
-                };
-                Ok(LabEnv { descriptor: native::up(&opts)?, managed: true })
-            }
-            Backend::External { bootstrap, dsn } => {
-                let dir = paths::envs_dir().join(format!("ext-{run_id}"));
-                let descriptor = external::describe(&dir, run_id, bootstrap, dsn.as_ref())?;
-                Ok(LabEnv { descriptor, managed: false })
-            }
-        }
-    }
-}
-
-impl Drop for LabEnv {
-    fn drop(&mut self) {
-        let result = if self.managed {
-            native::down(&self.descriptor, false)
-        } else {
-            std::fs::remove_dir_all(&self.descriptor.dir).map_err(Into::into)
-        };
-        if let Err(e) = result {
-            eprintln!("warning: could not tear down environment {}: {e:#}", self.descriptor.id);
-        }
-    }
-}
-
 /// `cargo build --release -p harness`; returns the binary's path.
 fn build_harness() -> Result<PathBuf> {
     let root = paths::repo_root();
@@ -241,15 +177,6 @@ fn build_harness() -> Result<PathBuf> {
     anyhow::ensure!(status.success(), "building the harness failed ({status})");
     let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
     Ok(target.join("release").join("harness"))
-}
-
-/// Pin the broker for a task that sets broker_cores; returns the cap applied, for provenance.
-fn apply_broker_cores(task: &Task, env: &LabEnv) -> Result<Option<String>> {
-    let Some(cores) = task.knobs.get(BROKER_CORES_KNOB).and_then(|v| v.as_u64()) else { return Ok(None) };
-    let Some(pid) = env.descriptor.kafka.pid.filter(|_| env.managed) else { return Ok(None) };
-    let cpus = env::broker_cpus(cores as usize).map_err(anyhow::Error::msg)?.unwrap_or_default();
-    process::set_affinity(pid, &cpus)?;
-    Ok(Some(if cpus.is_empty() { "all CPUs".into() } else { format!("CPUs {cpus:?} (affinity)") }))
 }
 
 /// What became of one harness process.
@@ -430,9 +357,9 @@ fn run_info(run_id: &str, prov: &Provenance) -> RunInfo {
 
 fn collect_provenance(
     run_id: &str,
-    args: &RunArgs,
+    spec: &RunSpec,
     matrices: &[Matrix],
-    env: &EnvDescriptor,
+    env: &dyn Environment,
     harness: &Path,
 ) -> Result<Provenance> {
     let root = paths::repo_root();
@@ -441,33 +368,18 @@ fn collect_provenance(
     if let Some(v) = harness_versions(harness) {
         versions.extend(v);
     }
-    if env.backend == "native" {
-        versions.insert("kafka".into(), env.kafka.version.clone());
-    }
-    if let Some(m) = &env.mysql {
-        versions.insert(m.flavour.clone(), m.version.clone());
-    }
+    versions.extend(env.versions());
     let pins = crate::env::pins::provenance_pins()?;
     Ok(Provenance {
         schema: PROVENANCE_SCHEMA.into(),
         run_id: run_id.to_owned(),
         started_ts_ms: clock::now_ms(),
         finished_ts_ms: None,
-        reproduce: run_command(args),
-        profile: args.profile.clone(),
+        reproduce: run_command(spec),
+        profile: spec.profile.to_string(),
         git: provenance::collect_git(&root),
         host: provenance::collect_host(),
-        env: EnvInfo {
-            backend: env.backend.clone(),
-            managed: env.backend != "external",
-            kafka_version: Some(env.kafka.version.clone()),
-            mysql_flavour: env.mysql.as_ref().map(|m| m.flavour.clone()),
-            mysql_version: env.mysql.as_ref().map(|m| m.version.clone()),
-            cpu_caps: BTreeMap::new(),
-            note: (env.backend == "external").then(|| {
-                "external services: the lab neither started nor stopped them and cannot cap their CPUs".to_owned()
-            }),
-        },
+        env: env.info(),
         versions,
         pins,
         matrices: matrices.iter().map(matrix_info).collect::<Result<_>>()?,
@@ -560,6 +472,8 @@ mod tests {
     use std::process::Command;
     use std::time::{Duration, Instant};
 
+    use streamlab_record::run_spec::BackendChoice;
+
     use super::*;
 
     /// The xtask binary next to this test binary (built by `cargo xtask test`).
@@ -625,33 +539,11 @@ mod tests {
     }
 
     #[test]
-    fn a_docker_or_unknown_backend_is_refused_before_anything_starts() {
-        let args = |env: &str| RunArgs {
-            matrices: vec![],
-            profile: "quick".into(),
-            env: env.into(),
-            bootstrap: None,
-            mysql_dsn: None,
-            reps: None,
-            arms: vec![],
-            points: vec![],
-            sets: vec![],
-            out: None,
-            resume: None,
-        };
-        assert!(choose_backend(&args("docker")).unwrap_err().to_string().contains("--env docker"));
-        assert!(choose_backend(&args("kubernetes")).unwrap_err().to_string().contains("allowed auto, native"));
-        assert_eq!(choose_backend(&args("auto")).unwrap(), Backend::Native);
-        let dsn_only = RunArgs { mysql_dsn: Some("mysql://u:p@127.0.0.1:3306".into()), ..args("auto") };
-        assert!(choose_backend(&dsn_only).unwrap_err().to_string().contains("--mysql-dsn needs --bootstrap"));
-        let ext = RunArgs { bootstrap: Some("127.0.0.1:9092".into()), ..args("auto") };
-        assert!(matches!(choose_backend(&ext).unwrap(), Backend::External { .. }));
-        assert!(
-            resume_dsn(Some("mysql://u:PASSWORD@h:1"), None)
-                .unwrap_err()
-                .to_string()
-                .contains("pass --mysql-dsn again")
-        );
+    fn an_unknown_backend_names_the_flag_and_a_resume_asks_for_the_dsn_again() {
+        let err = crate::lab::reproduce::tests::try_parse_run_args(&["run", "--env", "kubernetes"]).unwrap_err();
+        assert!(err.contains("--env") && err.contains("[possible values: auto, native, docker, external]"), "{err}");
+        let err = resume_dsn(Some("mysql://u:PASSWORD@h:1"), None).unwrap_err().to_string();
+        assert!(err.contains("pass --mysql-dsn again"), "{err}");
     }
 
     #[test]
@@ -659,12 +551,14 @@ mod tests {
         let with_cores =
             |cores: u64| Task { knobs: BTreeMap::from([(BROKER_CORES_KNOB.to_owned(), cores.into())]), ..task() };
         let mut tasks = vec![with_cores(0), with_cores(1), with_cores(4096)];
-        mark_uncappable(&mut tasks, &Backend::Native);
+        let native = backend::choose(BackendChoice::Native, None, None).unwrap();
+        mark_uncappable(&mut tasks, native.as_ref());
         assert_eq!(tasks[0].not_run, None);
         assert_eq!(tasks[1].not_run, None);
         assert!(tasks[2].not_run.as_deref().unwrap().contains("4096 cannot be applied"));
         let mut external = vec![with_cores(1)];
-        mark_uncappable(&mut external, &Backend::External { bootstrap: "127.0.0.1:9092".into(), dsn: None });
+        let backend = backend::choose(BackendChoice::External, Some("127.0.0.1:9092"), None).unwrap();
+        mark_uncappable(&mut external, backend.as_ref());
         assert!(external[0].not_run.as_deref().unwrap().contains("cannot cap"));
     }
 
@@ -708,7 +602,10 @@ mod tests {
             .filter(|p| p.to_string_lossy().starts_with(&*env_prefix.to_string_lossy()))
             .collect();
         assert!(leftovers.is_empty(), "environment directories left behind: {leftovers:?}");
-        assert!(native::processes_mentioning(&env_prefix).is_empty(), "a broker or server was left running");
+        assert!(
+            crate::env::native::processes_mentioning(&env_prefix).is_empty(),
+            "a broker or server was left running"
+        );
         let before = lines(&jsonl);
         assert!(before.len() >= 2 && before.len() < 27, "{} records before resume", before.len());
         streamlab_record::jsonl::read_records(&jsonl).expect("records written before Ctrl-C stay valid");
@@ -736,7 +633,7 @@ mod tests {
         assert_eq!(prov.versions.get("kafka").map(String::as_str), Some("4.1.0"));
         assert!(prov.versions.contains_key("librdkafka") && prov.versions.contains_key("java"));
         assert!(!prov.host.cpu_brand.is_empty() && prov.pins.artifacts.len() > 40);
-        assert!(native::processes_mentioning(&env_prefix).is_empty());
+        assert!(crate::env::native::processes_mentioning(&env_prefix).is_empty());
     }
 
     /// Run the xtask binary with `args` and `--out out`; returns the records it wrote.

@@ -1,0 +1,171 @@
+//! provenance.json: where and with what a run ran. Written at the start of a run and rewritten at its end.
+//! The types live here, beside the record, so the runner, the environments and the site share them
+//! without importing each other.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+pub const PROVENANCE_SCHEMA: &str = "streamlab.provenance/1";
+pub const PROVENANCE_FILE: &str = "provenance.json";
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProvenanceError {
+    #[error("cannot read {}: {source}", path.display())]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("{}: not valid JSON: {source}", path.display())]
+    Json { path: PathBuf, source: serde_json::Error },
+    #[error("{}: unknown provenance schema {found:?}; this build reads {PROVENANCE_SCHEMA:?}", path.display())]
+    Schema { path: PathBuf, found: String },
+    #[error("{}: not a valid provenance record: {source}", path.display())]
+    Invalid { path: PathBuf, source: serde_json::Error },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Provenance {
+    pub schema: String,
+    pub run_id: String,
+    pub started_ts_ms: u64,
+    #[serde(default)]
+    pub finished_ts_ms: Option<u64>,
+    /// The exact command that reproduces this run.
+    pub reproduce: String,
+    pub profile: String,
+    pub git: Git,
+    pub host: Host,
+    pub env: EnvInfo,
+    /// Every version observed at run time: java, rustc, cargo, kafka broker, mariadb, librdkafka, crates...
+    pub versions: BTreeMap<String, String>,
+    pub pins: Pins,
+    pub matrices: Vec<MatrixInfo>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Git {
+    pub commit: String,
+    pub dirty: bool,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Host {
+    pub hostname: String,
+    pub cpu_brand: String,
+    pub physical_cores: Option<u32>,
+    pub logical_cores: u32,
+    pub frequency_mhz: u64,
+    pub memory_bytes: u64,
+    pub os: String,
+    pub kernel: String,
+    pub arch: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EnvInfo {
+    /// `native`, `docker` or `external`.
+    pub backend: String,
+    /// Whether the lab started and stopped the services itself (false for `external`).
+    pub managed: bool,
+    pub kafka_version: Option<String>,
+    /// `mariadb` or `mysql`.
+    pub mysql_flavour: Option<String>,
+    pub mysql_version: Option<String>,
+    /// CPU caps applied during the run, e.g. `broker: "0"` for an affinity of CPU 0.
+    #[serde(default)]
+    pub cpu_caps: BTreeMap<String, String>,
+    #[serde(default)]
+    pub note: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Pins {
+    /// Path of the lock file in the repository and its SHA-256.
+    pub lock_file: String,
+    pub lock_sha256: String,
+    /// `group:artifact:version` -> SHA-256 of every pinned artifact.
+    pub artifacts: BTreeMap<String, String>,
+}
+
+/// A matrix as it was when the run used it: the file's hash plus what the site needs to present it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct MatrixInfo {
+    pub name: String,
+    pub file: String,
+    pub sha256: String,
+    pub title: String,
+    pub question: String,
+    pub seed: Option<String>,
+    pub default_arm: Option<String>,
+    /// Arm name -> human title, in file order.
+    pub arms: Vec<ArmInfo>,
+    pub sweeps: Vec<SweepInfo>,
+    #[serde(default)]
+    pub does_not_say: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ArmInfo {
+    pub name: String,
+    pub title: String,
+    pub description: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct SweepInfo {
+    pub name: String,
+    pub title: String,
+    #[serde(default)]
+    pub caption: Option<String>,
+    pub arms: Vec<String>,
+    /// The knob this sweep varies; absent for an arms-only comparison.
+    #[serde(default)]
+    pub knob: Option<String>,
+    /// Point labels in display order.
+    pub labels: Vec<String>,
+    /// Knobs held fixed for every point of the sweep, as `knob = value`.
+    #[serde(default)]
+    pub fixed: Vec<String>,
+}
+
+impl Provenance {
+    /// On `--resume`: keep the first attempt's start time, versions and caps alongside this attempt's.
+    pub fn merge_earlier(&mut self, earlier: Provenance) {
+        self.started_ts_ms = earlier.started_ts_ms;
+        for (k, v) in earlier.versions {
+            self.versions.entry(k).or_insert(v);
+        }
+        for (k, v) in earlier.env.cpu_caps {
+            self.env.cpu_caps.entry(k).or_insert(v);
+        }
+        let note = format!("resumed; first started at {}", earlier.started_ts_ms);
+        self.env.note = Some(match self.env.note.take() {
+            Some(n) => format!("{n}; {note}"),
+            None => note,
+        });
+    }
+
+    /// Record a broker CPU cap that was applied; true if it was new.
+    pub fn note_broker_cap(&mut self, cap: &str) -> bool {
+        let entry = self.env.cpu_caps.entry("broker (per broker_cores point)".to_owned()).or_default();
+        if entry.split("; ").any(|c| c == cap) {
+            return false;
+        }
+        if !entry.is_empty() {
+            entry.push_str("; ");
+        }
+        entry.push_str(cap);
+        true
+    }
+
+    pub fn load(path: &Path) -> Result<Self, ProvenanceError> {
+        let at = || path.to_owned();
+        let text = std::fs::read_to_string(path).map_err(|source| ProvenanceError::Read { path: at(), source })?;
+        let value: serde_json::Value =
+            serde_json::from_str(&text).map_err(|source| ProvenanceError::Json { path: at(), source })?;
+        let schema = value.get("schema").and_then(|s| s.as_str()).unwrap_or("<missing>");
+        if schema != PROVENANCE_SCHEMA {
+            return Err(ProvenanceError::Schema { path: at(), found: schema.to_owned() });
+        }
+        serde_json::from_value(value).map_err(|source| ProvenanceError::Invalid { path: at(), source })
+    }
+}

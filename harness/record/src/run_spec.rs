@@ -1,0 +1,233 @@
+//! What a run was asked to do, as `results/<run-id>/run.json` keeps it so `--resume` runs the same plan:
+//! a versioned type of its own, not the command line's struct. The names users type (profile, backend,
+//! the services a matrix needs) are enums, parsed once at the edge.
+
+use std::fmt;
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+
+pub const RUN_SPEC_FILE: &str = "run.json";
+/// Version 1 was the command line's own struct, without a `schema` field; [`RunSpec::load`] converts it.
+pub const RUN_SPEC_SCHEMA: u32 = 2;
+
+/// Declares a string-named enum: serde, `FromStr` (the error names what is allowed), `Display` and `NAMES`.
+macro_rules! named_enum {
+    ($(#[$meta:meta])* $name:ident, $what:literal, { $($(#[$vmeta:meta])* $variant:ident = $text:literal),+ $(,)? }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        #[serde(rename_all = "lowercase")]
+        pub enum $name { $($(#[$vmeta])* $variant),+ }
+
+        impl $name {
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+            pub const NAMES: &'static [&'static str] = &[$($text),+];
+
+            pub fn as_str(self) -> &'static str {
+                match self { $($name::$variant => $text),+ }
+            }
+        }
+
+        impl FromStr for $name {
+            type Err = UnknownName;
+            fn from_str(s: &str) -> Result<Self, UnknownName> {
+                match s {
+                    $($text => Ok($name::$variant),)+
+                    _ => Err(UnknownName { what: $what, given: s.to_owned(), allowed: Self::NAMES }),
+                }
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+/// A name that is not one of the allowed ones.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{given:?} is not a {what}; allowed {}", allowed.join(", "))]
+pub struct UnknownName {
+    pub what: &'static str,
+    pub given: String,
+    pub allowed: &'static [&'static str],
+}
+
+named_enum!(
+    /// How long and how often each arm runs.
+    Profile, "profile", {
+        /// Seconds per arm: tests and CI.
+        Quick = "quick",
+        /// The default: the whole lab in about half an hour on 2 cores.
+        Standard = "standard",
+        /// The seeds' exact scales.
+        Seed = "seed",
+    }
+);
+
+named_enum!(
+    /// The environment backend asked for on the command line.
+    BackendChoice, "backend", {
+        /// external if --bootstrap is given, else native.
+        Auto = "auto",
+        Native = "native",
+        Docker = "docker",
+        External = "external",
+    }
+);
+
+named_enum!(
+    /// A service a matrix needs.
+    Need, "service", {
+        Kafka = "kafka",
+        Mysql = "mysql",
+    }
+);
+
+/// What one run was asked to do.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunSpec {
+    pub schema: u32,
+    /// Matrices by name; empty = every matrix.
+    pub matrices: Vec<String>,
+    pub profile: Profile,
+    pub env: BackendChoice,
+    pub bootstrap: Option<String>,
+    /// `mysql://USER:PASSWORD@HOST:PORT` with the password replaced: it is never stored.
+    pub mysql_dsn: Option<String>,
+    pub reps: Option<u32>,
+    #[serde(default)]
+    pub arms: Vec<String>,
+    /// `SWEEP=LABEL` points.
+    #[serde(default)]
+    pub points: Vec<String>,
+    /// `KEY=VALUE` overrides.
+    #[serde(default)]
+    pub sets: Vec<String>,
+}
+
+/// Schema 1: the clap arguments as they were serialised (runs made before schema 2).
+#[derive(Deserialize)]
+struct RunSpecV1 {
+    #[serde(default)]
+    matrices: Vec<String>,
+    profile: String,
+    env: String,
+    #[serde(default)]
+    bootstrap: Option<String>,
+    #[serde(default)]
+    mysql_dsn: Option<String>,
+    #[serde(default)]
+    reps: Option<u32>,
+    #[serde(default)]
+    sets: Vec<String>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum RunSpecError {
+    #[error("cannot read {}: {source}", path.display())]
+    Read { path: PathBuf, source: std::io::Error },
+    #[error("{}: not a run specification ({source})", path.display())]
+    Invalid { path: PathBuf, source: serde_json::Error },
+    #[error("{}: {source}", path.display())]
+    BadName { path: PathBuf, source: UnknownName },
+    #[error("{}: run.json schema {found}; this build reads schemas 1 and {RUN_SPEC_SCHEMA}", path.display())]
+    Schema { path: PathBuf, found: u64 },
+}
+
+impl RunSpec {
+    /// Read run.json; a schema-1 file (no `schema` field) is converted, anything else is refused naming the file.
+    pub fn load(path: &Path) -> Result<RunSpec, RunSpecError> {
+        let at = || path.to_owned();
+        let text = std::fs::read_to_string(path).map_err(|source| RunSpecError::Read { path: at(), source })?;
+        let value: serde_json::Value =
+            serde_json::from_str(&text).map_err(|source| RunSpecError::Invalid { path: at(), source })?;
+        let invalid = |source| RunSpecError::Invalid { path: at(), source };
+        match value.get("schema").map(|s| s.as_u64()) {
+            None => {
+                let old: RunSpecV1 = serde_json::from_value(value).map_err(invalid)?;
+                let bad_name = |source| RunSpecError::BadName { path: at(), source };
+                Ok(RunSpec {
+                    schema: RUN_SPEC_SCHEMA,
+                    matrices: old.matrices,
+                    profile: old.profile.parse().map_err(bad_name)?,
+                    env: old.env.parse().map_err(bad_name)?,
+                    bootstrap: old.bootstrap,
+                    mysql_dsn: old.mysql_dsn,
+                    reps: old.reps,
+                    arms: Vec::new(),
+                    points: Vec::new(),
+                    sets: old.sets,
+                })
+            }
+            Some(Some(n)) if n == u64::from(RUN_SPEC_SCHEMA) => serde_json::from_value(value).map_err(invalid),
+            Some(found) => Err(RunSpecError::Schema { path: at(), found: found.unwrap_or(0) }),
+        }
+    }
+
+    pub fn save(&self, path: &Path) -> Result<(), crate::jsonl::JsonlError> {
+        let bytes = serde_json::to_vec_pretty(self).expect("a run spec serialises");
+        crate::jsonl::write_atomic(path, &bytes)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(dir: &Path, text: &str) -> PathBuf {
+        let path = dir.join(RUN_SPEC_FILE);
+        std::fs::write(&path, text).unwrap();
+        path
+    }
+
+    #[test]
+    fn names_parse_or_say_what_is_allowed() {
+        assert_eq!("seed".parse::<Profile>().unwrap(), Profile::Seed);
+        let err = "fast".parse::<Profile>().unwrap_err().to_string();
+        assert_eq!(err, "\"fast\" is not a profile; allowed quick, standard, seed");
+        assert_eq!(BackendChoice::External.to_string(), "external");
+        assert!("postgres".parse::<Need>().unwrap_err().to_string().contains("allowed kafka, mysql"));
+    }
+
+    #[test]
+    fn a_schema_1_run_json_is_converted_and_a_spec_round_trips() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = r#"{"matrices": [], "profile": "standard", "env": "auto", "bootstrap": null, "mysql_dsn": null,
+                      "reps": null, "sets": ["window_s=2"], "out": null, "resume": null}"#;
+        let spec = RunSpec::load(&write(dir.path(), old)).unwrap();
+        assert_eq!((spec.schema, spec.profile, spec.env), (2, Profile::Standard, BackendChoice::Auto));
+        assert_eq!(spec.sets, ["window_s=2"]);
+        let path = dir.path().join("again.json");
+        spec.save(&path).unwrap();
+        assert_eq!(RunSpec::load(&path).unwrap(), spec);
+    }
+
+    #[test]
+    fn an_unreadable_run_json_names_the_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let bad_profile = r#"{"matrices": [], "profile": "fast", "env": "auto"}"#;
+        let err = RunSpec::load(&write(dir.path(), bad_profile)).unwrap_err().to_string();
+        assert!(err.contains("run.json") && err.contains("\"fast\" is not a profile"), "{err}");
+        let future = r#"{"schema": 9, "matrices": []}"#;
+        let err = RunSpec::load(&write(dir.path(), future)).unwrap_err().to_string();
+        assert!(err.contains("run.json schema 9"), "{err}");
+        let err = RunSpec::load(&write(dir.path(), "[1, 2]")).unwrap_err().to_string();
+        assert!(err.contains("not a run specification"), "{err}");
+    }
+
+    #[test]
+    fn the_committed_runs_still_load() {
+        let results = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../results");
+        for entry in std::fs::read_dir(results).unwrap().flatten() {
+            let path = entry.path().join(RUN_SPEC_FILE);
+            if path.exists() {
+                RunSpec::load(&path).unwrap_or_else(|e| panic!("{e}"));
+            }
+        }
+    }
+}

@@ -1,0 +1,100 @@
+//! One interface for every environment backend. A [`Backend`] is chosen from the flags before anything
+//! starts (so caps it cannot apply are known up front); [`Backend::up`] gives an [`Environment`] that
+//! owns the running services and brings them down when dropped. The runner asks these two what it needs
+//! and never looks at a backend's name.
+
+use std::collections::BTreeMap;
+
+use anyhow::{Result, bail};
+use streamlab_record::EnvDescriptor;
+use streamlab_record::provenance::EnvInfo;
+use streamlab_record::run_spec::{BackendChoice, Need};
+
+use super::{external, native};
+
+pub trait Backend {
+    /// `native`, `external`, ...: for messages and records only.
+    fn name(&self) -> &'static str;
+    /// Whether the broker can be pinned to `cores` CPUs (0 = uncapped); `Err` says why not.
+    fn can_cap_broker(&self, cores: usize) -> std::result::Result<(), String>;
+    /// Bring up the services `needs` asks for; they stop when the environment is dropped.
+    fn up(&self, run_id: &str, needs: &[Need]) -> Result<Box<dyn Environment>>;
+}
+
+pub trait Environment {
+    /// What arms read (written to `<dir>/env.json`).
+    fn descriptor(&self) -> &EnvDescriptor;
+    /// Pin the broker to `cores` CPUs (0 = all again); returns the cap applied, for provenance, or `None`
+    /// if this environment leaves the broker alone.
+    fn cap_broker(&self, cores: usize) -> Result<Option<String>>;
+    /// What provenance says about the environment.
+    fn info(&self) -> EnvInfo;
+    /// Versions observed in the environment: broker, database server, the JDK the broker runs on.
+    fn versions(&self) -> BTreeMap<String, String>;
+}
+
+/// The backend the flags ask for; refused with the flag named when the combination makes no sense.
+pub fn choose(choice: BackendChoice, bootstrap: Option<&str>, dsn: Option<&str>) -> Result<Box<dyn Backend>> {
+    let dsn = dsn.map(external::parse_dsn).transpose()?;
+    match (choice, bootstrap) {
+        (BackendChoice::External, None) => bail!("--env external needs --bootstrap HOST:PORT"),
+        (BackendChoice::External | BackendChoice::Auto, Some(b)) => {
+            external::check_bootstrap(b)?;
+            Ok(Box::new(external::ExternalBackend { bootstrap: b.to_owned(), dsn }))
+        }
+        (BackendChoice::Native | BackendChoice::Auto, None) if dsn.is_some() => {
+            bail!("--mysql-dsn needs --bootstrap too: the external backend uses both of your services")
+        }
+        (BackendChoice::Native | BackendChoice::Auto, None) => Ok(Box::new(native::NativeBackend)),
+        (BackendChoice::Docker, _) => bail!(
+            "--env docker: the docker backend is not built yet; use --env native (JDK >= 17 and mariadbd, see \
+             `cargo xtask doctor`) or --env external --bootstrap HOST:PORT"
+        ),
+        (BackendChoice::Native, Some(_)) => bail!("--bootstrap points at an external cluster; drop --env native"),
+    }
+}
+
+/// What provenance says about an environment described by `d`.
+pub fn env_info(d: &EnvDescriptor, managed: bool, note: Option<&str>) -> EnvInfo {
+    EnvInfo {
+        backend: d.backend.clone(),
+        managed,
+        kafka_version: Some(d.kafka.version.clone()),
+        mysql_flavour: d.mysql.as_ref().map(|m| m.flavour.clone()),
+        mysql_version: d.mysql.as_ref().map(|m| m.version.clone()),
+        cpu_caps: BTreeMap::new(),
+        note: note.map(str::to_owned),
+    }
+}
+
+/// The database server's version, if the environment has one: `mariadb` or `mysql` -> `VERSION()`.
+pub fn server_versions(d: &EnvDescriptor) -> BTreeMap<String, String> {
+    d.mysql.iter().map(|m| (m.flavour.clone(), m.version.clone())).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_docker_backend_or_a_bad_combination_is_refused_before_anything_starts() {
+        let name = |c, b, d| choose(c, b, d).map(|b| b.name()).map_err(|e| e.to_string());
+        assert!(name(BackendChoice::Docker, None, None).unwrap_err().contains("--env docker"));
+        assert_eq!(name(BackendChoice::Auto, None, None).unwrap(), "native");
+        let dsn = Some("mysql://u:p@127.0.0.1:3306");
+        assert!(name(BackendChoice::Auto, None, dsn).unwrap_err().contains("--mysql-dsn needs --bootstrap"));
+        assert_eq!(name(BackendChoice::Auto, Some("127.0.0.1:9092"), dsn).unwrap(), "external");
+        assert!(name(BackendChoice::External, None, None).unwrap_err().contains("needs --bootstrap"));
+        assert!(name(BackendChoice::Native, Some("127.0.0.1:9092"), None).unwrap_err().contains("drop --env native"));
+    }
+
+    #[test]
+    fn only_a_backend_that_runs_the_broker_can_cap_it() {
+        let external = choose(BackendChoice::Auto, Some("127.0.0.1:9092"), None).unwrap();
+        assert!(external.can_cap_broker(1).unwrap_err().contains("cannot cap"));
+        assert!(external.can_cap_broker(0).is_ok());
+        let native = choose(BackendChoice::Native, None, None).unwrap();
+        assert!(native.can_cap_broker(0).is_ok() && native.can_cap_broker(1).is_ok());
+        assert!(native.can_cap_broker(4096).unwrap_err().contains("4096 cannot be applied"));
+    }
+}
