@@ -17,6 +17,10 @@ pub trait Backend {
     fn name(&self) -> &'static str;
     /// Whether the broker can be pinned to `cores` CPUs (0 = uncapped); `Err` says why not.
     fn can_cap_broker(&self, cores: usize) -> std::result::Result<(), String>;
+    /// What [`Backend::prepare`] does, for the line that announces it.
+    fn prepare_what(&self) -> String;
+    /// Fetch and verify what the services need (pinned artifacts), before anything starts.
+    fn prepare(&self) -> Result<()>;
     /// Bring up the services `needs` asks for; they stop when the environment is dropped.
     fn up(&self, run_id: &str, needs: &[Need]) -> Result<Box<dyn Environment>>;
 }

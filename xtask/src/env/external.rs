@@ -65,6 +65,14 @@ impl Backend for ExternalBackend {
         }
     }
 
+    fn prepare_what(&self) -> String {
+        "nothing: the services are yours".to_owned()
+    }
+
+    fn prepare(&self) -> Result<()> {
+        Ok(())
+    }
+
     fn up(&self, run_id: &str, _needs: &[Need]) -> Result<Box<dyn Environment>> {
         let dir = crate::paths::envs_dir().join(format!("ext-{run_id}"));
         Ok(Box::new(ExternalEnv { descriptor: describe(&dir, run_id, &self.bootstrap, self.dsn.as_ref())? }))

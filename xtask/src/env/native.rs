@@ -44,6 +44,19 @@ impl Backend for NativeBackend {
         super::broker_cpus(cores).map(|_| ())
     }
 
+    fn prepare_what(&self) -> String {
+        let cache = crate::paths::cache_dir();
+        format!(
+            "the pinned Kafka {} jars (downloaded once into {}, every SHA-256 verified)",
+            pins::kafka_version(),
+            cache.display()
+        )
+    }
+
+    fn prepare(&self) -> Result<()> {
+        pins::kafka_classpath().map(drop)
+    }
+
     fn up(&self, run_id: &str, needs: &[Need]) -> Result<Box<dyn Environment>> {
         let opts = NativeOptions {
             root: crate::paths::envs_dir(),

@@ -1,6 +1,7 @@
 //! The lab: matrices as data (matrix), expanded into tasks (plan), run one harness process per task
 //! against an environment (runner), records written as each task ends (results).
 
+pub mod harness;
 pub mod matrix;
 pub mod plan;
 pub mod reproduce;

@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -15,6 +15,7 @@ use streamlab_record::{EnvDescriptor, Integrity, Measurement, Metric, Record, Ru
 use streamlab_record::run_spec::{Need, RunSpec};
 
 use super::RunArgs;
+use super::harness;
 use super::matrix::{self, BROKER_CORES_KNOB, Matrix};
 use super::plan::{self, PlanOptions, Task};
 use super::reproduce::{reproduce_command, run_command};
@@ -60,17 +61,15 @@ pub fn run(args: RunArgs) -> Result<()> {
         println!("resuming {run_id}: {} tasks finished, {} to run", done.len(), todo.len());
     }
 
-    let harness = build_harness()?;
+    let started = Instant::now();
+    println!("run {run_id}: {} tasks, profile {}, {} environment", todo.len(), spec.profile, backend.name());
+    let harness = harness::build()?;
     let mut needs: Vec<Need> = matrices.iter().flat_map(|m| m.needs.iter().copied()).collect();
     needs.sort();
     needs.dedup();
-    let started = Instant::now();
-    println!(
-        "run {run_id}: {} tasks, profile {}, bringing the {} environment up",
-        todo.len(),
-        spec.profile,
-        backend.name()
-    );
+    phase("fetch", &backend.prepare_what());
+    backend.prepare()?;
+    phase("environment", &format!("bringing the {} environment up", backend.name()));
     let env = backend.up(&run_id, &needs)?;
 
     // The run directory appears only once there is provenance to put in it.
@@ -85,6 +84,10 @@ pub fn run(args: RunArgs) -> Result<()> {
     let logs = paths::repo_root().join("target/streamlab/runs").join(&run_id);
     std::fs::create_dir_all(&logs)?;
 
+    phase(
+        "tasks",
+        &format!("{} tasks, one harness process each; records go to {}", todo.len(), run_dir.path.display()),
+    );
     let bar = progress_bar(todo.len());
     for task in &todo {
         interrupt::check()?;
@@ -164,19 +167,6 @@ fn select_matrices(names: &[String]) -> Result<Vec<Matrix>> {
             })
         })
         .collect()
-}
-
-/// `cargo build --release -p harness`; returns the binary's path.
-fn build_harness() -> Result<PathBuf> {
-    let root = paths::repo_root();
-    let status = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
-        .current_dir(&root)
-        .args(["build", "--quiet", "--release", "-p", "harness"])
-        .status()
-        .context("cannot run cargo")?;
-    anyhow::ensure!(status.success(), "building the harness failed ({status})");
-    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
-    Ok(target.join("release").join("harness"))
 }
 
 /// What became of one harness process.
@@ -365,7 +355,7 @@ fn collect_provenance(
     let root = paths::repo_root();
     let mut versions = provenance::collect_tool_versions();
     versions.extend(provenance::crate_versions(&root.join("Cargo.lock")));
-    if let Some(v) = harness_versions(harness) {
+    if let Some(v) = harness::versions(harness) {
         versions.extend(v);
     }
     versions.extend(env.versions());
@@ -384,11 +374,6 @@ fn collect_provenance(
         pins,
         matrices: matrices.iter().map(matrix_info).collect::<Result<_>>()?,
     })
-}
-
-fn harness_versions(harness: &Path) -> Option<BTreeMap<String, String>> {
-    let out = Command::new(harness).arg("versions").output().ok()?;
-    serde_json::from_slice(&out.stdout).ok()
 }
 
 fn matrix_info(m: &Matrix) -> Result<MatrixInfo> {
@@ -441,6 +426,11 @@ fn write_provenance(run_dir: &RunDir, prov: &Provenance) -> Result<()> {
     let path = run_dir.path.join(PROVENANCE_FILE);
     streamlab_record::jsonl::write_atomic(&path, &serde_json::to_vec_pretty(prov)?)?;
     Ok(())
+}
+
+/// One line as each phase of a run starts, so a long first build or download never looks like a hang.
+pub fn phase(name: &str, what: &str) {
+    println!("==> {name}: {what}");
 }
 
 fn progress_bar(len: usize) -> ProgressBar {
