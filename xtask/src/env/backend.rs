@@ -31,6 +31,10 @@ pub trait Environment {
     /// Pin the broker to `cores` CPUs (0 = all again); returns the cap applied, for provenance, or `None`
     /// if this environment leaves the broker alone.
     fn cap_broker(&self, cores: usize) -> Result<Option<String>>;
+    /// Pin the broker to exactly these CPUs, apart from the client; `false` if this environment cannot.
+    fn place_broker(&self, cpus: &[usize]) -> Result<bool>;
+    /// Pids of the services this environment runs on this machine (none for external services).
+    fn service_pids(&self) -> Vec<u32>;
     /// What provenance says about the environment.
     fn info(&self) -> EnvInfo;
     /// Versions observed in the environment: broker, database server, the JDK the broker runs on.

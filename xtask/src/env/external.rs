@@ -93,6 +93,14 @@ impl Environment for ExternalEnv {
         Ok(None)
     }
 
+    fn place_broker(&self, _cpus: &[usize]) -> Result<bool> {
+        Ok(false)
+    }
+
+    fn service_pids(&self) -> Vec<u32> {
+        Vec::new()
+    }
+
     fn info(&self) -> EnvInfo {
         let note = "external services: the lab neither started nor stopped them and cannot cap their CPUs";
         super::backend::env_info(&self.descriptor, false, Some(note))

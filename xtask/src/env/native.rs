@@ -88,6 +88,16 @@ impl Environment for NativeEnv {
         Ok(Some(if cpus.is_empty() { "all CPUs".into() } else { format!("CPUs {cpus:?} (affinity)") }))
     }
 
+    fn place_broker(&self, cpus: &[usize]) -> Result<bool> {
+        let Some(pid) = self.descriptor.kafka.pid else { return Ok(false) };
+        process::set_affinity(pid, cpus)?;
+        Ok(true)
+    }
+
+    fn service_pids(&self) -> Vec<u32> {
+        running_pids(&self.descriptor)
+    }
+
     fn info(&self) -> EnvInfo {
         backend::env_info(&self.descriptor, true, None)
     }

@@ -1,12 +1,14 @@
 //! The lab: matrices as data (matrix), expanded into tasks (plan), run one harness process per task
 //! against an environment (runner), records written as each task ends (results).
 
+pub mod conditions;
 pub mod harness;
 pub mod matrix;
 pub mod plan;
 pub mod reproduce;
 pub mod results;
 pub mod runner;
+pub mod summary;
 
 use std::path::PathBuf;
 

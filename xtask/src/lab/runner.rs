@@ -15,11 +15,13 @@ use streamlab_record::{EnvDescriptor, Integrity, Measurement, Metric, Record, Ru
 use streamlab_record::run_spec::{Need, RunSpec};
 
 use super::RunArgs;
+use super::conditions::{Placement, Probe, plan_placement};
 use super::harness;
 use super::matrix::{self, BROKER_CORES_KNOB, Matrix};
 use super::plan::{self, PlanOptions, Task};
 use super::reproduce::{reproduce_command, run_command};
 use super::results::{self, RunDir};
+use super::summary;
 use crate::env::backend::{self, Backend, Environment};
 use crate::env::process;
 use crate::provenance::{self, MatrixInfo, PROVENANCE_FILE, PROVENANCE_SCHEMA, Provenance};
@@ -103,11 +105,15 @@ pub fn run(args: RunArgs) -> Result<()> {
                 {
                     write_provenance(&run_dir, &prov)?;
                 }
-                let measured = run_task(&harness, task, env.descriptor(), &logs)?;
+                let (client_cpus, placement) = place(task, env.as_ref())?;
+                let probe = Probe::start(env.service_pids());
+                let measured = run_task(&harness, task, env.descriptor(), &logs, client_cpus.as_deref())?;
+                let conditions = probe.finish(Some(placement));
                 if let Outcome::Measured(m) = &measured {
                     prov.versions.extend(m.versions.clone());
                 }
                 let mut record = to_record(task, &run_info, &reproduce, measured);
+                record.conditions = Some(conditions);
                 add_ratios(m, &mut record, &written);
                 record
             }
@@ -125,6 +131,9 @@ pub fn run(args: RunArgs) -> Result<()> {
     prov.finished_ts_ms = Some(clock::now_ms());
     write_provenance(&run_dir, &prov)?;
     drop(env);
+    for m in &matrices {
+        summary::lines(&m.name, &written).iter().for_each(|l| println!("{l}"));
+    }
     println!("run {run_id} finished in {:.1} min: {}", started.elapsed().as_secs_f64() / 60.0, run_dir.path.display());
     Ok(())
 }
@@ -169,17 +178,46 @@ fn select_matrices(names: &[String]) -> Result<Vec<Matrix>> {
         .collect()
 }
 
+/// Keep client and broker on disjoint CPUs when the machine allows it; returns the client's CPUs (if
+/// pinned) and the placement as the record states it.
+fn place(task: &Task, env: &dyn Environment) -> Result<(Option<Vec<usize>>, String)> {
+    let placement = plan_placement(&process::allowed_cpus(), broker_cores(task));
+    Ok(match &placement {
+        Placement::Separate { client, broker } if env.place_broker(broker)? => {
+            (Some(client.clone()), placement.describe())
+        }
+        Placement::Separate { .. } => {
+            (None, "client on any CPU; this environment's broker is not ours to place".into())
+        }
+        Placement::Shared(_) => (None, placement.describe()),
+    })
+}
+
 /// What became of one harness process.
 enum Outcome {
     Measured(Measurement),
     Failed { reason: String, log_tail: String },
 }
 
-fn run_task(harness: &Path, task: &Task, env: &EnvDescriptor, logs: &Path) -> Result<Outcome> {
+fn run_task(
+    harness: &Path,
+    task: &Task,
+    env: &EnvDescriptor,
+    logs: &Path,
+    client_cpus: Option<&[usize]>,
+) -> Result<Outcome> {
     let log_path =
         logs.join(format!("{}-{}-{}-{}-rep{}.log", task.bench, task.arm, task.sweep, slug(&task.label), task.rep));
     let knobs = serde_json::to_string(&task.knobs)?;
-    let mut cmd = Command::new(harness);
+    // Pinned from its first instruction: taskset execs the harness in place, so every thread inherits the set.
+    let mut cmd = match client_cpus {
+        Some(cpus) => {
+            let mut c = Command::new("taskset");
+            c.args(["-c", &cpus.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",")]).arg(harness);
+            c
+        }
+        None => Command::new(harness),
+    };
     cmd.args(["run", "--bench", &task.bench, "--arm", &task.arm, "--env"])
         .arg(env.dir.join(DESCRIPTOR_FILE))
         .args(["--knobs", &knobs])
@@ -639,6 +677,8 @@ mod tests {
     #[ignore = "starts Kafka and runs arms: cargo xtask test"]
     fn a_records_reproduce_command_reruns_exactly_its_point() {
         let (first_out, second_out) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let load = std::fs::read_to_string("/proc/loadavg").unwrap();
+        let quiet_before = load.split_whitespace().next().unwrap().parse::<f64>().unwrap() < 0.3;
         let args = ["lab", "run", "--profile", "quick", "--matrix", "kafka_sink", "--arm", "raw"]
             .into_iter()
             .chain(["--point", "broker_cores=1 core", "--set", "warmup_s=0.5", "--set", "window_s=1.0"])
@@ -655,5 +695,18 @@ mod tests {
         let (a, b) = (&first[0], &second[0]);
         assert_eq!((&a.bench, &a.arm, &a.variant), (&b.bench, &b.arm, &b.variant));
         assert_eq!(&b.reproduce, reproduce, "the rerun reproduces itself the same way");
+        // Every task it ran states its conditions; the lab's own CPU (arm, broker, runner) is not foreign.
+        let cpus = process::allowed_cpus().len() as f64;
+        for r in [a, b] {
+            let c = r.conditions.as_ref().expect("a task that ran has conditions");
+            assert!(c.wall_s > 0.0 && c.placement.is_some(), "{c:?}");
+            assert!(c.foreign_cpu_s >= 0.0 && c.foreign_cpu_s <= c.wall_s * cpus, "{c:?}");
+            assert_eq!(c.foreign_load, c.foreign_cpu_s / c.wall_s > super::conditions::FOREIGN_LOAD_THRESHOLD);
+        }
+        // On a machine nothing else is using, a quick task sees little foreign CPU.
+        if quiet_before {
+            let c = b.conditions.as_ref().unwrap();
+            assert!(c.foreign_cpu_s < 0.25 * c.wall_s, "foreign CPU on a quiet machine: {c:?}");
+        }
     }
 }

@@ -1,0 +1,190 @@
+//! What else the machine was doing while a task ran, and where its client and broker were placed.
+//!
+//! Foreign CPU = the CPU time every CPU spent busy during the task (/proc/stat: user, nice, system, irq,
+//! softirq, steal) minus what the lab itself used: the harness child (reaped into our children's
+//! rusage), the environment's services (/proc/<pid>/stat) and the runner (our own rusage). A task whose
+//! foreign CPU exceeds a quarter of its wall time ran under foreign load.
+
+use std::time::Instant;
+
+use nix::sys::resource::{UsageWho, getrusage};
+use streamlab_record::Conditions;
+
+/// Foreign CPU per wall second above which a record is marked as measured under foreign load.
+pub const FOREIGN_LOAD_THRESHOLD: f64 = 0.25;
+
+/// CPU counters at the start of a task.
+pub struct Probe {
+    started: Instant,
+    busy_s: f64,
+    own_s: f64,
+    services_s: f64,
+    pids: Vec<u32>,
+}
+
+impl Probe {
+    /// Take the counters now; `pids` are the environment's service processes.
+    pub fn start(pids: Vec<u32>) -> Probe {
+        Probe {
+            started: Instant::now(),
+            busy_s: system_busy_s().unwrap_or(0.0),
+            own_s: own_cpu_s(),
+            services_s: services_cpu_s(&pids),
+            pids,
+        }
+    }
+
+    /// The conditions of the task that ran since [`Probe::start`] (call after its child was reaped).
+    pub fn finish(self, placement: Option<String>) -> Conditions {
+        let wall_s = self.started.elapsed().as_secs_f64();
+        let busy = system_busy_s().unwrap_or(self.busy_s) - self.busy_s;
+        let own = own_cpu_s() - self.own_s;
+        let services = services_cpu_s(&self.pids) - self.services_s;
+        conditions(wall_s, busy, own + services, loadavg_1m().unwrap_or(0.0), placement)
+    }
+}
+
+/// The arithmetic: foreign CPU is what the machine used beyond the lab's own, never negative (the
+/// counters tick at different granularities).
+pub fn conditions(wall_s: f64, busy_s: f64, lab_s: f64, loadavg_1m: f64, placement: Option<String>) -> Conditions {
+    let foreign_cpu_s = round3((busy_s - lab_s).max(0.0));
+    let foreign_load = wall_s > 0.0 && foreign_cpu_s / wall_s > FOREIGN_LOAD_THRESHOLD;
+    Conditions { wall_s: round3(wall_s), foreign_cpu_s, loadavg_1m, foreign_load, placement }
+}
+
+fn round3(x: f64) -> f64 {
+    (x * 1000.0).round() / 1000.0
+}
+
+fn ticks_per_s() -> f64 {
+    // SAFETY: sysconf only reads a configuration value.
+    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if t > 0 { t as f64 } else { 100.0 }
+}
+
+/// Busy seconds of all CPUs since boot, from the `cpu` line of /proc/stat.
+fn system_busy_s() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/stat").ok()?;
+    Some(parse_busy_ticks(text.lines().next()?)? as f64 / ticks_per_s())
+}
+
+/// user + nice + system + irq + softirq + steal of a `cpu ...` line (guest time is already in user).
+pub fn parse_busy_ticks(line: &str) -> Option<u64> {
+    let mut fields = line.split_whitespace();
+    if fields.next()? != "cpu" {
+        return None;
+    }
+    let v: Vec<u64> = fields.map(|f| f.parse().ok()).collect::<Option<_>>()?;
+    let at = |i: usize| v.get(i).copied().unwrap_or(0);
+    Some(at(0) + at(1) + at(2) + at(5) + at(6) + at(7))
+}
+
+/// utime + stime of a `/proc/<pid>/stat` line, in ticks (the command name may hold spaces and parentheses).
+pub fn parse_process_ticks(stat: &str) -> Option<u64> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // After the name: state is field 3, utime field 14, stime field 15 (1-based, man 5 proc).
+    Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
+}
+
+fn services_cpu_s(pids: &[u32]) -> f64 {
+    let ticks: u64 = pids
+        .iter()
+        .filter_map(|pid| parse_process_ticks(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?))
+        .sum();
+    ticks as f64 / ticks_per_s()
+}
+
+/// CPU used by the runner and by every child it has reaped (the harness processes).
+fn own_cpu_s() -> f64 {
+    [UsageWho::RUSAGE_SELF, UsageWho::RUSAGE_CHILDREN]
+        .into_iter()
+        .filter_map(|who| getrusage(who).ok())
+        .map(|u| {
+            let secs = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 / 1e6;
+            secs(u.user_time()) + secs(u.system_time())
+        })
+        .sum()
+}
+
+fn loadavg_1m() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg").ok()?.split_whitespace().next()?.parse().ok()
+}
+
+/// Where a task's client and broker run.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Placement {
+    /// Disjoint CPU sets: the harness on `client`, the broker on `broker`.
+    Separate { client: Vec<usize>, broker: Vec<usize> },
+    /// Left to the scheduler, with the reason.
+    Shared(String),
+}
+
+/// Separate client and broker when there are 4 or more CPUs and the task does not cap the broker itself.
+pub fn plan_placement(allowed: &[usize], broker_cap: Option<usize>) -> Placement {
+    if let Some(cores) = broker_cap.filter(|&c| c > 0) {
+        return Placement::Shared(format!("broker capped to {cores} CPU(s) by broker_cores; client unpinned"));
+    }
+    if allowed.len() < 4 {
+        return Placement::Shared(format!("shared: {} CPUs, too few to separate client and broker", allowed.len()));
+    }
+    let (client, broker) = allowed.split_at(allowed.len() / 2);
+    Placement::Separate { client: client.to_vec(), broker: broker.to_vec() }
+}
+
+impl Placement {
+    pub fn describe(&self) -> String {
+        match self {
+            Placement::Separate { client, broker } => format!("client CPUs {client:?}, broker CPUs {broker:?}"),
+            Placement::Shared(why) => why.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn foreign_cpu_is_what_the_machine_used_beyond_the_lab() {
+        let c = conditions(10.0, 14.0, 11.0, 1.5, None);
+        assert_eq!((c.wall_s, c.foreign_cpu_s, c.foreign_load), (10.0, 3.0, true));
+        let quiet = conditions(10.0, 11.0, 10.0, 0.2, Some("shared".into()));
+        assert_eq!((quiet.foreign_cpu_s, quiet.foreign_load), (1.0, false));
+        // Counters of different granularity never make foreign CPU negative.
+        assert_eq!(conditions(1.0, 0.5, 0.52, 0.0, None).foreign_cpu_s, 0.0);
+        // Exactly at the threshold is not foreign load; just above it is.
+        assert!(!conditions(4.0, 1.0, 0.0, 0.0, None).foreign_load);
+        assert!(conditions(4.0, 1.01, 0.0, 0.0, None).foreign_load);
+    }
+
+    #[test]
+    fn proc_lines_parse() {
+        // user nice system idle iowait irq softirq steal guest guest_nice
+        assert_eq!(parse_busy_ticks("cpu  100 5 50 9000 40 3 2 1 7 0"), Some(161));
+        assert_eq!(parse_busy_ticks("cpu0 1 2 3 4"), None);
+        let stat = "4242 (java (kafka) x) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 75 3 4 20 0 50 0 1000";
+        assert_eq!(parse_process_ticks(stat), Some(325));
+        assert_eq!(parse_process_ticks("garbage"), None);
+    }
+
+    #[test]
+    fn client_and_broker_get_disjoint_halves_only_when_there_are_enough_cpus() {
+        assert_eq!(plan_placement(&[0, 1, 2, 3], None), Placement::Separate { client: vec![0, 1], broker: vec![2, 3] });
+        assert_eq!(
+            plan_placement(&[0, 1], Some(0)).describe(),
+            "shared: 2 CPUs, too few to separate client and broker"
+        );
+        assert!(plan_placement(&[0, 1, 2, 3, 4, 5], Some(1)).describe().contains("broker_cores"));
+        let Placement::Separate { client, broker } = plan_placement(&[2, 3, 5, 7, 9], None) else { panic!() };
+        assert!(client.iter().all(|c| !broker.contains(c)) && client.len() + broker.len() == 5);
+    }
+
+    #[test]
+    fn a_probe_of_a_quiet_moment_reads_the_real_counters() {
+        let probe = Probe::start(vec![std::process::id()]);
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        let c = probe.finish(None);
+        assert!(c.wall_s >= 0.05 && c.foreign_cpu_s >= 0.0 && c.loadavg_1m >= 0.0, "{c:?}");
+    }
+}

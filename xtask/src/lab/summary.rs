@@ -1,0 +1,100 @@
+//! The end-of-run summary: per matrix and point (arm, sweep, label), the median of the headline metric,
+//! n and the rep-to-rep coefficient of variation, then how many records were ok, failed, not run or
+//! withdrawn for integrity.
+
+use streamlab_record::{IntegrityStatus, Record, Status};
+
+/// The metric a matrix is summarised by: records/s if its records have it, else the first one they report.
+fn headline_metric(records: &[&Record]) -> Option<String> {
+    if records.iter().any(|r| r.metrics.contains_key("records_per_s")) {
+        return Some("records_per_s".into());
+    }
+    records.iter().find_map(|r| r.metrics.keys().next().cloned())
+}
+
+/// The summary's lines for one matrix's records, points in the order they first ran.
+pub fn lines(bench: &str, records: &[Record]) -> Vec<String> {
+    let records: Vec<&Record> = records.iter().filter(|r| r.bench == bench).collect();
+    let Some(metric) = headline_metric(&records) else {
+        return vec![format!("{bench}: no measurements"), counts(&records)];
+    };
+    let mut out = vec![format!("{bench}: median {metric} per point, n reps, CV = stddev/mean across reps")];
+    let mut points: Vec<(&str, &str, &str)> = Vec::new();
+    for r in &records {
+        let p = (r.arm.as_str(), r.variant.sweeps.first().map_or("", String::as_str), r.variant.label.as_str());
+        if !points.contains(&p) {
+            points.push(p);
+        }
+    }
+    for (arm, sweep, label) in points {
+        let values: Vec<f64> = records
+            .iter()
+            .filter(|r| r.arm == arm && r.variant.sweeps.first().map_or("", String::as_str) == sweep)
+            .filter(|r| r.variant.label == label && r.is_publishable())
+            .filter_map(|r| r.metrics.get(&metric).map(|m| m.value))
+            .collect();
+        let what = format!("  {arm:<10} {sweep:<28} {label:<16}");
+        out.push(match streamlab_record::stats::summarize(&values) {
+            Some(s) => {
+                let cv = s
+                    .stddev
+                    .filter(|_| s.mean != 0.0)
+                    .map_or("—".to_owned(), |sd| format!("{:.1}%", 100.0 * sd / s.mean));
+                format!("{what} {:>14.1}  n={}  CV {cv}", s.median, s.n)
+            }
+            None => format!("{what} {:>14}  n=0", "—"),
+        });
+    }
+    out.push(counts(&records));
+    out
+}
+
+fn counts(records: &[&Record]) -> String {
+    let count = |f: &dyn Fn(&Record) -> bool| records.iter().filter(|r| f(r)).count();
+    format!(
+        "  ok {}, failed {}, not run {}, integrity failed {}",
+        count(&|r| r.is_publishable()),
+        count(&|r| r.status == Status::Failed),
+        count(&|r| r.status == Status::NotRun),
+        count(&|r| r.status == Status::Ok && r.integrity.status == IntegrityStatus::Failed),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(arm: &str, sweep: &str, label: &str, rep: u32, value: Option<f64>, status: &str) -> Record {
+        let metrics = value.map_or(
+            serde_json::json!({}),
+            |v| serde_json::json!({"records_per_s": {"value": v, "unit": "records/s", "higher_is_better": true}}),
+        );
+        serde_json::from_value(serde_json::json!({
+            "schema": streamlab_record::SCHEMA, "bench": "toy", "kind": "produce",
+            "run": {"id": "r", "ts_ms": 0, "commit": "c", "dirty": false, "host": "h", "cpu": "c", "cores": 2,
+                    "os": "o", "profile": "quick", "env": "native"},
+            "arm": arm, "variant": {"label": label, "sweeps": [sweep]}, "status": status, "metrics": metrics,
+            "integrity": {"status": "verified", "method": "m"}, "rep": rep, "reproduce": "x",
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn each_point_gets_its_median_n_and_cv_and_the_statuses_are_counted() {
+        let records = vec![
+            record("fast", "mode", "fast arm", 1, Some(90.0), "ok"),
+            record("slow", "mode", "slow arm", 1, Some(10.0), "ok"),
+            record("fast", "mode", "fast arm", 2, Some(100.0), "ok"),
+            record("slow", "mode", "slow arm", 2, None, "failed"),
+            record("fast", "mode", "fast arm", 3, Some(110.0), "ok"),
+            record("slow", "batch", "100", 1, None, "not_run"),
+        ];
+        let out = lines("toy", &records);
+        assert!(out[0].contains("median records_per_s"), "{out:?}");
+        // 90, 100, 110: median 100, stddev 10, CV 10%.
+        assert!(out[1].contains("fast") && out[1].contains("100.0") && out[1].contains("n=3  CV 10.0%"), "{out:?}");
+        assert!(out[2].contains("slow arm") && out[2].contains("n=1  CV —"), "{out:?}");
+        assert!(out[3].contains("batch") && out[3].contains("n=0"), "{out:?}");
+        assert_eq!(out[4], "  ok 4, failed 1, not run 1, integrity failed 0");
+    }
+}
