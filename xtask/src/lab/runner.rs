@@ -701,7 +701,7 @@ mod tests {
             let c = r.conditions.as_ref().expect("a task that ran has conditions");
             assert!(c.wall_s > 0.0 && c.placement.is_some(), "{c:?}");
             assert!(c.foreign_cpu_s >= 0.0 && c.foreign_cpu_s <= c.wall_s * cpus, "{c:?}");
-            assert_eq!(c.foreign_load, c.foreign_cpu_s / c.wall_s > super::conditions::FOREIGN_LOAD_THRESHOLD);
+            assert_eq!(c.foreign_load, c.foreign_cpu_s / c.wall_s > crate::lab::conditions::FOREIGN_LOAD_THRESHOLD);
         }
         // On a machine nothing else is using, a quick task sees little foreign CPU.
         if quiet_before {
