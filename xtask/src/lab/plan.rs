@@ -152,8 +152,9 @@ mod tests {
         let per_rep = tasks.len() / 2;
         assert!(tasks[..per_rep].iter().all(|t| t.rep == 1) && tasks[per_rep..].iter().all(|t| t.rep == 2));
         assert_eq!((tasks[0].arm.as_str(), tasks[1].arm.as_str()), ("raw", "framework"));
-        // 2 (mode) + 2 (cores) + 5 (batch) + 4 (queue) + 3 (shards) + 3 (min_pause) + 5 + 3 (at 10 ms) per rep.
-        assert_eq!(per_rep, 27);
+        // 2 (mode) + 1 (builder defaults) + 2 (cores) + 5 (batch) + 4 (queue) + 3 (shards) + 3 (threads)
+        // + 3 (min_pause) + 5 + 3 (at 10 ms) per rep.
+        assert_eq!(per_rep, 31);
         let fast = tasks.iter().find(|t| t.sweep == "shards_fast_resume" && t.label == "2").unwrap();
         assert_eq!((fast.knobs["min_pause_ms"].as_i64(), fast.knobs["shards"].as_i64()), (Some(10), Some(2)));
         assert!(!fast.default, "a point with a knob held away from its default is not the default");
