@@ -36,9 +36,23 @@ enum Command {
     },
     /// Print the client library versions this build links, as JSON.
     Versions,
+    /// The arms this harness can run and the knobs each reads (the contract xtask checks matrices against).
+    Arms {
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
-fn main() -> Result<()> {
+fn main() {
+    // The runner takes a failed arm's reason from this last line: the message chain, never a backtrace.
+    if let Err(e) = run() {
+        eprintln!("error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run() -> Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("STREAMLAB_LOG").unwrap_or_else(|_| "info".into()))
         .with_writer(std::io::stderr)
@@ -56,6 +70,17 @@ fn main() -> Result<()> {
             println!("{}", serde_json::to_string(&report)?);
         }
         Command::Versions => println!("{}", serde_json::to_string(&harness::versions::client_versions())?),
+        Command::Arms { json: true } => println!("{}", arms::registry_json()),
+        Command::Arms { json: false } => {
+            for spec in arms::REGISTRY {
+                let knobs: Vec<String> = spec
+                    .knobs
+                    .iter()
+                    .map(|k| format!("{}:{:?}{}", k.name, k.ty, if k.required { "" } else { "?" }))
+                    .collect();
+                println!("{}/{}: {}", spec.bench, spec.arm, knobs.join(" "));
+            }
+        }
     }
     Ok(())
 }

@@ -16,6 +16,7 @@ use serde::Deserialize;
 use streamlab_record::{Integrity, Measurement, Metric};
 
 use crate::arms::ArmContext;
+use crate::arms::spec::{ArmSpec, KnobSpec, KnobStruct, KnobType};
 use crate::kafka::admin::{SHORT_RETENTION, fresh_topic, high_watermark_sum};
 use crate::kafka::config::{DEFAULT_LISTENER, client_config};
 use crate::kafka::stats::{LatencySampler, StatsWindow};
@@ -36,6 +37,23 @@ pub struct Knobs {
     #[serde(default)]
     pub broker_cores: u64,
 }
+
+pub const ARM: ArmSpec = ArmSpec {
+    bench: "kafka_sink",
+    arm: "raw",
+    knobs: &[
+        KnobSpec::required("payload_bytes", KnobType::Integer),
+        KnobSpec::required("partitions", KnobType::Integer),
+        KnobSpec::required("warmup_s", KnobType::Float),
+        KnobSpec::required("window_s", KnobType::Float),
+        KnobSpec::required("linger_ms", KnobType::Integer),
+        KnobSpec::required("queue_buffering_max_messages", KnobType::Integer),
+        KnobSpec::optional("io_threads", KnobType::Integer),
+        KnobSpec::optional("broker_cores", KnobType::Integer),
+    ],
+    run,
+    knob_struct: KnobStruct::of::<Knobs>(),
+};
 
 /// Counts delivery reports and samples their latency; collects librdkafka statistics.
 struct Context_ {
@@ -102,19 +120,40 @@ pub fn run(ctx: &ArmContext) -> Result<Measurement> {
     let payload = vec![b'x'; knobs.payload_bytes];
     let warmup = Duration::from_secs_f64(knobs.warmup_s);
     let window = Duration::from_secs_f64(knobs.window_s);
-    let start = Instant::now();
+    let produce_start = Instant::now();
+    // The warm-up starts at the first delivery report: until then the producer is starting (idempotence
+    // PID, metadata), not running, and a window measured from the first produce() could hold nothing.
+    let mut first_ack: Option<Instant> = None;
     let mut window_start: Option<(Instant, u64, f64)> = None;
     let mut queue_full_sleeps = 0u64;
     loop {
-        let elapsed = start.elapsed();
-        if window_start.is_none() && elapsed >= warmup {
-            context.stats.open();
-            context.latency.open();
-            window_start =
-                Some((Instant::now(), context.delivered.load(Ordering::Relaxed), crate::cpu::process_cpu_seconds()));
+        if first_ack.is_none() && context.delivered.load(Ordering::Relaxed) > 0 {
+            first_ack = Some(Instant::now());
         }
-        if elapsed >= warmup + window {
-            break;
+        match first_ack {
+            None if produce_start.elapsed() > super::FIRST_ACK_TIMEOUT => bail!(
+                "no delivery report within {} s of the first produce ({} failed; first error: {}): the arm \
+                 never reached a steady state to measure",
+                super::FIRST_ACK_TIMEOUT.as_secs(),
+                context.failed.load(Ordering::Relaxed),
+                context.first_error.lock().expect("error lock").as_deref().unwrap_or("none")
+            ),
+            None => {}
+            Some(started) => {
+                let elapsed = started.elapsed();
+                if window_start.is_none() && elapsed >= warmup {
+                    context.stats.open();
+                    context.latency.open();
+                    window_start = Some((
+                        Instant::now(),
+                        context.delivered.load(Ordering::Relaxed),
+                        crate::cpu::process_cpu_seconds(),
+                    ));
+                }
+                if elapsed >= warmup + window {
+                    break;
+                }
+            }
         }
         match producer.send::<(), [u8]>(BaseRecord::to(&topic).payload(&payload)) {
             Ok(()) => {}
@@ -137,6 +176,14 @@ pub fn run(ctx: &ArmContext) -> Result<Measurement> {
     let failed = context.failed.load(Ordering::Relaxed);
     let observed = high_watermark_sum(&base, &topic)?;
 
+    if in_window < super::MIN_ACKS_IN_WINDOW {
+        bail!(
+            "only {in_window} delivery report(s) in the {window_elapsed:.2} s window; at least {} are needed for a \
+             rate",
+            super::MIN_ACKS_IN_WINDOW
+        );
+    }
+    let first_ack_s = first_ack.map_or(0.0, |t| t.duration_since(produce_start).as_secs_f64());
     let records_per_s = in_window as f64 / window_elapsed;
     let mut metrics = BTreeMap::from([
         ("records_per_s".to_owned(), Metric::new(records_per_s, "records/s", true)),
@@ -158,7 +205,8 @@ pub fn run(ctx: &ArmContext) -> Result<Measurement> {
         metrics.insert("producer_queue_messages".into(), Metric::new(s.queue_messages, "messages", false));
     }
     let mut note = format!(
-        "window {window_elapsed:.2} s after {:.1} s warm-up; {in_window} delivery reports in the window; \
+        "window {window_elapsed:.2} s after {:.1} s warm-up, which started at the first delivery report \
+         ({first_ack_s:.2} s after the first produce); {in_window} delivery reports in the window; \
          {queue_full_sleeps} queue-full sleeps; e2e = produce() to delivery report (CreateTime, ms), sampled 1/64",
         knobs.warmup_s
     );

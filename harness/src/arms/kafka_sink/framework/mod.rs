@@ -1,0 +1,99 @@
+//! The framework arm: the real spate 0.2.0 pipeline, configured through spate's own YAML
+//! (`PipelineConfig`): an in-process generator source of fixed-size keyless payloads -> a chain -> spate's
+//! sink pool -> spate's Kafka sink (one shared ThreadedProducer, acks=all + idempotence forced, a batch
+//! acknowledged only after every delivery report). Rate = records the sink acknowledged in the window,
+//! read from spate's own `spate_sink_records_total` through `MetricsHandle::render()`.
+//!
+//! - `config`: the knobs and the pipeline YAML they become (the seed harness's sizing rules);
+//! - `source`: the generator and the zero-copy chain types;
+//! - `pipeline`: running spate and watching it through the window;
+//! - `exposition`: reading spate's Prometheus text;
+//! - `report`: from the window to the measurement (rate, verdict, integrity).
+
+mod config;
+mod exposition;
+mod pipeline;
+mod report;
+mod source;
+
+use std::time::Duration;
+
+use anyhow::Result;
+use streamlab_record::Measurement;
+
+pub use config::Knobs;
+
+use crate::arms::ArmContext;
+use crate::arms::spec::{ArmSpec, KnobSpec, KnobStruct, KnobType};
+use crate::kafka::admin::{SHORT_RETENTION, fresh_topic, high_watermark_sum};
+use crate::kafka::config::{DEFAULT_LISTENER, client_config};
+
+/// How often the window reads spate's exposition (for the flow-control shares and the librdkafka gauges);
+/// the sampler's own CPU is subtracted from the client CPU figure.
+const SAMPLE_EVERY: Duration = Duration::from_millis(50);
+
+pub const ARM: ArmSpec = ArmSpec {
+    bench: "kafka_sink",
+    arm: "framework",
+    knobs: &[
+        KnobSpec::required("payload_bytes", KnobType::Integer),
+        KnobSpec::required("partitions", KnobType::Integer),
+        KnobSpec::required("warmup_s", KnobType::Float),
+        KnobSpec::required("window_s", KnobType::Float),
+        KnobSpec::required("batch_max_rows", KnobType::Integer),
+        KnobSpec::required("batch_max_bytes", KnobType::Integer),
+        KnobSpec::optional("batch_linger_ms", KnobType::Integer),
+        KnobSpec::required("linger_ms", KnobType::Integer),
+        KnobSpec::required("queue_buffering_max_messages", KnobType::Integer),
+        KnobSpec::required("shards", KnobType::Integer),
+        KnobSpec::required("pipeline_threads", KnobType::Integer),
+        KnobSpec::optional("inflight_per_shard", KnobType::Integer),
+        KnobSpec::optional("io_threads", KnobType::Integer),
+        KnobSpec::optional("min_pause_ms", KnobType::Integer),
+        KnobSpec::required("sink_queue_capacity", KnobType::Integer),
+        KnobSpec::optional("max_inflight_mb", KnobType::Integer),
+        KnobSpec::required("max_pending_batches", KnobType::Integer),
+        KnobSpec::optional("broker_cores", KnobType::Integer),
+    ],
+    run,
+    knob_struct: KnobStruct::of::<Knobs>(),
+};
+
+pub fn run(ctx: &ArmContext) -> Result<Measurement> {
+    let knobs: Knobs = ctx.knobs()?;
+    knobs.check()?;
+    let base = client_config(&ctx.env, DEFAULT_LISTENER)?;
+    let topic = super::topic_name("framework");
+    fresh_topic(&base, &topic, knobs.partitions, SHORT_RETENTION)?;
+
+    let yaml = config::pipeline_yaml(&knobs, &base, &topic)?;
+    let outcome = pipeline::run_pipeline(&yaml, &knobs)?;
+    let observed = high_watermark_sum(&base, &topic)?;
+    report::measurement(&knobs, &outcome, observed)
+}
+
+#[cfg(test)]
+mod tests {
+    use streamlab_record::IntegrityStatus;
+
+    use super::*;
+
+    /// One quick run of the framework arm against the environment's broker, at the seed's configuration.
+    #[test]
+    #[ignore = "needs a running environment: cargo xtask test"]
+    fn the_framework_arm_delivers_and_verifies_against_the_broker() {
+        // spate installs a JSON subscriber on stdout unless one exists; keep logs on stderr.
+        let _ = tracing_subscriber::fmt().with_writer(std::io::stderr).try_init();
+        let mut knobs = config::tests::seed_knobs_json();
+        knobs.insert("warmup_s".into(), 1.0.into());
+        knobs.insert("window_s".into(), 3.0.into());
+        knobs.insert("batch_max_rows".into(), 100_000.into());
+        knobs.insert("batch_linger_ms".into(), 200.into());
+        let m = run(&ArmContext { env: crate::test_env(), knobs }).expect("the framework arm runs");
+        let rate = m.metrics["records_per_s"].value;
+        assert!(rate > 0.0, "records_per_s = {rate}; note: {:?}", m.note);
+        assert_eq!(m.integrity.status, IntegrityStatus::Verified, "{:?}", m.integrity);
+        assert!(m.verdict.contains_key("upstream"), "{:?}", m.verdict);
+        assert!(m.note.as_deref().unwrap_or("").contains("budget 2064 MiB"), "{:?}", m.note);
+    }
+}
