@@ -277,15 +277,20 @@ fn unknown_knob(m: &Matrix, key: &str) -> String {
 mod tests {
     use super::*;
 
-    fn shipped() -> String {
-        std::fs::read_to_string(crate::paths::matrices_dir().join("kafka_sink.toml")).unwrap()
+    /// The fixture matrix's text (lab/testdata/toy.toml): tests never depend on the shipped matrices' sweeps.
+    fn toy() -> String {
+        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lab/testdata/toy.toml")).unwrap()
     }
 
     fn load_text(text: &str) -> Result<Matrix> {
         let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("kafka_sink.toml");
+        let path = dir.path().join("toy.toml");
         std::fs::write(&path, text).unwrap();
         load(&path)
+    }
+
+    fn load_err(text: &str) -> String {
+        format!("{:#}", load_text(text).unwrap_err())
     }
 
     #[test]
@@ -296,43 +301,46 @@ mod tests {
 
     #[test]
     fn an_unknown_key_is_refused_with_file_and_key() {
-        let err = load_text(&shipped().replace("seed = \"000\"", "seed = \"000\"\nsweeeps = 1")).unwrap_err();
-        let text = format!("{err:#}");
-        assert!(text.contains("kafka_sink.toml") && text.contains("sweeeps"), "{text}");
+        let text = load_err(&toy().replace("kind = \"produce\"", "kind = \"produce\"\nsweeeps = 1"));
+        assert!(text.contains("toy.toml") && text.contains("sweeeps"), "{text}");
+    }
+
+    #[test]
+    fn a_service_that_does_not_exist_is_refused_with_the_allowed_ones() {
+        let text = load_err(&toy().replace("needs = [\"kafka\"]", "needs = [\"postgres\"]"));
+        assert!(text.contains("toy.toml") && text.contains("postgres") && text.contains("mysql"), "{text}");
     }
 
     #[test]
     fn a_wrong_type_is_refused() {
-        let err = load_text(&shipped().replace("values = [1, 2, 4]", "values = [1, \"two\", 4]")).unwrap_err();
-        let text = format!("{err:#}");
-        assert!(text.contains("sweeps[4] (shards).values") && text.contains("is not an integer"), "{text}");
+        let text = load_err(&toy().replacen("values = [100, 500]", "values = [100, \"five\"]", 1));
+        assert!(text.contains("sweeps[2] (batch).values") && text.contains("is not an integer"), "{text}");
     }
 
     #[test]
     fn an_out_of_range_value_is_refused_with_the_allowed_range() {
-        let err = load_text(&shipped().replace("values = [1, 2, 4]", "values = [1, 2, 400]")).unwrap_err();
-        let text = format!("{err:#}");
-        assert!(text.contains("400 is out of range; allowed 1..=64"), "{text}");
+        let text = load_err(&toy().replace("values = [1, 2]", "values = [1, 2000]"));
+        assert!(text.contains("2000 is out of range; allowed 0..=1024"), "{text}");
     }
 
     #[test]
     fn a_sweep_cannot_fix_an_unknown_knob_or_the_one_it_varies() {
-        let anchor = "labels = [\"10 ms\", \"100 ms\", \"500 ms\"]";
-        let add = |extra: &str| shipped().replace(anchor, &format!("{anchor}\n{extra}"));
-        let err = format!("{:#}", load_text(&add("set = { min_pauze_ms = 10 }")).unwrap_err());
-        assert!(err.contains("set.min_pauze_ms: unknown knob"), "{err}");
-        let err = format!("{:#}", load_text(&add("set = { min_pause_ms = 10 }")).unwrap_err());
+        let anchor = "title = \"Batch size\"\n";
+        let add = |extra: &str| toy().replace(anchor, &format!("{anchor}{extra}\n"));
+        let err = load_err(&add("set = { pauze_ms = 10 }"));
+        assert!(err.contains("set.pauze_ms: unknown knob"), "{err}");
+        let err = load_err(&add("set = { batch = 10 }"));
         assert!(err.contains("cannot also hold it fixed"), "{err}");
-        let err = format!("{:#}", load_text(&add("set = { shards = 0 }")).unwrap_err());
-        assert!(err.contains("set.shards: 0 is out of range"), "{err}");
+        let err = load_err(&add("set = { pause_ms = 0 }"));
+        assert!(err.contains("set.pause_ms: 0 is out of range"), "{err}");
     }
 
     #[test]
     fn set_values_are_parsed_by_the_knob_type() {
-        let m = load_text(&shipped()).unwrap();
+        let m = load_text(&toy()).unwrap();
         let knob = &m.knobs["window_s"];
         assert_eq!(knob.parse("2.5").unwrap(), toml::Value::Float(2.5));
         assert!(knob.parse("abc").unwrap_err().contains("is not a number"));
-        assert!(m.knobs["shards"].parse("0").unwrap_err().contains("out of range"));
+        assert!(m.knobs["batch"].parse("0").unwrap_err().contains("out of range"));
     }
 }
