@@ -1,10 +1,13 @@
-//! The lab: matrices as data (matrix), expanded into tasks (plan), run one harness process per task
-//! against an environment (runner), records written as each task ends (results).
+//! The lab: matrices as data (matrix), checked against the harness's arms (registry), expanded into tasks
+//! and filtered to points (plan), run one harness process per task against an environment (runner) with
+//! the machine's conditions beside each (conditions), records written as each task ends (results), each
+//! with the command that reruns it (reproduce), and a summary at the end (summary).
 
 pub mod conditions;
 pub mod harness;
 pub mod matrix;
 pub mod plan;
+pub mod registry;
 pub mod reproduce;
 pub mod results;
 pub mod runner;
@@ -93,6 +96,9 @@ pub fn run(args: RunArgs) -> Result<()> {
 /// `lab list`: matrices, arms and sweeps, as data.
 pub fn list(args: ListArgs) -> Result<()> {
     let matrices = matrix::load_all(&crate::paths::matrices_dir())?;
+    // The matrices as the harness can run them: every arm and knob checked against its registry.
+    let registry = registry::Registry::from_harness(&harness::build()?)?;
+    registry::check_all(&matrices, &registry)?;
     if args.json {
         let data: Vec<serde_json::Value> = matrices
             .iter()

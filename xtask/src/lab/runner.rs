@@ -19,6 +19,7 @@ use super::conditions::{Placement, Probe, plan_placement};
 use super::harness;
 use super::matrix::{self, BROKER_CORES_KNOB, Matrix};
 use super::plan::{self, PlanOptions, Task};
+use super::registry::{self, Registry};
 use super::reproduce::{reproduce_command, run_command};
 use super::results::{self, RunDir};
 use super::summary;
@@ -66,6 +67,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     let started = Instant::now();
     println!("run {run_id}: {} tasks, profile {}, {} environment", todo.len(), spec.profile, backend.name());
     let harness = harness::build()?;
+    registry::check_all(&matrices, &Registry::from_harness(&harness)?)?;
     let mut needs: Vec<Need> = matrices.iter().flat_map(|m| m.needs.iter().copied()).collect();
     needs.sort();
     needs.dedup();
@@ -466,9 +468,10 @@ fn write_provenance(run_dir: &RunDir, prov: &Provenance) -> Result<()> {
     Ok(())
 }
 
-/// One line as each phase of a run starts, so a long first build or download never looks like a hang.
+/// One line as each phase of a run starts, so a long first build or download never looks like a hang
+/// (on stderr, with cargo's progress: stdout stays data for `lab list --json`).
 pub fn phase(name: &str, what: &str) {
-    println!("==> {name}: {what}");
+    eprintln!("==> {name}: {what}");
 }
 
 fn progress_bar(len: usize) -> ProgressBar {
