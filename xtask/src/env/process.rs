@@ -8,6 +8,11 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use nix::sched::{CpuSet, sched_getaffinity};
+use nix::sys::prctl::set_pdeathsig;
+use nix::sys::signal::{Signal, kill};
+use nix::sys::wait::{WaitPidFlag, waitpid};
+use nix::unistd::{Pid, setpgid, setsid};
 
 /// How a service outlives (or not) the xtask process that started it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,16 +33,22 @@ pub fn spawn(mut cmd: Command, log: &Path, lifetime: Lifetime) -> Result<Child> 
     unsafe {
         cmd.pre_exec(move || {
             if lifetime == Lifetime::Detached {
-                libc::setsid();
+                let _ = setsid();
             } else {
-                libc::setpgid(0, 0);
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                tie_to_parent();
             }
             Ok(())
         });
     }
     let program = cmd.get_program().to_string_lossy().into_owned();
     cmd.spawn().with_context(|| format!("cannot start {program}"))
+}
+
+/// In a forked child: a process group of its own (a terminal's Ctrl-C reaches xtask, which stops services in
+/// order), and SIGKILL from the kernel if xtask dies. Async-signal-safe: two syscalls.
+fn tie_to_parent() {
+    let _ = setpgid(Pid::from_raw(0), Pid::from_raw(0));
+    let _ = set_pdeathsig(Signal::SIGKILL);
 }
 
 pub fn is_alive(pid: u32) -> bool {
@@ -55,14 +66,14 @@ pub fn is_ours(pid: u32, marker: &str) -> bool {
 
 /// SIGTERM, wait up to `grace`, then SIGKILL. Returns once the process is gone.
 pub fn terminate(pid: u32, grace: Duration) {
-    signal(pid, libc::SIGTERM);
+    signal(pid, Signal::SIGTERM);
     let deadline = Instant::now() + grace;
     while is_alive(pid) && Instant::now() < deadline {
         reap(pid);
         std::thread::sleep(Duration::from_millis(50));
     }
     if is_alive(pid) {
-        signal(pid, libc::SIGKILL);
+        signal(pid, Signal::SIGKILL);
         while is_alive(pid) {
             reap(pid);
             std::thread::sleep(Duration::from_millis(20));
@@ -71,31 +82,22 @@ pub fn terminate(pid: u32, grace: Duration) {
     reap(pid);
 }
 
-fn signal(pid: u32, sig: libc::c_int) {
-    // SAFETY: plain syscall on a pid we own.
-    unsafe {
-        libc::kill(pid as libc::pid_t, sig);
-    }
+fn signal(pid: u32, sig: Signal) {
+    // A process that is already gone is fine: that is what we wanted.
+    let _ = kill(Pid::from_raw(pid as i32), sig);
 }
 
 /// Collect the exit status if the process is our child (no-op otherwise).
 fn reap(pid: u32) {
-    let mut status = 0;
-    // SAFETY: WNOHANG never blocks; a non-child pid just returns an error.
-    unsafe {
-        libc::waitpid(pid as libc::pid_t, &mut status, libc::WNOHANG);
-    }
+    // WNOHANG never blocks; a non-child pid just returns an error.
+    let _ = waitpid(Pid::from_raw(pid as i32), Some(WaitPidFlag::WNOHANG));
 }
 
 /// The CPUs this process may run on (its affinity mask, which honours cpusets), in order.
 pub fn allowed_cpus() -> Vec<usize> {
-    // SAFETY: sched_getaffinity fills the zeroed set we pass; CPU_ISSET only reads it.
-    unsafe {
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) != 0 {
-            return (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect();
-        }
-        (0..libc::CPU_SETSIZE as usize).filter(|&c| libc::CPU_ISSET(c, &set)).collect()
+    match sched_getaffinity(Pid::from_raw(0)) {
+        Ok(set) => (0..CpuSet::count()).filter(|&c| set.is_set(c).unwrap_or(false)).collect(),
+        Err(_) => (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect(),
     }
 }
 
@@ -156,8 +158,7 @@ pub fn spawn_piped(mut cmd: Command, log: &Path) -> Result<Child> {
     // SAFETY: only async-signal-safe calls between fork and exec.
     unsafe {
         cmd.pre_exec(|| {
-            libc::setpgid(0, 0);
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+            tie_to_parent();
             Ok(())
         });
     }

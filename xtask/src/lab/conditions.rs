@@ -57,9 +57,10 @@ fn round3(x: f64) -> f64 {
 }
 
 fn ticks_per_s() -> f64 {
-    // SAFETY: sysconf only reads a configuration value.
-    let t = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    if t > 0 { t as f64 } else { 100.0 }
+    match nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK) {
+        Ok(Some(t)) if t > 0 => t as f64,
+        _ => 100.0,
+    }
 }
 
 /// Busy seconds of all CPUs since boot, from the `cpu` line of /proc/stat.

@@ -617,8 +617,8 @@ mod tests {
             assert!(Instant::now() < deadline, "no records after 240 s");
             std::thread::sleep(Duration::from_millis(200));
         };
-        // SAFETY: signalling our own child.
-        unsafe { libc::kill(child.id() as i32, libc::SIGINT) };
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT)
+            .unwrap();
         let status = child.wait().unwrap();
         assert!(!status.success(), "an interrupted run must not exit 0");
 
