@@ -20,23 +20,17 @@ pub enum JsonlError {
     Encode { path: PathBuf, source: serde_json::Error },
 }
 
-/// Write `bytes` to `path` atomically: a reader sees the old file or the new one, never half of one.
+/// Write `bytes` to `path` atomically: a reader sees the old file or the new one, never half of one
+/// (a temp file in the same directory, synced, then renamed over it; removed if anything fails).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), JsonlError> {
     let io = |source| JsonlError::Io { path: path.to_owned(), source };
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(io)?;
-    let file_name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = dir.join(format!(".{file_name}.{}.tmp", std::process::id()));
-    let result = (|| {
-        let mut f = std::fs::File::create(&tmp)?;
-        f.write_all(bytes)?;
-        f.sync_all()?;
-        std::fs::rename(&tmp, path)
-    })();
-    if result.is_err() {
-        let _ = std::fs::remove_file(&tmp);
-    }
-    result.map_err(io)
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
+    tmp.write_all(bytes).map_err(io)?;
+    tmp.as_file().sync_all().map_err(io)?;
+    tmp.persist(path).map_err(|e| io(e.error))?;
+    Ok(())
 }
 
 /// Serialize values one per line.
