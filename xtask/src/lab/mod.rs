@@ -10,8 +10,10 @@ pub mod plan;
 pub mod registry;
 pub mod reproduce;
 pub mod results;
+pub mod run_provenance;
 pub mod runner;
 pub mod summary;
+pub mod task;
 
 use std::path::PathBuf;
 

@@ -1,18 +1,11 @@
 //! `lab run`: validate everything, bring the environment up, run every task as its own harness
 //! process, write each record as its task ends, and always bring the environment down.
 
-use std::collections::BTreeMap;
-use std::io::Read;
-use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
-use streamlab_record::descriptor::DESCRIPTOR_FILE;
-use streamlab_record::{EnvDescriptor, Integrity, Measurement, Metric, Record, RunInfo, SCHEMA, Status, Variant};
-
-use streamlab_record::run_spec::{Need, RunSpec};
+use streamlab_record::run_spec::Need;
 
 use super::RunArgs;
 use super::conditions::{Placement, Probe, plan_placement};
@@ -20,12 +13,14 @@ use super::harness;
 use super::matrix::{self, BROKER_CORES_KNOB, Matrix};
 use super::plan::{self, PlanOptions, Task};
 use super::registry::{self, Registry};
-use super::reproduce::{reproduce_command, run_command};
+use super::reproduce::reproduce_command;
 use super::results::{self, RunDir};
+use super::run_provenance::{collect_provenance, run_info, write_provenance};
 use super::summary;
+use super::task::{Outcome, add_ratios, not_run_record, run_task, to_record};
 use crate::env::backend::{self, Backend, Environment};
 use crate::env::process;
-use crate::provenance::{self, MatrixInfo, PROVENANCE_FILE, PROVENANCE_SCHEMA, Provenance};
+use crate::provenance::{PROVENANCE_FILE, Provenance};
 use crate::{clock, interrupt, paths};
 
 pub fn run(args: RunArgs) -> Result<()> {
@@ -122,9 +117,9 @@ pub fn run(args: RunArgs) -> Result<()> {
         };
         run_dir.append(&record)?;
         if bar.is_hidden() {
-            println!("{}", summary_line(&record));
+            println!("{}", summary::record_line(&record));
         } else {
-            bar.println(summary_line(&record));
+            bar.println(summary::record_line(&record));
         }
         written.push(record);
         bar.inc(1);
@@ -195,279 +190,6 @@ fn place(task: &Task, env: &dyn Environment) -> Result<(Option<Vec<usize>>, Stri
     })
 }
 
-/// What became of one harness process.
-enum Outcome {
-    Measured(Measurement),
-    Failed { reason: String, log_tail: String },
-}
-
-fn run_task(
-    harness: &Path,
-    task: &Task,
-    env: &EnvDescriptor,
-    logs: &Path,
-    client_cpus: Option<&[usize]>,
-) -> Result<Outcome> {
-    let log_path =
-        logs.join(format!("{}-{}-{}-{}-rep{}.log", task.bench, task.arm, task.sweep, slug(&task.label), task.rep));
-    let knobs = serde_json::to_string(&task.knobs)?;
-    // Pinned from its first instruction: taskset execs the harness in place, so every thread inherits the set.
-    let mut cmd = match client_cpus {
-        Some(cpus) => {
-            let mut c = Command::new("taskset");
-            c.args(["-c", &cpus.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",")]).arg(harness);
-            c
-        }
-        None => Command::new(harness),
-    };
-    cmd.args(["run", "--bench", &task.bench, "--arm", &task.arm, "--env"])
-        .arg(env.dir.join(DESCRIPTOR_FILE))
-        .args(["--knobs", &knobs])
-        .stdout(Stdio::piped());
-    let mut child = process::spawn_piped(cmd, &log_path)?;
-    // Read stdout on a thread so a chatty arm can never block on a full pipe.
-    let mut pipe = child.stdout.take().context("no stdout")?;
-    let reader = std::thread::spawn(move || {
-        let mut s = String::new();
-        let _ = pipe.read_to_string(&mut s);
-        s
-    });
-    let timeout = task_timeout(task);
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait()? {
-            break status;
-        }
-        if interrupt::requested() {
-            let _ = child.kill();
-            let _ = child.wait();
-            bail!(interrupt::Interrupted);
-        }
-        if started.elapsed() > timeout {
-            let _ = child.kill();
-            let _ = child.wait();
-            return Ok(Outcome::Failed {
-                reason: format!("timed out after {} s", timeout.as_secs()),
-                log_tail: process::log_tail(&log_path, 20),
-            });
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    };
-    let stdout = reader.join().unwrap_or_default();
-    if !status.success() {
-        let tail = process::log_tail(&log_path, 20);
-        let last = tail.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim().to_owned();
-        return Ok(Outcome::Failed { reason: format!("the arm exited with {status}: {last}"), log_tail: tail });
-    }
-    let line = stdout.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
-    match serde_json::from_str::<Measurement>(line) {
-        Ok(m) => Ok(Outcome::Measured(m)),
-        Err(e) => Ok(Outcome::Failed {
-            reason: format!("the arm printed no valid measurement: {e}"),
-            log_tail: process::log_tail(&log_path, 20),
-        }),
-    }
-}
-
-/// Generous: warm-up + window, plus set-up and drain time.
-fn task_timeout(task: &Task) -> Duration {
-    let secs = |k: &str| task.knobs.get(k).and_then(|v| v.as_f64()).unwrap_or(0.0);
-    Duration::from_secs_f64(180.0 + 3.0 * (secs("warmup_s") + secs("window_s")))
-}
-
-fn slug(s: &str) -> String {
-    s.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect()
-}
-
-fn variant(task: &Task) -> Variant {
-    Variant {
-        label: task.label.clone(),
-        sweeps: vec![task.sweep.clone()],
-        default: task.default,
-        knobs: task.knobs.clone().into_iter().collect(),
-    }
-}
-
-fn to_record(task: &Task, run: &RunInfo, reproduce: &str, outcome: Outcome) -> Record {
-    let base = Record {
-        schema: SCHEMA.into(),
-        bench: task.bench.clone(),
-        kind: String::new(),
-        run: run.clone(),
-        arm: task.arm.clone(),
-        variant: variant(task),
-        status: Status::Ok,
-        reason: None,
-        log_tail: None,
-        metrics: BTreeMap::new(),
-        integrity: Integrity::not_checked("the arm did not finish"),
-        verdict: BTreeMap::new(),
-        note: None,
-        rep: task.rep,
-        reproduce: reproduce.to_owned(),
-        conditions: None,
-    };
-    match outcome {
-        Outcome::Measured(m) => Record {
-            kind: m.kind,
-            metrics: m.metrics,
-            reason: m.integrity.failure_reason(),
-            integrity: m.integrity,
-            verdict: m.verdict,
-            note: m.note,
-            ..base
-        },
-        Outcome::Failed { reason, log_tail } => Record {
-            kind: "failed".into(),
-            status: Status::Failed,
-            reason: Some(reason),
-            log_tail: Some(log_tail),
-            ..base
-        },
-    }
-}
-
-fn not_run_record(task: &Task, run: &RunInfo, reproduce: &str, reason: &str) -> Record {
-    Record {
-        schema: SCHEMA.into(),
-        bench: task.bench.clone(),
-        kind: "not_run".into(),
-        run: run.clone(),
-        arm: task.arm.clone(),
-        variant: variant(task),
-        status: Status::NotRun,
-        reason: Some(reason.to_owned()),
-        log_tail: None,
-        metrics: BTreeMap::new(),
-        integrity: Integrity::not_checked("not run"),
-        verdict: BTreeMap::new(),
-        note: None,
-        rep: task.rep,
-        reproduce: reproduce.to_owned(),
-        conditions: None,
-    }
-}
-
-/// Ratios measured side by side: this record over the denominator arm's record of the same rep.
-fn add_ratios(m: &Matrix, record: &mut Record, written: &[Record]) {
-    if !record.is_publishable() {
-        return;
-    }
-    for r in m.ratios.iter().filter(|r| r.numerator_arm == record.arm) {
-        let Some(num) = record.metrics.get(&r.metric).map(|x| x.value) else { continue };
-        let base = written.iter().find(|b| {
-            b.bench == m.name
-                && b.arm == r.denominator_arm
-                && b.rep == record.rep
-                && b.variant.sweeps.contains(&r.denominator_sweep)
-                && b.is_publishable()
-        });
-        if let Some(den) = base.and_then(|b| b.metrics.get(&r.metric).map(|x| x.value))
-            && let Some(ratio) = streamlab_record::stats::ratio(num, den)
-        {
-            record.metrics.insert(r.name.clone(), Metric::new(ratio, "ratio", true));
-        }
-    }
-}
-
-fn run_info(run_id: &str, prov: &Provenance) -> RunInfo {
-    RunInfo {
-        id: run_id.to_owned(),
-        ts_ms: prov.started_ts_ms,
-        commit: prov.git.commit.clone(),
-        dirty: prov.git.dirty,
-        host: prov.host.hostname.clone(),
-        cpu: prov.host.cpu_brand.clone(),
-        cores: prov.host.logical_cores,
-        os: prov.host.os.clone(),
-        profile: prov.profile.clone(),
-        env: prov.env.backend.clone(),
-    }
-}
-
-fn collect_provenance(
-    run_id: &str,
-    spec: &RunSpec,
-    matrices: &[Matrix],
-    env: &dyn Environment,
-    harness: &Path,
-) -> Result<Provenance> {
-    let root = paths::repo_root();
-    let mut versions = provenance::collect_tool_versions();
-    versions.extend(provenance::crate_versions(&root.join("Cargo.lock")));
-    if let Some(v) = harness::versions(harness) {
-        versions.extend(v);
-    }
-    versions.extend(env.versions());
-    let pins = crate::env::pins::provenance_pins()?;
-    Ok(Provenance {
-        schema: PROVENANCE_SCHEMA.into(),
-        run_id: run_id.to_owned(),
-        started_ts_ms: clock::now_ms(),
-        finished_ts_ms: None,
-        reproduce: run_command(spec),
-        profile: spec.profile.to_string(),
-        git: provenance::collect_git(&root),
-        host: provenance::collect_host(),
-        env: env.info(),
-        versions,
-        pins,
-        matrices: matrices.iter().map(matrix_info).collect::<Result<_>>()?,
-    })
-}
-
-fn matrix_info(m: &Matrix) -> Result<MatrixInfo> {
-    use sha2::Digest;
-    let bytes = std::fs::read(&m.file)?;
-    let rel = m.file.strip_prefix(paths::repo_root()).unwrap_or(&m.file);
-    Ok(MatrixInfo {
-        name: m.name.clone(),
-        file: rel.display().to_string(),
-        sha256: hex::encode(sha2::Sha256::digest(&bytes)),
-        title: m.title.clone(),
-        question: m.question.clone(),
-        seed: m.seed.clone(),
-        default_arm: m.default_arm.clone(),
-        arms: m
-            .arms
-            .iter()
-            .map(|a| provenance::ArmInfo {
-                name: a.name.clone(),
-                title: a.title.clone(),
-                description: a.description.clone(),
-            })
-            .collect(),
-        sweeps: m
-            .sweeps
-            .iter()
-            .map(|s| provenance::SweepInfo {
-                name: s.name.clone(),
-                title: s.title.clone(),
-                caption: s.caption.clone(),
-                arms: s.arms.clone(),
-                knob: s.knob.clone(),
-                fixed: s.set.iter().map(|(k, v)| format!("{k} = {v}")).collect(),
-                labels: match (&s.knob, &s.labels) {
-                    (Some(_), Some(l)) => l.clone(),
-                    (Some(_), None) => s.values.iter().map(|v| v.to_string()).collect(),
-                    (None, _) => s
-                        .arms
-                        .iter()
-                        .filter_map(|a| m.arms.iter().find(|x| &x.name == a).map(|x| x.title.clone()))
-                        .collect(),
-                },
-            })
-            .collect(),
-        does_not_say: m.does_not_say.clone(),
-    })
-}
-
-fn write_provenance(run_dir: &RunDir, prov: &Provenance) -> Result<()> {
-    let path = run_dir.path.join(PROVENANCE_FILE);
-    streamlab_record::jsonl::write_atomic(&path, &serde_json::to_vec_pretty(prov)?)?;
-    Ok(())
-}
-
 /// One line as each phase of a run starts, so a long first build or download never looks like a hang
 /// (on stderr, with cargo's progress: stdout stays data for `lab list --json`).
 pub fn phase(name: &str, what: &str) {
@@ -484,19 +206,6 @@ fn progress_bar(len: usize) -> ProgressBar {
     bar
 }
 
-fn summary_line(r: &Record) -> String {
-    let what = format!("{} {} [{} {}] rep {}", r.bench, r.arm, r.variant.sweeps.join(","), r.variant.label, r.rep);
-    match (r.status, r.metrics.get("records_per_s")) {
-        (Status::Ok, _) if !r.is_publishable() => {
-            format!("  WITHDRAWN {what}: {}", r.reason.clone().unwrap_or_default())
-        }
-        (Status::Ok, Some(m)) => format!("  ok {what}: {:.0} {} (integrity {:?})", m.value, m.unit, r.integrity.status),
-        (Status::Ok, None) => format!("  ok {what}"),
-        (Status::Failed, _) => format!("  FAILED {what}: {}", r.reason.clone().unwrap_or_default()),
-        (Status::NotRun, _) => format!("  not run {what}: {}", r.reason.clone().unwrap_or_default()),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::path::PathBuf;
@@ -505,7 +214,13 @@ mod tests {
 
     use streamlab_record::run_spec::BackendChoice;
 
+    use std::collections::BTreeMap;
+    use std::path::Path;
+
+    use streamlab_record::Record;
+
     use super::*;
+    use crate::lab::task::tests::task;
 
     /// The xtask binary next to this test binary (built by `cargo xtask test`).
     fn xtask_binary() -> PathBuf {
@@ -517,56 +232,6 @@ mod tests {
 
     fn lines(path: &Path) -> Vec<String> {
         std::fs::read_to_string(path).map(|t| t.lines().map(str::to_owned).collect()).unwrap_or_default()
-    }
-
-    fn task() -> Task {
-        Task {
-            bench: "kafka_sink".into(),
-            arm: "raw".into(),
-            sweep: "mode".into(),
-            label: "raw rdkafka".into(),
-            default: false,
-            rep: 1,
-            knobs: BTreeMap::new(),
-            not_run: None,
-        }
-    }
-
-    fn run_info() -> RunInfo {
-        serde_json::from_value(serde_json::json!({"id": "r", "ts_ms": 0, "commit": "c", "dirty": false, "host": "h",
-            "cpu": "cpu", "cores": 2, "os": "os", "profile": "quick", "env": "native"}))
-        .unwrap()
-    }
-
-    #[test]
-    fn a_claim_the_watermarks_do_not_back_is_withdrawn_with_its_reason() {
-        let measured = Measurement {
-            kind: "produce".into(),
-            metrics: BTreeMap::from([("records_per_s".into(), Metric::new(1e6, "records/s", true))]),
-            integrity: Integrity::compare(1000, 990, "sum of partition high watermarks"),
-            verdict: BTreeMap::new(),
-            note: None,
-            versions: BTreeMap::new(),
-        };
-        let r = to_record(&task(), &run_info(), "cargo xtask lab run", Outcome::Measured(measured));
-        assert_eq!(r.status, Status::Ok);
-        assert_eq!(r.integrity.status, streamlab_record::IntegrityStatus::Failed);
-        assert!(!r.is_publishable());
-        assert_eq!(
-            r.reason.as_deref(),
-            Some("integrity failed: expected 1000 but observed 990 (sum of partition high watermarks)")
-        );
-        assert!(summary_line(&r).starts_with("  WITHDRAWN"));
-    }
-
-    #[test]
-    fn a_crashed_arm_is_a_failed_record_with_its_log_tail() {
-        let outcome =
-            Outcome::Failed { reason: "the arm exited with exit status: 1: boom".into(), log_tail: "boom".into() };
-        let r = to_record(&task(), &run_info(), "cargo xtask lab run", outcome);
-        assert_eq!((r.status, r.log_tail.as_deref()), (Status::Failed, Some("boom")));
-        assert_eq!(r.integrity.status, streamlab_record::IntegrityStatus::NotChecked);
-        assert!(r.metrics.is_empty());
     }
 
     #[test]

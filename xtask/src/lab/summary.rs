@@ -4,6 +4,20 @@
 
 use streamlab_record::{IntegrityStatus, Record, Status};
 
+/// The line printed as each task ends.
+pub fn record_line(r: &Record) -> String {
+    let what = format!("{} {} [{} {}] rep {}", r.bench, r.arm, r.variant.sweeps.join(","), r.variant.label, r.rep);
+    match (r.status, r.metrics.get("records_per_s")) {
+        (Status::Ok, _) if !r.is_publishable() => {
+            format!("  WITHDRAWN {what}: {}", r.reason.clone().unwrap_or_default())
+        }
+        (Status::Ok, Some(m)) => format!("  ok {what}: {:.0} {} (integrity {:?})", m.value, m.unit, r.integrity.status),
+        (Status::Ok, None) => format!("  ok {what}"),
+        (Status::Failed, _) => format!("  FAILED {what}: {}", r.reason.clone().unwrap_or_default()),
+        (Status::NotRun, _) => format!("  not run {what}: {}", r.reason.clone().unwrap_or_default()),
+    }
+}
+
 /// The metric a matrix is summarised by: records/s if its records have it, else the first one they report.
 fn headline_metric(records: &[&Record]) -> Option<String> {
     if records.iter().any(|r| r.metrics.contains_key("records_per_s")) {

@@ -1,0 +1,114 @@
+//! What a lab run writes into provenance.json: the host, the repository, the versions the environment and
+//! the harness report, the pins and every matrix as it was used.
+
+use std::path::Path;
+
+use anyhow::Result;
+use streamlab_record::RunInfo;
+use streamlab_record::run_spec::RunSpec;
+
+use super::harness;
+use super::matrix::Matrix;
+use super::reproduce::run_command;
+use super::results::RunDir;
+use crate::env::backend::Environment;
+use crate::provenance::{self, MatrixInfo, PROVENANCE_FILE, PROVENANCE_SCHEMA, Provenance};
+use crate::{clock, paths};
+
+pub fn run_info(run_id: &str, prov: &Provenance) -> RunInfo {
+    RunInfo {
+        id: run_id.to_owned(),
+        ts_ms: prov.started_ts_ms,
+        commit: prov.git.commit.clone(),
+        dirty: prov.git.dirty,
+        host: prov.host.hostname.clone(),
+        cpu: prov.host.cpu_brand.clone(),
+        cores: prov.host.logical_cores,
+        os: prov.host.os.clone(),
+        profile: prov.profile.clone(),
+        env: prov.env.backend.clone(),
+    }
+}
+
+pub fn collect_provenance(
+    run_id: &str,
+    spec: &RunSpec,
+    matrices: &[Matrix],
+    env: &dyn Environment,
+    harness: &Path,
+) -> Result<Provenance> {
+    let root = paths::repo_root();
+    let mut versions = provenance::collect_tool_versions();
+    versions.extend(provenance::crate_versions(&root.join("Cargo.lock")));
+    if let Some(v) = harness::versions(harness) {
+        versions.extend(v);
+    }
+    versions.extend(env.versions());
+    let pins = crate::env::pins::provenance_pins()?;
+    Ok(Provenance {
+        schema: PROVENANCE_SCHEMA.into(),
+        run_id: run_id.to_owned(),
+        started_ts_ms: clock::now_ms(),
+        finished_ts_ms: None,
+        reproduce: run_command(spec),
+        profile: spec.profile.to_string(),
+        git: provenance::collect_git(&root),
+        host: provenance::collect_host(),
+        env: env.info(),
+        versions,
+        pins,
+        matrices: matrices.iter().map(matrix_info).collect::<Result<_>>()?,
+    })
+}
+
+pub fn matrix_info(m: &Matrix) -> Result<MatrixInfo> {
+    use sha2::Digest;
+    let bytes = std::fs::read(&m.file)?;
+    let rel = m.file.strip_prefix(paths::repo_root()).unwrap_or(&m.file);
+    Ok(MatrixInfo {
+        name: m.name.clone(),
+        file: rel.display().to_string(),
+        sha256: hex::encode(sha2::Sha256::digest(&bytes)),
+        title: m.title.clone(),
+        question: m.question.clone(),
+        seed: m.seed.clone(),
+        default_arm: m.default_arm.clone(),
+        arms: m
+            .arms
+            .iter()
+            .map(|a| provenance::ArmInfo {
+                name: a.name.clone(),
+                title: a.title.clone(),
+                description: a.description.clone(),
+            })
+            .collect(),
+        sweeps: m
+            .sweeps
+            .iter()
+            .map(|s| provenance::SweepInfo {
+                name: s.name.clone(),
+                title: s.title.clone(),
+                caption: s.caption.clone(),
+                arms: s.arms.clone(),
+                knob: s.knob.clone(),
+                fixed: s.set.iter().map(|(k, v)| format!("{k} = {v}")).collect(),
+                labels: match (&s.knob, &s.labels) {
+                    (Some(_), Some(l)) => l.clone(),
+                    (Some(_), None) => s.values.iter().map(|v| v.to_string()).collect(),
+                    (None, _) => s
+                        .arms
+                        .iter()
+                        .filter_map(|a| m.arms.iter().find(|x| &x.name == a).map(|x| x.title.clone()))
+                        .collect(),
+                },
+            })
+            .collect(),
+        does_not_say: m.does_not_say.clone(),
+    })
+}
+
+pub fn write_provenance(run_dir: &RunDir, prov: &Provenance) -> Result<()> {
+    let path = run_dir.path.join(PROVENANCE_FILE);
+    streamlab_record::jsonl::write_atomic(&path, &serde_json::to_vec_pretty(prov)?)?;
+    Ok(())
+}

@@ -1,0 +1,247 @@
+//! One task: start the harness process for an arm at a point (pinned if placed, timed out if it hangs),
+//! and turn what it printed, or how it failed, into a record.
+
+use std::collections::BTreeMap;
+use std::io::Read;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use streamlab_record::descriptor::DESCRIPTOR_FILE;
+use streamlab_record::{EnvDescriptor, Integrity, Measurement, Metric, Record, RunInfo, SCHEMA, Status, Variant};
+
+use super::matrix::Matrix;
+use super::plan::Task;
+use crate::env::process;
+use crate::interrupt;
+
+/// What became of one harness process.
+pub enum Outcome {
+    Measured(Measurement),
+    Failed { reason: String, log_tail: String },
+}
+
+pub fn run_task(
+    harness: &Path,
+    task: &Task,
+    env: &EnvDescriptor,
+    logs: &Path,
+    client_cpus: Option<&[usize]>,
+) -> Result<Outcome> {
+    let log_path =
+        logs.join(format!("{}-{}-{}-{}-rep{}.log", task.bench, task.arm, task.sweep, slug(&task.label), task.rep));
+    let knobs = serde_json::to_string(&task.knobs)?;
+    // Pinned from its first instruction: taskset execs the harness in place, so every thread inherits the set.
+    let mut cmd = match client_cpus {
+        Some(cpus) => {
+            let mut c = Command::new("taskset");
+            c.args(["-c", &cpus.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",")]).arg(harness);
+            c
+        }
+        None => Command::new(harness),
+    };
+    cmd.args(["run", "--bench", &task.bench, "--arm", &task.arm, "--env"])
+        .arg(env.dir.join(DESCRIPTOR_FILE))
+        .args(["--knobs", &knobs])
+        .stdout(Stdio::piped());
+    let mut child = process::spawn_piped(cmd, &log_path)?;
+    // Read stdout on a thread so a chatty arm can never block on a full pipe.
+    let mut pipe = child.stdout.take().context("no stdout")?;
+    let reader = std::thread::spawn(move || {
+        let mut s = String::new();
+        let _ = pipe.read_to_string(&mut s);
+        s
+    });
+    let timeout = task_timeout(task);
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if interrupt::requested() {
+            let _ = child.kill();
+            let _ = child.wait();
+            bail!(interrupt::Interrupted);
+        }
+        if started.elapsed() > timeout {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Ok(Outcome::Failed {
+                reason: format!("timed out after {} s", timeout.as_secs()),
+                log_tail: process::log_tail(&log_path, 20),
+            });
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let stdout = reader.join().unwrap_or_default();
+    if !status.success() {
+        let tail = process::log_tail(&log_path, 20);
+        let last = tail.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim().to_owned();
+        return Ok(Outcome::Failed { reason: format!("the arm exited with {status}: {last}"), log_tail: tail });
+    }
+    let line = stdout.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
+    match serde_json::from_str::<Measurement>(line) {
+        Ok(m) => Ok(Outcome::Measured(m)),
+        Err(e) => Ok(Outcome::Failed {
+            reason: format!("the arm printed no valid measurement: {e}"),
+            log_tail: process::log_tail(&log_path, 20),
+        }),
+    }
+}
+
+/// Generous: warm-up + window, plus set-up and drain time.
+pub fn task_timeout(task: &Task) -> Duration {
+    let secs = |k: &str| task.knobs.get(k).and_then(|v| v.as_f64()).unwrap_or(0.0);
+    Duration::from_secs_f64(180.0 + 3.0 * (secs("warmup_s") + secs("window_s")))
+}
+
+pub fn slug(s: &str) -> String {
+    s.chars().map(|c| if c.is_ascii_alphanumeric() { c } else { '_' }).collect()
+}
+
+pub fn variant(task: &Task) -> Variant {
+    Variant {
+        label: task.label.clone(),
+        sweeps: vec![task.sweep.clone()],
+        default: task.default,
+        knobs: task.knobs.clone().into_iter().collect(),
+    }
+}
+
+pub fn to_record(task: &Task, run: &RunInfo, reproduce: &str, outcome: Outcome) -> Record {
+    let base = Record {
+        schema: SCHEMA.into(),
+        bench: task.bench.clone(),
+        kind: String::new(),
+        run: run.clone(),
+        arm: task.arm.clone(),
+        variant: variant(task),
+        status: Status::Ok,
+        reason: None,
+        log_tail: None,
+        metrics: BTreeMap::new(),
+        integrity: Integrity::not_checked("the arm did not finish"),
+        verdict: BTreeMap::new(),
+        note: None,
+        rep: task.rep,
+        reproduce: reproduce.to_owned(),
+        conditions: None,
+    };
+    match outcome {
+        Outcome::Measured(m) => Record {
+            kind: m.kind,
+            metrics: m.metrics,
+            reason: m.integrity.failure_reason(),
+            integrity: m.integrity,
+            verdict: m.verdict,
+            note: m.note,
+            ..base
+        },
+        Outcome::Failed { reason, log_tail } => Record {
+            kind: "failed".into(),
+            status: Status::Failed,
+            reason: Some(reason),
+            log_tail: Some(log_tail),
+            ..base
+        },
+    }
+}
+
+pub fn not_run_record(task: &Task, run: &RunInfo, reproduce: &str, reason: &str) -> Record {
+    Record {
+        schema: SCHEMA.into(),
+        bench: task.bench.clone(),
+        kind: "not_run".into(),
+        run: run.clone(),
+        arm: task.arm.clone(),
+        variant: variant(task),
+        status: Status::NotRun,
+        reason: Some(reason.to_owned()),
+        log_tail: None,
+        metrics: BTreeMap::new(),
+        integrity: Integrity::not_checked("not run"),
+        verdict: BTreeMap::new(),
+        note: None,
+        rep: task.rep,
+        reproduce: reproduce.to_owned(),
+        conditions: None,
+    }
+}
+
+/// Ratios measured side by side: this record over the denominator arm's record of the same rep.
+pub fn add_ratios(m: &Matrix, record: &mut Record, written: &[Record]) {
+    if !record.is_publishable() {
+        return;
+    }
+    for r in m.ratios.iter().filter(|r| r.numerator_arm == record.arm) {
+        let Some(num) = record.metrics.get(&r.metric).map(|x| x.value) else { continue };
+        let base = written.iter().find(|b| {
+            b.bench == m.name
+                && b.arm == r.denominator_arm
+                && b.rep == record.rep
+                && b.variant.sweeps.contains(&r.denominator_sweep)
+                && b.is_publishable()
+        });
+        if let Some(den) = base.and_then(|b| b.metrics.get(&r.metric).map(|x| x.value))
+            && let Some(ratio) = streamlab_record::stats::ratio(num, den)
+        {
+            record.metrics.insert(r.name.clone(), Metric::new(ratio, "ratio", true));
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    pub(crate) fn task() -> Task {
+        Task {
+            bench: "kafka_sink".into(),
+            arm: "raw".into(),
+            sweep: "mode".into(),
+            label: "raw rdkafka".into(),
+            default: false,
+            rep: 1,
+            knobs: BTreeMap::new(),
+            not_run: None,
+        }
+    }
+
+    fn run_info() -> RunInfo {
+        serde_json::from_value(serde_json::json!({"id": "r", "ts_ms": 0, "commit": "c", "dirty": false, "host": "h",
+            "cpu": "cpu", "cores": 2, "os": "os", "profile": "quick", "env": "native"}))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_claim_the_watermarks_do_not_back_is_withdrawn_with_its_reason() {
+        let measured = Measurement {
+            kind: "produce".into(),
+            metrics: BTreeMap::from([("records_per_s".into(), Metric::new(1e6, "records/s", true))]),
+            integrity: Integrity::compare(1000, 990, "sum of partition high watermarks"),
+            verdict: BTreeMap::new(),
+            note: None,
+            versions: BTreeMap::new(),
+        };
+        let r = to_record(&task(), &run_info(), "cargo xtask lab run", Outcome::Measured(measured));
+        assert_eq!(r.status, Status::Ok);
+        assert_eq!(r.integrity.status, streamlab_record::IntegrityStatus::Failed);
+        assert!(!r.is_publishable());
+        assert_eq!(
+            r.reason.as_deref(),
+            Some("integrity failed: expected 1000 but observed 990 (sum of partition high watermarks)")
+        );
+        assert!(crate::lab::summary::record_line(&r).starts_with("  WITHDRAWN"));
+    }
+
+    #[test]
+    fn a_crashed_arm_is_a_failed_record_with_its_log_tail() {
+        let outcome =
+            Outcome::Failed { reason: "the arm exited with exit status: 1: boom".into(), log_tail: "boom".into() };
+        let r = to_record(&task(), &run_info(), "cargo xtask lab run", outcome);
+        assert_eq!((r.status, r.log_tail.as_deref()), (Status::Failed, Some("boom")));
+        assert_eq!(r.integrity.status, streamlab_record::IntegrityStatus::NotChecked);
+        assert!(r.metrics.is_empty());
+    }
+}
