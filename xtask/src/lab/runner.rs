@@ -57,6 +57,10 @@ pub fn run(args: RunArgs) -> Result<()> {
     let todo: Vec<Task> = tasks.into_iter().filter(|t| !done.contains(&t.key())).collect();
     if args.resume.is_some() {
         println!("resuming {run_id}: {} tasks finished, {} to run", done.len(), todo.len());
+        if todo.is_empty() {
+            // Nothing to measure: no build, no environment.
+            return Ok(());
+        }
     }
 
     let started = Instant::now();
