@@ -313,7 +313,7 @@ mod tests {
     fn a_wrong_type_is_refused() {
         let err = load_text(&shipped().replace("values = [1, 2, 4]", "values = [1, \"two\", 4]")).unwrap_err();
         let text = format!("{err:#}");
-        assert!(text.contains("sweeps[4] (shards).values") && text.contains("is not an integer"), "{text}");
+        assert!(text.contains("sweeps[5] (shards).values") && text.contains("is not an integer"), "{text}");
     }
 
     #[test]

@@ -165,7 +165,7 @@ mod tests {
         let opts = PlanOptions { profile: "quick".into(), reps: None, sets: vec!["payload_bytes=100".into()] };
         let tasks = expand(&kafka_sink(), &opts).unwrap();
         let raw = &tasks[0];
-        assert_eq!(raw.knobs["window_s"], serde_json::json!(2.0));
+        assert_eq!(raw.knobs["window_s"], serde_json::json!(4.0));
         assert_eq!(raw.knobs["payload_bytes"], serde_json::json!(100));
         assert!(!raw.knobs.contains_key("batch_max_rows"), "framework-only knob leaked to raw");
         let batch10k = tasks.iter().find(|t| t.sweep == "batch_max_rows" && t.label == "10k").unwrap();
