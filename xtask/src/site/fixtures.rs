@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
-use streamlab_record::{Integrity, Metric, Record, RunInfo, SCHEMA, Status, Variant};
+use streamlab_record::{Conditions, Integrity, Metric, Record, RunInfo, SCHEMA, Status, Variant};
 
 use crate::provenance::{
     ArmInfo, EnvInfo, Git, Host, MatrixInfo, PROVENANCE_FILE, PROVENANCE_SCHEMA, Pins, Provenance, SweepInfo,
@@ -52,6 +52,17 @@ pub fn record(run_id: &str, arm: &str, label: &str, sweeps: &[&str], default: bo
         rep,
         reproduce: format!("cargo xtask lab run --matrix kafka_sink --profile standard --resume {run_id}"),
         conditions: None,
+    }
+}
+
+/// A 12 s task's conditions: 9.5 foreign CPU s and load 2.5 when `foreign_load`, a quiet machine otherwise.
+pub fn conditions(foreign_load: bool, placement: Option<&str>) -> Conditions {
+    Conditions {
+        wall_s: 12.0,
+        foreign_cpu_s: if foreign_load { 9.5 } else { 0.1 },
+        loadavg_1m: if foreign_load { 2.5 } else { 0.2 },
+        foreign_load,
+        placement: placement.map(String::from),
     }
 }
 

@@ -8,8 +8,9 @@ use super::{RunLink, latest_matrix_href, run_link};
 use crate::site::chart::{self, Chart, Row, RowKind};
 use crate::site::config::SiteConfig;
 use crate::site::format;
+use crate::site::headline::{Figure, Published, headline_figures};
 use crate::site::load::Run;
-use crate::site::model::{self, Figure, MatrixData, Published};
+use crate::site::model::MatrixData;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct HistoryPage {
@@ -46,7 +47,7 @@ pub fn history_page(runs: &[Run], cfg: &SiteConfig) -> HistoryPage {
     for run in runs {
         for (name, file) in &run.matrices {
             let data = MatrixData::new(name, run.provenance.matrices.iter().find(|m| &m.name == name), &file.records);
-            by_matrix.entry(name.clone()).or_default().push((run, model::headline_figures(&data, cfg)));
+            by_matrix.entry(name.clone()).or_default().push((run, headline_figures(&data, cfg)));
         }
     }
     let mut chart_no = 0;

@@ -1,7 +1,7 @@
 //! One page per matrix and run: headline, one chart and data table per sweep and metric, every metric.
 
 use serde::Serialize;
-use streamlab_record::stats::CI_METHOD;
+use streamlab_record::stats::{self, CI_METHOD, RATIO_METHOD, Summary};
 
 use super::table::{TableRow, measured_row, reference_row, row_kind};
 use super::{KeyValue, RunLink, environment, footer, kv, latest_matrix_href, run_link};
@@ -9,8 +9,9 @@ use crate::provenance::SweepInfo;
 use crate::site::chart::{self, Chart, Row, RowKind};
 use crate::site::config::{Reference, SiteConfig};
 use crate::site::format;
+use crate::site::headline::{Figure, headline_figures};
 use crate::site::load::Run;
-use crate::site::model::{self, Counts, Figure, MatrixData, Outcome, classify};
+use crate::site::model::{self, Counts, MatrixData, Outcome, ci_text, classify, set_apart};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct MatrixPage {
@@ -36,6 +37,7 @@ pub struct MatrixPage {
     pub runs: Vec<RunLink>,
     pub counts: Counts,
     pub ci_method: &'static str,
+    pub ratio_method: &'static str,
     pub references: Vec<SeriesView>,
 }
 
@@ -55,6 +57,8 @@ pub struct ChartView {
     /// The metric, named when a sweep has more than one chart.
     pub heading: Option<String>,
     pub metric: String,
+    /// The unit of the data table's median column.
+    pub unit: String,
     pub svg: String,
     pub direction: String,
     pub rows: Vec<TableRow>,
@@ -142,7 +146,7 @@ pub fn matrix_page(run: &Run, name: &str, runs: &[Run], cfg: &SiteConfig, latest
         latest_href: latest_matrix_href(name),
         environment: environment(p),
         footer: footer(p),
-        figures: model::headline_figures(&data, cfg),
+        figures: headline_figures(&data, cfg),
         arms: data.info.arms.iter().map(|a| kv(&a.title, a.description.clone())).collect(),
         sections,
         does_not_say: data.info.does_not_say.clone(),
@@ -154,6 +158,7 @@ pub fn matrix_page(run: &Run, name: &str, runs: &[Run], cfg: &SiteConfig, latest
         runs: runs.iter().rev().filter(|r| r.matrices.contains_key(name)).map(run_link).collect(),
         counts: model::counts(&file.records),
         ci_method: CI_METHOD,
+        ratio_method: RATIO_METHOD,
         references,
     }
 }
@@ -231,7 +236,7 @@ fn chart_view(
                 group_start,
                 kind: RowKind::Reference { value: r.figure.value, origin: format!("seed {}", r.series.seed) },
             });
-            table.push(reference_row(data, label, arm, r));
+            table.push(reference_row(data, label, arm, &unit, r));
             let view = series_view(r);
             if !references.contains(&view) {
                 references.push(view);
@@ -259,12 +264,23 @@ fn chart_view(
         id,
         heading,
         metric: metric.to_owned(),
+        unit: unit.clone(),
         svg: chart::render(&chart),
         direction: direction.into(),
         rows: table,
         logs,
         references,
     }
+}
+
+/// A median; a ratio metric (a comparison per rep pair) carries its interval and, if it spans 1.0, says so.
+fn metrics_cell(data: &MatrixData, metric: &str, s: &Summary) -> String {
+    let median = format::table_value(s.median);
+    if data.metric_meta(metric).is_none_or(|(unit, _)| unit != "ratio") || s.ci95.is_none() {
+        return median;
+    }
+    let noise = if stats::ratio_spans_one(s) == Some(true) { ", within noise" } else { "" };
+    format!("{median} (95% CI {}{noise})", ci_text(s))
 }
 
 /// Every metric's median per point of every sweep, for readers who want more than the charted one.
@@ -275,11 +291,11 @@ fn metrics_table(data: &MatrixData) -> MetricsTable {
     let mut rows = Vec::new();
     for sweep in &data.info.sweeps {
         for point in data.points(sweep) {
-            let n = point.records.iter().filter(|r| classify(r).is_none()).count();
+            let n = point.records.iter().filter(|r| set_apart(r).is_none()).count();
             let cells = columns
                 .iter()
                 .map(|m| match model::outcome(&point.records, m) {
-                    Outcome::Measured { summary, .. } => format::table_value(summary.median),
+                    Outcome::Measured { summary, .. } => metrics_cell(data, m, &summary),
                     Outcome::NotDrawn { missing, .. } => missing.text().to_owned(),
                 })
                 .collect();

@@ -1,6 +1,7 @@
 //! One page per run: provenance and the command that reproduces it.
 
 use serde::Serialize;
+use streamlab_record::Record;
 
 use super::{KeyValue, RunLink, environment, kv, run_link, run_matrix_href};
 use crate::site::format;
@@ -21,6 +22,8 @@ pub struct RunPage {
     pub lock_sha256: String,
     pub artifacts: Vec<KeyValue>,
     pub matrices: Vec<RunMatrix>,
+    /// Where client and broker ran, per matrix, as the records say (empty for records without conditions).
+    pub placements: Vec<KeyValue>,
     pub provenance_href: String,
     pub commit_full: String,
 }
@@ -66,6 +69,8 @@ pub fn run_page(run: &Run) -> RunPage {
             }
         })
         .collect();
+    let placements =
+        run.matrices.iter().filter_map(|(name, file)| placement(&file.records).map(|p| kv(name, p))).collect();
     RunPage {
         run: run_link(run),
         started: format::date_time(p.started_ts_ms),
@@ -79,7 +84,35 @@ pub fn run_page(run: &Run) -> RunPage {
         lock_sha256: p.pins.lock_sha256.clone(),
         artifacts: p.pins.artifacts.iter().map(|(k, v)| kv(k, v.clone())).collect(),
         matrices,
+        placements,
         provenance_href: format!("runs/{}/provenance.json", run.id),
         commit_full: p.git.commit.clone(),
+    }
+}
+
+/// The distinct placements the records name, in the order first met: `client CPUs [0], broker CPUs [1]`.
+fn placement(records: &[Record]) -> Option<String> {
+    let mut seen: Vec<&str> = Vec::new();
+    for p in records.iter().filter_map(|r| r.conditions.as_ref()?.placement.as_deref()) {
+        if !seen.contains(&p) {
+            seen.push(p);
+        }
+    }
+    (!seen.is_empty()).then(|| seen.join("; "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::site::fixtures;
+
+    #[test]
+    fn placement_lists_each_distinct_value_once_and_old_records_have_none() {
+        let mut records = fixtures::kafka_sink_records("run-a");
+        assert_eq!(placement(&records), None);
+        for (r, p) in records.iter_mut().zip(["client CPUs [0], broker CPUs [1]", "shared", "shared"]) {
+            r.conditions = Some(fixtures::conditions(false, Some(p)));
+        }
+        assert_eq!(placement(&records).as_deref(), Some("client CPUs [0], broker CPUs [1]; shared"));
     }
 }

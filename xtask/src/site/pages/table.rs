@@ -2,22 +2,25 @@
 
 use serde::Serialize;
 use streamlab_record::Record;
+use streamlab_record::stats;
 
 use crate::site::chart::RowKind;
 use crate::site::config::Reference;
 use crate::site::format;
-use crate::site::model::{self, MatrixData, Outcome, ci_text, classify};
+use crate::site::model::{self, MatrixData, Outcome, ci_text, cv_text, set_apart};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct TableRow {
     pub label: String,
     pub arm: String,
-    pub source: String,
     pub highlight: bool,
     pub reference: bool,
     pub drawn: bool,
     pub status: String,
+    /// The median in the table's unit (named in its header); a published figure in another unit names it.
     pub median: String,
+    /// `CV 4.2%` under the median: the rep-to-rep noise; empty when n < 2.
+    pub cv: String,
     pub ci: String,
     pub range: String,
     pub n: String,
@@ -60,16 +63,23 @@ pub(super) fn measured_row(
     let mut records = records.to_vec();
     records.sort_by_key(|r| r.rep);
     let mut lines: Vec<String> = verdict_line(&records).into_iter().collect();
-    let (status, median, ci, range, n) = match o {
-        Outcome::Measured { summary: s, .. } => (
-            "measured".to_owned(),
-            format!("{} {unit}", format::table_value(s.median)).trim_end().to_owned(),
-            ci_text(s),
-            format!("{} – {}", format::table_value(s.min), format::table_value(s.max)),
-            s.n.to_string(),
-        ),
+    let (status, median, cv, ci, range, n) = match o {
+        Outcome::Measured { summary: s, .. } => {
+            // A ratio metric is a comparison measured per rep pair: say when it cannot be told from 1.0.
+            if unit == "ratio" && stats::ratio_spans_one(s) == Some(true) {
+                lines.push("within noise: the 95% CI spans 1.0".into());
+            }
+            (
+                "measured".to_owned(),
+                format::table_value(s.median),
+                if s.n >= 2 { cv_text(s) } else { String::new() },
+                ci_text(s),
+                format!("{} – {}", format::table_value(s.min), format::table_value(s.max)),
+                s.n.to_string(),
+            )
+        }
         Outcome::NotDrawn { missing, .. } => {
-            (missing.text().to_owned(), "—".into(), "—".into(), "—".into(), "0".into())
+            (missing.text().to_owned(), "—".into(), String::new(), "—".into(), "—".into(), "0".into())
         }
     };
     lines.extend(exclusion_lines(o));
@@ -77,7 +87,7 @@ pub(super) fn measured_row(
         .iter()
         .filter_map(|r| {
             let note = r.note.as_deref().map(str::trim).filter(|n| !n.is_empty())?;
-            Some(match classify(r) {
+            Some(match set_apart(r) {
                 None => format!("rep {}: {note}", r.rep),
                 Some((missing, _)) => format!("rep {} ({}): {note}", r.rep, missing.text()),
             })
@@ -91,12 +101,12 @@ pub(super) fn measured_row(
     TableRow {
         label: if label.is_empty() { "—".into() } else { label.to_owned() },
         arm: data.arm_title(arm),
-        source: "measured".into(),
         highlight: default,
         reference: false,
         drawn: matches!(o, Outcome::Measured { .. }),
         status,
         median,
+        cv,
         ci,
         range,
         n,
@@ -111,7 +121,7 @@ pub(super) fn measured_row(
 fn verdict_line(records: &[&Record]) -> Option<String> {
     let mut counts: Vec<(String, usize)> = Vec::new();
     let mut total = 0;
-    for r in records.iter().filter(|r| classify(r).is_none()) {
+    for r in records.iter().filter(|r| set_apart(r).is_none()) {
         total += 1;
         let v: Vec<String> = r.verdict.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let v = if v.is_empty() { "no verdict".to_owned() } else { v.join(", ") };
@@ -163,16 +173,18 @@ fn exclusion_lines(o: &Outcome) -> Vec<String> {
         .collect()
 }
 
-pub(super) fn reference_row(data: &MatrixData, label: &str, arm: &str, r: &Reference) -> TableRow {
+/// The data-table row of a seed's published figure; `unit` is the table's, named only if the seed's differs.
+pub(super) fn reference_row(data: &MatrixData, label: &str, arm: &str, unit: &str, r: &Reference) -> TableRow {
+    let value = format::table_value(r.figure.value);
     TableRow {
         label: if label.is_empty() { "—".into() } else { label.to_owned() },
         arm: data.arm_title(arm),
-        source: r.origin(),
         highlight: false,
         reference: true,
         drawn: true,
-        status: "published".into(),
-        median: format!("{} {}", format::table_value(r.figure.value), r.series.unit),
+        status: format!("published in {}", r.origin()),
+        median: if r.series.unit == unit { value } else { format!("{value} {}", r.series.unit) },
+        cv: String::new(),
         ci: "—".into(),
         range: "—".into(),
         n: r.figure.n.map_or_else(|| "—".into(), |n| n.to_string()),
