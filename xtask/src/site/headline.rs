@@ -113,14 +113,14 @@ fn paired_ratio(
     Some(PairedRatio { value, summary: None, within_noise, how: "ratio of medians (no rep has both arms)".into() })
 }
 
-/// `95% CI 0.44× – 0.65×`; bounds that round alike at two decimals (a ratio near 0.01) get three.
+/// `95% CI 0.44× – 0.65×`; an interval of small ratios (both bounds under 0.1) gets three decimals.
 fn interval_text(s: Option<&Summary>) -> String {
     let Some([lo, hi]) = s.and_then(|s| s.ci95) else { return String::new() };
-    let (mut a, mut b) = (format::ratio(lo), format::ratio(hi));
-    if a == b {
-        (a, b) = (format!("{lo:.3}×"), format!("{hi:.3}×"));
+    if lo.abs().max(hi.abs()) < 0.1 {
+        format!("95% CI {lo:.3}× – {hi:.3}×")
+    } else {
+        format!("95% CI {} – {}", format::ratio(lo), format::ratio(hi))
     }
-    format!("95% CI {a} – {b}")
 }
 
 fn ratio_figures(data: &MatrixData, cfg: &SiteConfig, spec: &RatioSpec, metric: &str) -> Vec<Figure> {
@@ -468,7 +468,7 @@ mod tests {
     }
 
     #[test]
-    fn an_interval_too_narrow_for_two_decimals_gets_three() {
+    fn an_interval_of_small_ratios_gets_three_decimals() {
         let s = stats::paired_ratios(&[(9.6, 1000.0), (9.7, 1000.0), (9.8, 1000.0)]).unwrap();
         // mean 0.0097 ± 4.303 * 0.0001 / sqrt(3): 0.00945 – 0.00995
         assert_eq!(interval_text(Some(&s)), "95% CI 0.009× – 0.010×");

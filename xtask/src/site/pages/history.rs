@@ -38,6 +38,9 @@ pub struct HistoryFigure {
 pub struct HistoryRow {
     pub run: RunLink,
     pub text: String,
+    pub interval: String,
+    pub within_noise: bool,
+    pub config: String,
     pub detail: String,
 }
 
@@ -102,7 +105,14 @@ fn history_figure(per_run: &[(&Run, Vec<Figure>)], id: &str, title: &str, chart_
             None => RowKind::Missing { status: f.text.clone(), reason: f.detail.clone() },
         };
         chart_rows.push(Row { label, group_start: false, kind });
-        rows.push(HistoryRow { run: run_link(run), text: f.text.clone(), detail: f.detail.clone() });
+        rows.push(HistoryRow {
+            run: run_link(run),
+            text: f.text.clone(),
+            interval: f.interval.clone(),
+            within_noise: f.within_noise,
+            config: f.config.clone(),
+            detail: f.detail.clone(),
+        });
     }
     for p in &published {
         chart_rows.push(Row {
@@ -112,7 +122,7 @@ fn history_figure(per_run: &[(&Run, Vec<Figure>)], id: &str, title: &str, chart_
         });
     }
     if unit == "×" {
-        unit = "ratio of medians (×)".into();
+        unit = "ratio (×)".into();
     }
     let chart = Chart {
         id: format!("h{chart_no}"),
