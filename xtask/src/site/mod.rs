@@ -269,7 +269,7 @@ mod tests {
         // raw reps 1000 and 1200 remain (rep 2 set apart): CV = 141.4 / 1100.
         assert!(page.contains("<td class=\"num\">1,000<span class=\"cv\">CV 12.9%</span></td>"), "{page}");
         assert!(page.contains(
-            "rep 2 measured under foreign load: 9.50 CPU s used outside the lab during the 12.00 s task, 1-min load \
+            "<span class=\"line foreign-load\">rep 2 measured under foreign load: 9.50 CPU s used outside the lab during the 12.00 s task, 1-min load \
              average 2.50"
         ));
         assert!(page.contains("1 measured under foreign load</span> (set apart from the medians)"));

@@ -26,6 +26,8 @@ pub struct TableRow {
     pub n: String,
     /// Shown under the status: the verdict once, and why any rep is not drawn (never folded away).
     pub lines: Vec<String>,
+    /// Reps left out because they were measured under foreign load, with the CPU and load they saw.
+    pub foreign_load: Vec<String>,
     /// Each rep's own note, `rep 1: ...`, folded under `notes_summary`.
     pub rep_notes: Vec<String>,
     /// `notes (3 reps)`; empty when no rep has a note.
@@ -82,7 +84,11 @@ pub(super) fn measured_row(
             (missing.text().to_owned(), "—".into(), String::new(), "—".into(), "—".into(), "0".into())
         }
     };
-    lines.extend(exclusion_lines(o));
+    // Reps under foreign load get lines of their own, so the page can mark them.
+    let (foreign, others): (Vec<_>, Vec<_>) =
+        exclusion_lines(o).into_iter().partition(|(m, _)| *m == model::Missing::ForeignLoad);
+    lines.extend(others.into_iter().map(|(_, line)| line));
+    let foreign_load: Vec<String> = foreign.into_iter().map(|(_, line)| line).collect();
     let rep_notes: Vec<String> = records
         .iter()
         .filter_map(|r| {
@@ -111,6 +117,7 @@ pub(super) fn measured_row(
         range,
         n,
         lines,
+        foreign_load,
         rep_notes,
         notes_summary,
     }
@@ -145,7 +152,7 @@ fn verdict_line(records: &[&Record]) -> Option<String> {
 
 /// Why reps are left out, one line per distinct cause: `rep 3 failed: ...`, `reps 1, 2, 3: ...`. In a row
 /// that is not drawn the status already names the cause, so only a different cause is named again.
-fn exclusion_lines(o: &Outcome) -> Vec<String> {
+fn exclusion_lines(o: &Outcome) -> Vec<(model::Missing, String)> {
     let shown = match o {
         Outcome::Measured { .. } => None,
         Outcome::NotDrawn { missing, .. } => Some(*missing),
@@ -164,11 +171,12 @@ fn exclusion_lines(o: &Outcome) -> Vec<String> {
                 [one] => format!("rep {one}"),
                 many => format!("reps {}", many.iter().map(u32::to_string).collect::<Vec<_>>().join(", ")),
             };
-            if shown == Some(missing) {
+            let line = if shown == Some(missing) {
                 format!("{reps}: {reason}")
             } else {
                 format!("{reps} {}: {reason}", missing.text())
-            }
+            };
+            (missing, line)
         })
         .collect()
 }
@@ -190,6 +198,7 @@ pub(super) fn reference_row(data: &MatrixData, label: &str, arm: &str, unit: &st
         n: r.figure.n.map_or_else(|| "—".into(), |n| n.to_string()),
         // The full series (title, hardware, file) is listed under the table; here the machine in short.
         lines: vec![r.series.hardware.split(';').next().unwrap_or_default().to_owned()],
+        foreign_load: Vec::new(),
         rep_notes: Vec::new(),
         notes_summary: String::new(),
     }
