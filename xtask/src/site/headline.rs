@@ -2,6 +2,9 @@
 //! their own interval and a "within noise" mark; each arm's median at its default point, saying which
 //! configuration that is; and beside it the arm's best measured point with the knobs that produced it.
 
+use std::collections::BTreeMap;
+
+use streamlab_record::Record;
 use streamlab_record::stats::{self, Summary};
 
 use crate::provenance::SweepInfo;
@@ -87,30 +90,32 @@ struct PairedRatio {
     how: String,
 }
 
-/// `num / den` per rep pair (same rep of both); with no pair, the ratio of medians, whose noise is judged
-/// by whether the arms' own intervals overlap. `None` if either side has nothing drawn or a zero base.
-fn paired_ratio(
-    num: &[&streamlab_record::Record],
-    den: &[&streamlab_record::Record],
-    metric: &str,
-) -> Option<PairedRatio> {
+/// `num / den` per rep pair (same rep of both); with no pair, the ratio of medians. Noise is judged by the
+/// pairs' interval, or with fewer than two pairs by whether the arms' own intervals overlap. `None` if
+/// either side has nothing drawn or a zero base.
+fn paired_ratio(num: &[&Record], den: &[&Record], metric: &str) -> Option<PairedRatio> {
     let (a, b) = (drawn_values(num, metric), drawn_values(den, metric));
+    let summary_of = |m: &BTreeMap<u32, f64>| stats::summarize(&m.values().copied().collect::<Vec<_>>());
+    let (sa, sb) = (summary_of(&a)?, summary_of(&b)?);
+    let arms_overlap = stats::intervals_overlap(&sa, &sb);
     let pairs: Vec<(f64, f64)> = a.iter().filter_map(|(rep, x)| b.get(rep).map(|y| (*x, *y))).collect();
-    if let Some(s) = stats::paired_ratios(&pairs) {
-        let within_noise = stats::ratio_spans_one(&s).unwrap_or(false);
-        let how = match s.n {
-            1 => "the ratio of the one rep both arms share".to_owned(),
-            n => format!("median of {n} per-rep ratios"),
-        };
-        return Some(PairedRatio { value: s.median, within_noise, how, summary: Some(s) });
+    match stats::paired_ratios(&pairs) {
+        Some(s) => Some(PairedRatio {
+            value: s.median,
+            within_noise: stats::ratio_spans_one(&s).or(arms_overlap).unwrap_or(false),
+            how: match s.n {
+                1 => "the ratio of the one rep both arms share".to_owned(),
+                n => format!("median of {n} per-rep ratios"),
+            },
+            summary: Some(s),
+        }),
+        None => Some(PairedRatio {
+            value: stats::ratio(sa.median, sb.median)?,
+            summary: None,
+            within_noise: arms_overlap.unwrap_or(false),
+            how: "ratio of medians (no rep has both arms)".into(),
+        }),
     }
-    let (sa, sb) = (
-        stats::summarize(&a.values().copied().collect::<Vec<_>>())?,
-        stats::summarize(&b.values().copied().collect::<Vec<_>>())?,
-    );
-    let value = stats::ratio(sa.median, sb.median)?;
-    let within_noise = stats::intervals_overlap(&sa, &sb).unwrap_or(false);
-    Some(PairedRatio { value, summary: None, within_noise, how: "ratio of medians (no rep has both arms)".into() })
 }
 
 /// `95% CI 0.44× – 0.65×`; an interval of small ratios (both bounds under 0.1) gets three decimals.
@@ -392,7 +397,7 @@ mod tests {
     use super::*;
     use crate::site::fixtures;
 
-    fn figures(records: &[streamlab_record::Record]) -> Vec<Figure> {
+    fn figures(records: &[Record]) -> Vec<Figure> {
         let info = fixtures::kafka_sink_info();
         let data = MatrixData::new("kafka_sink", Some(&info), records);
         headline_figures(&data, &SiteConfig::builtin().unwrap())
@@ -431,6 +436,27 @@ mod tests {
         let figs = figures(&records);
         let ratio = figs.iter().find(|f| f.id == "ratio-mode-framework-raw").unwrap();
         assert!(ratio.within_noise, "{ratio:?}");
+    }
+
+    #[test]
+    fn without_rep_pairs_the_ratio_is_of_medians_and_noise_is_judged_by_the_arms_intervals() {
+        let mut records = fixtures::kafka_sink_records("run-a");
+        // framework reps 4-6 (no raw rep shares their numbers): 500/600/700 vs raw 1000/1100/1200 ...
+        for r in records.iter_mut().filter(|r| r.arm == "framework" && r.variant.label == "default") {
+            r.rep += 3;
+        }
+        let figs = figures(&records);
+        let ratio = figs.iter().find(|f| f.id == "ratio-mode-framework-raw").unwrap();
+        assert_eq!((ratio.text.as_str(), ratio.interval.as_str(), ratio.n), ("0.55×", "", None));
+        assert!(ratio.detail.starts_with("ratio of medians (no rep has both arms)"), "{}", ratio.detail);
+        // ... whose intervals (351.6 – 848.4 and 851.6 – 1348.4) do not overlap.
+        assert!(!ratio.within_noise);
+        // framework 500/600/900 widens its interval to 149.4 – 1183.9, which overlaps raw's.
+        for r in records.iter_mut().filter(|r| r.arm == "framework" && r.variant.label == "default" && r.rep == 6) {
+            r.metrics.get_mut("records_per_s").unwrap().value = 900.0;
+        }
+        let figs = figures(&records);
+        assert!(figs.iter().find(|f| f.id == "ratio-mode-framework-raw").unwrap().within_noise);
     }
 
     #[test]
