@@ -281,7 +281,8 @@ pub fn write_run(results: &Path, run_id: &str, started_ts_ms: u64, records: &[Re
 /// Realistic-looking demo runs for the rendered-site checks: two standard runs of kafka_sink on a 2-core
 /// box, shaped as the lab runner writes them (one sweep per record, the default point re-run in each sweep,
 /// arms-only points labelled with the arm's title, a note per rep), with one withdrawn rep, one failed rep,
-/// a point whose every rep was withdrawn and one whose reps' verdicts differ.
+/// a point whose every rep was withdrawn and one whose reps' verdicts differ; the newer run records its
+/// conditions, one rep of it under foreign load.
 pub fn demo_runs() -> Vec<(String, u64, Vec<Record>)> {
     [("20261120T091500Z-4f1c2d3", 1_795_166_100_000, 0.95), ("20261128T091500Z-4f1c2d3", 1_795_857_300_000, 1.0)]
         .into_iter()
@@ -360,6 +361,14 @@ fn demo_records(run_id: &str, ts: u64, scale: f64) -> Vec<Record> {
         // batch 250k: one rep lost acks, the other two held.
         if label == "4" || (label == "250k" && r.variant.sweeps[0] == "batch_max_rows" && r.rep == 2) {
             *r = withdrawn(r.clone(), acked, acked - 31_888 - u64::from(r.rep) * 1_000);
+        }
+    }
+    if scale >= 1.0 {
+        // The newer run records its conditions (the older one predates them): client and broker on separate
+        // CPUs, and one rep that a compile beside the lab disturbed.
+        for r in out.iter_mut() {
+            let disturbed = r.variant.label == "10k" && r.rep == 2;
+            r.conditions = Some(conditions(disturbed, Some("client CPUs [0], broker CPUs [1]")));
         }
     }
     if scale < 1.0 {
