@@ -1,8 +1,8 @@
 //! The results site: a pure function of results/ (see issue 4).
 //!
-//! `load` reads and checks the runs, `model` turns records into outcomes and headline figures (the
-//! statistics themselves live in `streamlab_record::stats`), `pages` shapes them for the templates,
-//! `chart` draws the SVG, `render` runs minijinja, and `check` validates a built site.
+//! `load` reads and checks the runs, `model` turns records into per-point outcomes, `headline` into each
+//! matrix's headline figures (the statistics themselves live in `streamlab_record::stats`), `pages` shapes
+//! them for the templates, `chart` draws the SVG, `render` runs minijinja, and `check` validates a built site.
 
 mod chart;
 mod check;

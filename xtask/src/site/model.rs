@@ -1,7 +1,8 @@
-//! From records to what a page says: sweeps, points, per-point outcomes and headline figures.
+//! From records to what a page says: sweeps, points and per-point outcomes.
 //!
-//! Statistics come from `streamlab_record::stats` only (median, 95% CI, n); this module decides which
-//! records may enter them: a record is drawn only if it ran and its integrity held.
+//! Statistics come from `streamlab_record::stats` only (median, 95% CI, CV, n); this module decides which
+//! records may enter them: a record is drawn only if it ran, its integrity held and it was not measured
+//! under foreign load.
 
 use std::collections::{BTreeMap, BTreeSet};
 
