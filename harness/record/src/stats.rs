@@ -1,13 +1,23 @@
-//! Summary statistics across repetitions, computed here once for the runner and the site alike.
+//! Summary statistics across repetitions, computed here once for every arm, the runner and the site.
 //!
-//! The headline is the median. The 95% confidence interval is Student's t interval of the mean
-//! (mean ± t(0.975, n-1) · s/√n); it needs n ≥ 2. min and max are always reported beside it.
+//! - Quantiles are **nearest-rank**: the p-th percentile of n sorted samples is the smallest sample with at
+//!   least p% of the samples at or below it, the sample at rank ⌈p/100 · n⌉ (rank 1 for p = 0). It is always
+//!   a value that was measured, never an interpolation.
+//! - The median is that quantile at p = 50: the middle sample for odd n, the lower of the middle pair for
+//!   even n.
+//! - The 95% confidence interval is Student's t interval of the mean, mean ± t(0.975, n−1) · s/√n; it needs
+//!   n ≥ 2. min and max are always reported beside it.
+//! - The coefficient of variation (CV) is the sample standard deviation over the mean: the rep-to-rep noise
+//!   of one point. It needs n ≥ 2 and a non-zero mean.
+//! - A comparison of two arms is summarised per rep pair: numerator and denominator of the same rep give one
+//!   ratio, and the ratios are summarised like any other samples (median, interval, CV).
 
 use serde::{Deserialize, Serialize};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     pub n: usize,
+    /// Nearest-rank median.
     pub median: f64,
     pub mean: f64,
     pub min: f64,
@@ -16,31 +26,60 @@ pub struct Summary {
     pub stddev: Option<f64>,
     /// Student-t 95% interval of the mean; absent for n < 2.
     pub ci95: Option<[f64; 2]>,
+    /// Coefficient of variation, stddev / mean; absent for n < 2 or a zero mean.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cv: Option<f64>,
 }
 
-/// How the site describes [`Summary::ci95`].
-pub const CI_METHOD: &str = "95% CI: Student's t interval of the mean across reps, mean ± t(0.975, n−1)·s/√n; \
-shown as — when n < 2. The bar is the median; whiskers span min–max.";
+/// How the site describes [`Summary`]: the median, the interval and the CV.
+pub const CI_METHOD: &str = "Medians are nearest-rank (the middle rep for an odd n, the lower of the middle pair for \
+an even n). 95% CI: Student's t interval of the mean across reps, mean ± t(0.975, n−1)·s/√n; shown as — when n < 2. \
+CV (coefficient of variation) is the reps' sample standard deviation over their mean: the rep-to-rep noise. \
+The bar is the median; whiskers span min–max.";
+
+/// How the site describes ratios between arms and when it calls them within noise.
+pub const RATIO_METHOD: &str = "Ratios are computed per rep pair: each rep's numerator over the same rep's \
+denominator, both measured in the same run; the figure is the median of those ratios and its 95% CI is the \
+Student's t interval of their mean. A comparison is within noise when that interval spans 1.0 (or, with fewer \
+than two pairs, when the two arms' own intervals overlap).";
 
 /// Summarise finite samples; `None` if there are none.
 pub fn summarize(samples: &[f64]) -> Option<Summary> {
-    let mut xs: Vec<f64> = samples.iter().copied().filter(|x| x.is_finite()).collect();
-    if xs.is_empty() {
-        return None;
-    }
-    xs.sort_by(f64::total_cmp);
+    let xs = sorted_finite(samples);
     let n = xs.len();
-    let median = if n % 2 == 1 { xs[n / 2] } else { (xs[n / 2 - 1] + xs[n / 2]) / 2.0 };
+    let median = percentile(&xs, 50.0)?;
     let mean = xs.iter().sum::<f64>() / n as f64;
-    let (stddev, ci95) = if n >= 2 {
+    let (stddev, ci95, cv) = if n >= 2 {
         let var = xs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (n - 1) as f64;
         let s = var.sqrt();
         let half = t_975(n - 1) * s / (n as f64).sqrt();
-        (Some(s), Some([mean - half, mean + half]))
+        let cv = (mean != 0.0).then(|| s / mean.abs());
+        (Some(s), Some([mean - half, mean + half]), cv)
     } else {
-        (None, None)
+        (None, None, None)
     };
-    Some(Summary { n, median, mean, min: xs[0], max: xs[n - 1], stddev, ci95 })
+    Some(Summary { n, median, mean, min: xs[0], max: xs[n - 1], stddev, ci95, cv })
+}
+
+/// The finite samples, sorted ascending.
+pub fn sorted_finite(samples: &[f64]) -> Vec<f64> {
+    let mut xs: Vec<f64> = samples.iter().copied().filter(|x| x.is_finite()).collect();
+    xs.sort_by(f64::total_cmp);
+    xs
+}
+
+/// Nearest-rank percentile (`p` in 0..=100) of samples already sorted ascending; `None` if there are none.
+pub fn percentile(sorted: &[f64], p: f64) -> Option<f64> {
+    if sorted.is_empty() {
+        return None;
+    }
+    let rank = ((p / 100.0) * sorted.len() as f64).ceil().max(1.0) as usize;
+    Some(sorted[rank.min(sorted.len()) - 1])
+}
+
+/// Nearest-rank median of finite samples in any order; `None` if there are none.
+pub fn median(samples: &[f64]) -> Option<f64> {
+    percentile(&sorted_finite(samples), 50.0)
 }
 
 /// Two-sided 95% critical value of Student's t with `df` degrees of freedom.
@@ -58,14 +97,37 @@ pub fn t_975(df: usize) -> f64 {
     }
 }
 
-/// Ratio of two medians measured in the same run (e.g. framework/raw); `None` if the base is zero.
+/// One ratio, e.g. of two published figures; `None` if the base is zero or either side is not finite.
 pub fn ratio(numerator: f64, denominator: f64) -> Option<f64> {
     (denominator != 0.0 && numerator.is_finite() && denominator.is_finite()).then(|| numerator / denominator)
+}
+
+/// The summary of per-pair ratios: each `(numerator, denominator)` is one rep of both arms. Pairs without a
+/// defined ratio (zero base, non-finite side) are left out; `None` if no pair is left.
+pub fn paired_ratios(pairs: &[(f64, f64)]) -> Option<Summary> {
+    let ratios: Vec<f64> = pairs.iter().filter_map(|&(num, den)| ratio(num, den)).collect();
+    summarize(&ratios)
+}
+
+/// Whether a ratio's 95% interval includes 1.0, i.e. the data cannot tell the two sides apart. `None`
+/// without an interval (n < 2).
+pub fn ratio_spans_one(ratios: &Summary) -> Option<bool> {
+    ratios.ci95.map(|[lo, hi]| lo <= 1.0 && 1.0 <= hi)
+}
+
+/// Whether two summaries' 95% intervals overlap; `None` unless both have one.
+pub fn intervals_overlap(a: &Summary, b: &Summary) -> Option<bool> {
+    let ([a_lo, a_hi], [b_lo, b_hi]) = (a.ci95?, b.ci95?);
+    Some(a_lo <= b_hi && b_lo <= a_hi)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn close(a: f64, b: f64) -> bool {
+        (a - b).abs() < 1e-3
+    }
 
     #[test]
     fn known_inputs_give_known_summaries() {
@@ -74,21 +136,64 @@ mod tests {
         assert_eq!(s.stddev, Some(2.0));
         // 12 ± 4.303 * 2 / sqrt(3) = 12 ± 4.9687
         let [lo, hi] = s.ci95.unwrap();
-        assert!((lo - 7.0313).abs() < 1e-3 && (hi - 16.9687).abs() < 1e-3, "{lo} {hi}");
+        assert!(close(lo, 7.0313) && close(hi, 16.9687), "{lo} {hi}");
+        // 2 / 12
+        assert!(close(s.cv.unwrap(), 0.16667));
     }
 
     #[test]
-    fn even_counts_take_the_middle_pair_and_one_sample_has_no_interval() {
-        assert_eq!(summarize(&[4.0, 1.0, 3.0, 2.0]).unwrap().median, 2.5);
+    fn the_median_is_nearest_rank_and_one_sample_has_no_interval_or_cv() {
+        // Even n takes the lower of the middle pair, never their average; odd n the middle sample.
+        assert_eq!(summarize(&[4.0, 1.0, 3.0, 2.0]).unwrap().median, 2.0);
+        assert_eq!(summarize(&[30.0, 10.0, 20.0]).unwrap().median, 20.0);
+        assert_eq!(median(&[5.0, f64::NAN, 1.0]), Some(1.0));
         let one = summarize(&[7.0]).unwrap();
-        assert_eq!((one.median, one.ci95, one.stddev), (7.0, None, None));
+        assert_eq!((one.median, one.ci95, one.stddev, one.cv), (7.0, None, None, None));
         assert!(summarize(&[]).is_none());
         assert!(summarize(&[f64::NAN]).is_none());
+        assert_eq!(summarize(&[-1.0, 1.0]).unwrap().cv, None, "a zero mean has no CV");
+    }
+
+    #[test]
+    fn percentiles_are_nearest_rank() {
+        let xs: Vec<f64> = (1..=100).map(f64::from).collect();
+        assert_eq!(percentile(&xs, 50.0), Some(50.0));
+        assert_eq!(percentile(&xs, 99.0), Some(99.0));
+        assert_eq!(percentile(&xs, 99.5), Some(100.0));
+        assert_eq!(percentile(&xs, 0.0), Some(1.0));
+        assert_eq!(percentile(&[3.0], 99.0), Some(3.0));
+        assert_eq!(percentile(&[], 50.0), None);
     }
 
     #[test]
     fn ratios_refuse_a_zero_base() {
         assert_eq!(ratio(1.0, 2.0), Some(0.5));
         assert_eq!(ratio(1.0, 0.0), None);
+    }
+
+    #[test]
+    fn paired_ratios_are_taken_per_rep_and_get_their_own_interval() {
+        // Per pair: 0.5, 0.6, 0.7 (not the ratio of medians 600/1000 with the arms' own spreads).
+        let s = paired_ratios(&[(500.0, 1000.0), (720.0, 1200.0), (700.0, 1000.0), (1.0, 0.0)]).unwrap();
+        assert_eq!(s.n, 3);
+        assert!(close(s.median, 0.6) && close(s.mean, 0.6));
+        // 0.6 ± 4.303 * 0.1 / sqrt(3)
+        let [lo, hi] = s.ci95.unwrap();
+        assert!(close(lo, 0.3516) && close(hi, 0.8484), "{lo} {hi}");
+        assert_eq!(ratio_spans_one(&s), Some(false));
+        let noisy = paired_ratios(&[(0.8, 1.0), (1.3, 1.0), (1.0, 1.0)]).unwrap();
+        assert_eq!(ratio_spans_one(&noisy), Some(true));
+        assert_eq!(ratio_spans_one(&paired_ratios(&[(1.0, 2.0)]).unwrap()), None);
+        assert!(paired_ratios(&[(1.0, 0.0)]).is_none());
+    }
+
+    #[test]
+    fn intervals_overlap_only_when_they_share_a_value() {
+        let a = summarize(&[10.0, 12.0, 14.0]).unwrap(); // 7.03 – 16.97
+        let b = summarize(&[15.0, 16.0, 17.0]).unwrap(); // 13.52 – 18.48
+        let c = summarize(&[100.0, 101.0, 102.0]).unwrap();
+        assert_eq!(intervals_overlap(&a, &b), Some(true));
+        assert_eq!(intervals_overlap(&a, &c), Some(false));
+        assert_eq!(intervals_overlap(&a, &summarize(&[1.0]).unwrap()), None);
     }
 }

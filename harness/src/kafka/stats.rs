@@ -4,6 +4,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use rdkafka::statistics::Statistics;
+use streamlab_record::stats;
 
 /// One statistics callback's view of the (real) brokers, in microseconds, plus the producer queue depth.
 #[derive(Debug, Clone, Copy, Default)]
@@ -64,7 +65,7 @@ impl StatsWindow {
         }
         let median = |f: fn(&Sample) -> f64| {
             let xs: Vec<f64> = samples.iter().map(f).collect();
-            streamlab_record::stats::summarize(&xs).map_or(f64::NAN, |s| s.median)
+            stats::median(&xs).unwrap_or(f64::NAN)
         };
         Some(StatsSummary {
             samples: samples.len(),
@@ -122,10 +123,9 @@ impl LatencySampler {
     }
 }
 
-/// Nearest-rank percentile of sorted samples: the smallest value with at least p% of samples at or below it.
+/// Nearest-rank percentile of sorted samples (the record crate's one definition); NaN if there are none.
 pub fn nearest_rank(sorted: &[f64], p: f64) -> f64 {
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil().max(1.0) as usize;
-    sorted[rank.min(sorted.len()) - 1]
+    stats::percentile(sorted, p).unwrap_or(f64::NAN)
 }
 
 #[cfg(test)]

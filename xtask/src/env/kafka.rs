@@ -155,18 +155,13 @@ fn render_server_properties(s: &KafkaStart, tls: &certs::TlsMaterial) -> Result<
 }
 
 fn format_storage(classpath: &std::ffi::OsStr, properties: &Path, password: &str) -> Result<()> {
-    let cluster_id = secrets::kafka_uuid();
-    let scram = |mech: &str| format!("{mech}=[name={SCRAM_USER},password={password}]");
-    let output = Command::new(java())
-        .args(["-Xmx256m", "-XX:TieredStopAtLevel=1"])
-        .arg(tools_log_config())
-        .arg("-cp")
-        .arg(classpath)
-        .args(["kafka.tools.StorageTool", "format", "--standalone", "-t", &cluster_id, "-c"])
-        .arg(properties)
-        .args(["--add-scram", &scram("SCRAM-SHA-256"), "--add-scram", &scram("SCRAM-SHA-512")])
+    let dir = properties.parent().context("the broker properties have no directory")?;
+    let argfile = secrets::write_secret(&dir.join("storage-format.args"), &storage_format_args(properties, password))?;
+    let output = storage_format_command(classpath, &argfile)
         .output()
-        .context("cannot run java (is a JDK >= 17 installed? see `cargo xtask doctor`)")?;
+        .context("cannot run java (is a JDK >= 17 installed? see `cargo xtask doctor`)");
+    let _ = std::fs::remove_file(&argfile);
+    let output = output?;
     if !output.status.success() {
         bail!(
             "formatting Kafka storage failed ({}):\n{}{}",
@@ -176,6 +171,40 @@ fn format_storage(classpath: &std::ffi::OsStr, properties: &Path, password: &str
         );
     }
     Ok(())
+}
+
+/// StorageTool takes its SCRAM credentials as arguments; they go through a java @argfile (owner-only, removed
+/// after the run) so the password never shows on a command line. The launcher expands @argfiles only up to the
+/// main class, so the main class and every argument after it are in the file.
+fn storage_format_command(classpath: &std::ffi::OsStr, argfile: &Path) -> Command {
+    let mut cmd = Command::new(java());
+    cmd.args(["-Xmx256m", "-XX:TieredStopAtLevel=1"])
+        .arg(tools_log_config())
+        .arg("-cp")
+        .arg(classpath)
+        .arg(format!("@{}", argfile.display()));
+    cmd
+}
+
+fn storage_format_args(properties: &Path, password: &str) -> String {
+    let cluster_id = secrets::kafka_uuid();
+    let scram = |mech: &str| format!("{mech}=[name={SCRAM_USER},password={password}]");
+    let properties = properties.display().to_string();
+    let args = [
+        "kafka.tools.StorageTool",
+        "format",
+        "--standalone",
+        "-t",
+        &cluster_id,
+        "-c",
+        &properties,
+        "--add-scram",
+        &scram("SCRAM-SHA-256"),
+        "--add-scram",
+        &scram("SCRAM-SHA-512"),
+    ];
+    // One quoted token a line: quotes keep paths with spaces whole; backslashes and quotes are escaped.
+    args.iter().map(|a| format!("\"{}\"\n", a.replace('\\', "\\\\").replace('"', "\\\""))).collect()
 }
 
 /// The descriptor's view of the listeners (both SCRAM mechanisms share one SASL listener).
@@ -291,4 +320,24 @@ fn broker_version(log: &Path) -> Option<String> {
     let text = std::fs::read_to_string(log).ok()?;
     let rest = text.lines().find_map(|l| l.split("Kafka version: ").nth(1))?;
     rest.split_whitespace().next().map(str::to_owned)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_scram_password_reaches_storage_tool_through_a_file_not_the_command_line() {
+        let password = secrets::random_password();
+        let cmd = storage_format_command("a.jar:b.jar".as_ref(), Path::new("/env dir/storage-format.args"));
+        let line: Vec<String> = cmd.get_args().map(|a| a.to_string_lossy().into_owned()).collect();
+        assert!(!line.iter().any(|a| a.contains(&password) || a.contains("scram")), "{line:?}");
+        assert_eq!(line.last().map(String::as_str), Some("@/env dir/storage-format.args"));
+
+        let args = storage_format_args(Path::new("/env dir/server \"x\".properties"), &password);
+        let lines: Vec<&str> = args.lines().collect();
+        assert_eq!(lines[0], "\"kafka.tools.StorageTool\"");
+        assert!(lines.contains(&"\"/env dir/server \\\"x\\\".properties\""), "{args}");
+        assert!(lines.contains(&format!("\"SCRAM-SHA-512=[name={SCRAM_USER},password={password}]\"").as_str()));
+    }
 }

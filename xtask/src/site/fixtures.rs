@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use serde_json::json;
-use streamlab_record::{Integrity, Metric, Record, RunInfo, SCHEMA, Status, Variant};
+use streamlab_record::{Conditions, Integrity, Metric, Record, RunInfo, SCHEMA, Status, Variant};
 
 use crate::provenance::{
     ArmInfo, EnvInfo, Git, Host, MatrixInfo, PROVENANCE_FILE, PROVENANCE_SCHEMA, Pins, Provenance, SweepInfo,
@@ -52,6 +52,17 @@ pub fn record(run_id: &str, arm: &str, label: &str, sweeps: &[&str], default: bo
         rep,
         reproduce: format!("cargo xtask lab run --matrix kafka_sink --profile standard --resume {run_id}"),
         conditions: None,
+    }
+}
+
+/// A 12 s task's conditions: 9.5 foreign CPU s and load 2.5 when `foreign_load`, a quiet machine otherwise.
+pub fn conditions(foreign_load: bool, placement: Option<&str>) -> Conditions {
+    Conditions {
+        wall_s: 12.0,
+        foreign_cpu_s: if foreign_load { 9.5 } else { 0.1 },
+        loadavg_1m: if foreign_load { 2.5 } else { 0.2 },
+        foreign_load,
+        placement: placement.map(String::from),
     }
 }
 
@@ -270,7 +281,8 @@ pub fn write_run(results: &Path, run_id: &str, started_ts_ms: u64, records: &[Re
 /// Realistic-looking demo runs for the rendered-site checks: two standard runs of kafka_sink on a 2-core
 /// box, shaped as the lab runner writes them (one sweep per record, the default point re-run in each sweep,
 /// arms-only points labelled with the arm's title, a note per rep), with one withdrawn rep, one failed rep,
-/// a point whose every rep was withdrawn and one whose reps' verdicts differ.
+/// a point whose every rep was withdrawn and one whose reps' verdicts differ; the newer run records its
+/// conditions, one rep of it under foreign load.
 pub fn demo_runs() -> Vec<(String, u64, Vec<Record>)> {
     [("20261120T091500Z-4f1c2d3", 1_795_166_100_000, 0.95), ("20261128T091500Z-4f1c2d3", 1_795_857_300_000, 1.0)]
         .into_iter()
@@ -349,6 +361,14 @@ fn demo_records(run_id: &str, ts: u64, scale: f64) -> Vec<Record> {
         // batch 250k: one rep lost acks, the other two held.
         if label == "4" || (label == "250k" && r.variant.sweeps[0] == "batch_max_rows" && r.rep == 2) {
             *r = withdrawn(r.clone(), acked, acked - 31_888 - u64::from(r.rep) * 1_000);
+        }
+    }
+    if scale >= 1.0 {
+        // The newer run records its conditions (the older one predates them): client and broker on separate
+        // CPUs, and one rep that a compile beside the lab disturbed.
+        for r in out.iter_mut() {
+            let disturbed = r.variant.label == "10k" && r.rep == 2;
+            r.conditions = Some(conditions(disturbed, Some("client CPUs [0], broker CPUs [1]")));
         }
     }
     if scale < 1.0 {

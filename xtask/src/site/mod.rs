@@ -1,8 +1,8 @@
 //! The results site: a pure function of results/ (see issue 4).
 //!
-//! `load` reads and checks the runs, `model` turns records into outcomes and headline figures (the
-//! statistics themselves live in `streamlab_record::stats`), `pages` shapes them for the templates,
-//! `chart` draws the SVG, `render` runs minijinja, and `check` validates a built site.
+//! `load` reads and checks the runs, `model` turns records into per-point outcomes, `headline` into each
+//! matrix's headline figures (the statistics themselves live in `streamlab_record::stats`), `pages` shapes
+//! them for the templates, `chart` draws the SVG, `render` runs minijinja, and `check` validates a built site.
 
 mod chart;
 mod check;
@@ -10,6 +10,7 @@ mod config;
 #[cfg(test)]
 mod fixtures;
 mod format;
+mod headline;
 mod load;
 mod model;
 mod pages;
@@ -253,6 +254,34 @@ mod tests {
         let index = text(&files, "index.html");
         assert!(index.contains("not available"), "the ratio is not available");
         assert!(index.contains("raw rdkafka: withdrawn: integrity failed: expected 8800 but observed 8000"));
+    }
+
+    #[test]
+    fn noise_best_points_and_foreign_load_are_on_the_pages() {
+        let results = tempfile::tempdir().unwrap();
+        let mut records = fixtures::kafka_sink_records("run-c");
+        for r in records.iter_mut().filter(|r| r.arm == "raw" && r.variant.label == "default") {
+            r.conditions = Some(fixtures::conditions(r.rep == 2, Some("client CPUs [0], broker CPUs [1]")));
+        }
+        fixtures::write_run(results.path(), "run-c", 1, &records);
+        let files = build_site(results.path()).unwrap();
+        let page = text(&files, "matrix/kafka_sink.html");
+        // raw reps 1000 and 1200 remain (rep 2 set apart): CV = 141.4 / 1100.
+        assert!(page.contains("<td class=\"num\">1,000<span class=\"cv\">CV 12.9%</span></td>"), "{page}");
+        assert!(page.contains(
+            "<span class=\"line foreign-load\">rep 2 measured under foreign load: 9.50 CPU s used outside the lab during the 12.00 s task, 1-min load \
+             average 2.50"
+        ));
+        assert!(page.contains("1 measured under foreign load</span> (set apart from the medians)"));
+        let index = text(&files, "index.html");
+        assert!(index.contains("framework path, best measured point"));
+        assert!(index.contains("knobs that differ from the default point: queue_buffering_max_messages = 1M"));
+        assert!(index.contains("<span class=\"interval\">95% CI"), "a ratio shows its interval");
+        let run = text(&files, "runs/run-c/index.html");
+        assert!(run.contains("<dt>kafka_sink</dt><dd>client CPUs [0], broker CPUs [1]</dd>"));
+        // Records without conditions say nothing about placement or foreign load.
+        let plain = text(&build_site(fixture_results().path()).unwrap(), "runs/run-new/index.html");
+        assert!(!plain.contains("Placement") && !plain.contains("foreign load"));
     }
 
     #[test]

@@ -1,7 +1,8 @@
-//! From records to what a page says: sweeps, points, per-point outcomes and headline figures.
+//! From records to what a page says: sweeps, points and per-point outcomes.
 //!
-//! Statistics come from `streamlab_record::stats` only (median, 95% CI, n); this module decides which
-//! records may enter them: a record is drawn only if it ran and its integrity held.
+//! Statistics come from `streamlab_record::stats` only (median, 95% CI, CV, n); this module decides which
+//! records may enter them: a record is drawn only if it ran, its integrity held and it was not measured
+//! under foreign load.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -9,7 +10,7 @@ use streamlab_record::stats::{self, Summary};
 use streamlab_record::{Record, Status};
 
 use crate::provenance::{ArmInfo, MatrixInfo, SweepInfo};
-use crate::site::config::{RatioSpec, Reference, SiteConfig};
+use crate::site::config::SiteConfig;
 use crate::site::format;
 
 /// Why a record is not drawn.
@@ -19,6 +20,8 @@ pub enum Missing {
     Withdrawn,
     Failed,
     NotRun,
+    /// It ran and was verified, but processes outside the lab used enough CPU to disturb it.
+    ForeignLoad,
     /// It ran and was verified but did not report the metric this chart shows.
     NoMetric,
 }
@@ -29,6 +32,7 @@ impl Missing {
             Missing::Withdrawn => "withdrawn",
             Missing::Failed => "failed",
             Missing::NotRun => "not run",
+            Missing::ForeignLoad => "measured under foreign load",
             Missing::NoMetric => "not reported",
         }
     }
@@ -41,6 +45,32 @@ pub fn classify(r: &Record) -> Option<(Missing, String)> {
         Status::NotRun => Some((Missing::NotRun, r.reason.clone().unwrap_or_else(|| "no reason recorded".into()))),
         Status::Ok => r.integrity.failure_reason().map(|reason| (Missing::Withdrawn, reason)),
     }
+}
+
+/// Whether a record enters a point's statistics, and if not, why: [`classify`], and then a verified record
+/// measured under foreign load is set apart too (records without `conditions` never are).
+pub fn set_apart(r: &Record) -> Option<(Missing, String)> {
+    classify(r).or_else(|| {
+        let c = r.conditions.as_ref().filter(|c| c.foreign_load)?;
+        Some((
+            Missing::ForeignLoad,
+            format!(
+                "{} CPU s used outside the lab during the {} s task, 1-min load average {}",
+                format::table_value(c.foreign_cpu_s),
+                format::table_value(c.wall_s),
+                format::table_value(c.loadavg_1m)
+            ),
+        ))
+    })
+}
+
+/// The value of `metric` per rep, over the records that enter a point's statistics.
+pub fn drawn_values(records: &[&Record], metric: &str) -> BTreeMap<u32, f64> {
+    records
+        .iter()
+        .filter(|r| set_apart(r).is_none())
+        .filter_map(|r| r.metrics.get(metric).filter(|m| m.value.is_finite()).map(|m| (r.rep, m.value)))
+        .collect()
 }
 
 /// One record left out of a point, with why.
@@ -93,7 +123,7 @@ pub fn outcome(records: &[&Record], metric: &str) -> Outcome {
     let mut values = Vec::new();
     let mut excluded = Vec::new();
     for r in records {
-        match (classify(r), r.metrics.get(metric)) {
+        match (set_apart(r), r.metrics.get(metric)) {
             (Some((missing, reason)), _) => excluded.push(Exclusion { missing, rep: r.rep, reason }),
             (None, Some(m)) if m.value.is_finite() => values.push(m.value),
             (None, _) => excluded.push(Exclusion {
@@ -323,7 +353,7 @@ pub fn sweep_labels(sweep: &SweepInfo, records: &[&Record]) -> Vec<String> {
 }
 
 /// The number a label spells: `500k` -> 500000, `1M` -> 1e6, `2 cores` -> 2; `None` for words.
-fn label_number(label: &str) -> Option<f64> {
+pub fn label_number(label: &str) -> Option<f64> {
     let token = label.split_whitespace().next()?;
     let (digits, scale) = match token.char_indices().last()? {
         (i, 'k' | 'K') => (&token[..i], 1e3),
@@ -334,212 +364,14 @@ fn label_number(label: &str) -> Option<f64> {
     digits.parse::<f64>().ok().map(|x| x * scale)
 }
 
-/// A published figure as a headline shows it.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Published {
-    pub value: f64,
-    pub text: String,
-    pub seed: String,
-    pub hardware: String,
-}
-
-/// A headline figure of one matrix in one run; `id` is stable across runs (the history view's key).
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct Figure {
-    pub id: String,
-    pub title: String,
-    /// The figure, if it could be computed; otherwise `text` says why not.
-    pub value: Option<f64>,
-    pub text: String,
-    pub detail: String,
-    pub unit: String,
-    pub higher_is_better: Option<bool>,
-    /// min and max across reps (medians only).
-    pub range: Option<(f64, f64)>,
-    pub n: Option<usize>,
-    pub published: Vec<Published>,
-}
-
-/// A matrix's headline figures: its configured ratios, then each arm's median at the default point.
-pub fn headline_figures(data: &MatrixData, cfg: &SiteConfig) -> Vec<Figure> {
-    let Some(metric) = data.headline_metric(cfg) else { return Vec::new() };
-    let ratios = cfg.headline(&data.info.name).map(|h| h.ratios.clone()).unwrap_or_default();
-    let mut out = Vec::new();
-    for spec in &ratios {
-        out.extend(ratio_figures(data, cfg, spec, &metric));
-    }
-    let median_sweep =
-        ratios.first().map(|r| r.sweep.clone()).or_else(|| data.info.sweeps.first().map(|s| s.name.clone()));
-    if let Some(sweep) = median_sweep.as_deref().and_then(|s| data.sweep(s)) {
-        out.extend(default_medians(data, cfg, sweep, &metric));
-    }
-    out
-}
-
-fn ratio_figures(data: &MatrixData, cfg: &SiteConfig, spec: &RatioSpec, metric: &str) -> Vec<Figure> {
-    let (num_title, den_title) = (data.arm_title(&spec.numerator), data.arm_title(&spec.denominator));
-    let base_title = format!("{num_title} / {den_title}");
-    let id = format!(
-        "ratio-{}-{}-{}",
-        format::slug(&spec.sweep),
-        format::slug(&spec.numerator),
-        format::slug(&spec.denominator)
-    );
-    let refs = cfg.references(&data.info.name, &spec.sweep, metric);
-    let (unit, _) = data.metric_meta(metric).unwrap_or_default();
-    let points = data.sweep(&spec.sweep).map(|s| data.points(s)).unwrap_or_default();
-    let mut labels: Vec<String> = Vec::new();
-    for p in &points {
-        if p.arm == spec.numerator && points.iter().any(|q| q.arm == spec.denominator && q.label == p.label) {
-            push_unique(&mut labels, &p.label);
-        }
-    }
-    if labels.is_empty() {
-        return vec![Figure {
-            id,
-            title: base_title,
-            value: None,
-            text: "not measured".into(),
-            detail: format!("this run has no point of sweep {:?} with both arms", spec.sweep),
-            unit: "×".into(),
-            higher_is_better: None,
-            range: None,
-            n: None,
-            published: published_ratio(&refs, spec, "").into_iter().collect(),
-        }];
-    }
-    labels
-        .iter()
-        .map(|label| {
-            let find = |arm: &str| points.iter().find(|p| p.arm == arm && &p.label == label);
-            let num = outcome(&find(&spec.numerator).map(|p| p.records.clone()).unwrap_or_default(), metric);
-            let den = outcome(&find(&spec.denominator).map(|p| p.records.clone()).unwrap_or_default(), metric);
-            let title = if label.is_empty() { base_title.clone() } else { format!("{base_title} ({label})") };
-            let id = if label.is_empty() { id.clone() } else { format!("{id}-{}", format::slug(label)) };
-            let published = published_ratio(&refs, spec, label).into_iter().collect();
-            let (value, text, detail) = match (num.summary(), den.summary()) {
-                (Some(a), Some(b)) => match stats::ratio(a.median, b.median) {
-                    Some(r) => (
-                        Some(r),
-                        format::ratio(r),
-                        format!(
-                            "{num_title} {} / {den_title} {} {unit} (medians of n = {} and {})",
-                            format::compact(a.median),
-                            format::compact(b.median),
-                            a.n,
-                            b.n
-                        ),
-                    ),
-                    None => (None, "not defined".into(), format!("{den_title}'s median is zero")),
-                },
-                _ => {
-                    let why: Vec<String> = [(&num_title, &num), (&den_title, &den)]
-                        .iter()
-                        .filter(|(_, o)| o.summary().is_none())
-                        .map(|(t, o)| format!("{t}: {}", o.reasons().join("; ")))
-                        .collect();
-                    (None, "not available".into(), why.join(" — "))
-                }
-            };
-            Figure {
-                id,
-                title,
-                value,
-                text,
-                detail,
-                unit: "×".into(),
-                higher_is_better: None,
-                range: None,
-                n: None,
-                published,
-            }
-        })
-        .collect()
-}
-
-/// The same ratio over the seeds' figures, per series that has both arms at the label.
-fn published_ratio(refs: &[Reference], spec: &RatioSpec, label: &str) -> Option<Published> {
-    let find = |arm: &str| refs.iter().find(|r| r.figure.arm == arm && r.figure.label == label);
-    let (num, den) = (find(&spec.numerator)?, find(&spec.denominator)?);
-    if num.series.seed != den.series.seed || num.series.hardware != den.series.hardware {
-        return None;
-    }
-    let value = stats::ratio(num.figure.value, den.figure.value)?;
-    Some(Published {
-        value,
-        text: format::ratio(value),
-        seed: num.series.seed.clone(),
-        hardware: num.series.hardware.clone(),
-    })
-}
-
-fn default_medians(data: &MatrixData, cfg: &SiteConfig, sweep: &SweepInfo, metric: &str) -> Vec<Figure> {
-    let (unit, hib) = data.metric_meta(metric).unwrap_or_default();
-    let refs = cfg.references(&data.info.name, &sweep.name, metric);
-    let points = data.points(sweep);
-    let mut arms: Vec<String> = Vec::new();
-    for p in &points {
-        push_unique(&mut arms, &p.arm);
-    }
-    arms.iter()
-        .filter_map(|arm| {
-            let of_arm: Vec<&Point> = points.iter().filter(|p| &p.arm == arm).collect();
-            let point = of_arm.iter().find(|p| p.default).or(of_arm.first())?;
-            let o = outcome(&point.records, metric);
-            let label = if point.label.is_empty() { String::new() } else { format!(" at {}", point.label) };
-            let title = format!("{}{label}", data.arm_title(arm));
-            let published = refs
-                .iter()
-                .filter(|r| &r.figure.arm == arm && r.figure.label == point.label)
-                .map(|r| Published {
-                    value: r.figure.value,
-                    text: format!("{} {}", format::compact(r.figure.value), r.series.unit),
-                    seed: r.series.seed.clone(),
-                    hardware: r.series.hardware.clone(),
-                })
-                .collect();
-            let id = format!("median-{}-{}-{}", format::slug(&sweep.name), format::slug(arm), format::slug(metric));
-            let fig = match o.summary() {
-                Some(s) => Figure {
-                    id,
-                    title,
-                    value: Some(s.median),
-                    text: format!("{} {unit}", format::compact(s.median)),
-                    detail: format!("median {metric}, n = {}, 95% CI {}", s.n, ci_text(s)),
-                    unit: unit.clone(),
-                    higher_is_better: Some(hib),
-                    range: Some((s.min, s.max)),
-                    n: Some(s.n),
-                    published,
-                },
-                None => Figure {
-                    id,
-                    title,
-                    value: None,
-                    text: not_drawn_text(&o),
-                    detail: o.reasons().join("; "),
-                    unit: unit.clone(),
-                    higher_is_better: Some(hib),
-                    range: None,
-                    n: None,
-                    published,
-                },
-            };
-            Some(fig)
-        })
-        .collect()
-}
-
-fn not_drawn_text(o: &Outcome) -> String {
-    match o {
-        Outcome::NotDrawn { missing, .. } => missing.text().to_owned(),
-        Outcome::Measured { .. } => String::new(),
-    }
-}
-
 /// `[lo, hi]` of a summary's 95% CI, or — when n < 2.
 pub fn ci_text(s: &Summary) -> String {
     s.ci95.map_or_else(|| "—".into(), |[lo, hi]| format!("{} – {}", format::table_value(lo), format::table_value(hi)))
+}
+
+/// `CV 4.2%`, the rep-to-rep noise of a summary, or `CV —` when n < 2.
+pub fn cv_text(s: &Summary) -> String {
+    s.cv.map_or_else(|| "CV —".into(), |cv| format!("CV {:.1}%", cv * 100.0))
 }
 
 /// Records of a matrix by outcome, for the index and run pages.
@@ -550,17 +382,22 @@ pub struct Counts {
     pub withdrawn: usize,
     pub failed: usize,
     pub not_run: usize,
+    /// Verified records measured under foreign load (set apart from the medians).
+    pub foreign_load: usize,
 }
 
 pub fn counts(records: &[Record]) -> Counts {
     let mut c = Counts { records: records.len(), ..Counts::default() };
     for r in records {
+        if set_apart(r).is_some_and(|(m, _)| m == Missing::ForeignLoad) {
+            c.foreign_load += 1;
+        }
         match classify(r) {
             None => c.verified += 1,
             Some((Missing::Withdrawn, _)) => c.withdrawn += 1,
             Some((Missing::Failed, _)) => c.failed += 1,
             Some((Missing::NotRun, _)) => c.not_run += 1,
-            Some((Missing::NoMetric, _)) => {}
+            Some((Missing::ForeignLoad | Missing::NoMetric, _)) => {}
         }
     }
     c
@@ -651,28 +488,39 @@ mod tests {
     }
 
     #[test]
-    fn headline_ratios_are_computed_from_medians_in_the_same_run() {
-        let records = fixtures::kafka_sink_records("run-a");
-        let info = fixtures::kafka_sink_info();
-        let data = MatrixData::new("kafka_sink", Some(&info), &records);
-        let cfg = SiteConfig::builtin().unwrap();
-        let figs = headline_figures(&data, &cfg);
-        let ratio = figs.iter().find(|f| f.id == "ratio-mode-framework-raw").unwrap();
-        // framework reps 500/600/700, raw reps 1000/1100/1200: 600 / 1100
-        assert!((ratio.value.unwrap() - 600.0 / 1100.0).abs() < 1e-12);
-        assert_eq!(ratio.text, "0.55×");
-        // seed 000: 1,210,960 / 2,489,626
-        assert_eq!(ratio.published[0].text, "0.49×");
-        assert!(figs.iter().any(|f| f.id == "median-mode-raw-records-per-s" && f.value == Some(1100.0)));
-    }
-
-    #[test]
     fn counts_sort_records_by_outcome() {
         let mut bad = rec(1, 5.0);
         bad.integrity = Integrity::compare(10, 9, "hwm");
         let mut skipped = rec(2, 5.0);
         skipped.status = Status::NotRun;
-        let c = counts(&[rec(3, 1.0), bad, skipped]);
-        assert_eq!(c, Counts { records: 3, verified: 1, withdrawn: 1, failed: 0, not_run: 1 });
+        let mut loaded = rec(4, 5.0);
+        loaded.conditions = Some(foreign_load(true));
+        let mut quiet = rec(5, 5.0);
+        quiet.conditions = Some(foreign_load(false));
+        let c = counts(&[rec(3, 1.0), bad, skipped, loaded, quiet]);
+        // A record under foreign load is verified, and counted apart.
+        assert_eq!(c, Counts { records: 5, verified: 3, withdrawn: 1, failed: 0, not_run: 1, foreign_load: 1 });
+    }
+
+    fn foreign_load(loaded: bool) -> streamlab_record::Conditions {
+        fixtures::conditions(loaded, None)
+    }
+
+    #[test]
+    fn a_rep_under_foreign_load_is_set_apart_with_its_numbers() {
+        let mut loaded = rec(2, 1e6);
+        loaded.conditions = Some(foreign_load(true));
+        let mut quiet = rec(3, 14.0);
+        quiet.conditions = Some(foreign_load(false));
+        let o = outcome(&[&rec(1, 10.0), &loaded, &quiet], "records_per_s");
+        let s = o.summary().unwrap();
+        assert_eq!((s.n, s.median, s.max), (2, 10.0, 14.0));
+        assert_eq!(
+            o.reasons(),
+            ["measured under foreign load: 9.50 CPU s used outside the lab during the 12.00 s task, \
+              1-min load average 2.50"]
+        );
+        let o = outcome(&[&loaded], "records_per_s");
+        assert!(matches!(o, Outcome::NotDrawn { missing: Missing::ForeignLoad, .. }));
     }
 }

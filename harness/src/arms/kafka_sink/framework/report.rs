@@ -4,6 +4,7 @@
 use std::collections::BTreeMap;
 
 use anyhow::{Result, bail};
+use streamlab_record::stats::median;
 use streamlab_record::{Integrity, IntegrityStatus, Measurement, Metric};
 
 use super::SAMPLE_EVERY;
@@ -12,7 +13,6 @@ use super::exposition::{Snapshot, bucket_delta, histogram_quantile};
 use super::pipeline::{Drain, Outcome, Window};
 use crate::arms::kafka_sink::MIN_ACKS_IN_WINDOW;
 use crate::arms::kafka_sink::verdict::{self, DownstreamSignals, UpstreamSignals};
-use crate::kafka::stats::nearest_rank;
 
 /// The sink's acknowledgements in the window. Batches are acknowledged whole, so the count over a fixed
 /// window is off by at most the batch straddling each edge; `largest_step` says how big that can be.
@@ -95,15 +95,6 @@ fn downstream_signals(window: &Window, knobs: &Knobs) -> Option<DownstreamSignal
         producer_queue_messages: median_of(|s| s.produce_queue_messages)?,
         queue_capacity_messages: knobs.queue_buffering_max_messages as f64,
     })
-}
-
-fn median(xs: &[f64]) -> Option<f64> {
-    let mut xs: Vec<f64> = xs.iter().copied().filter(|x| x.is_finite()).collect();
-    if xs.is_empty() {
-        return None;
-    }
-    xs.sort_by(f64::total_cmp);
-    Some(nearest_rank(&xs, 50.0))
 }
 
 pub(super) fn measurement(knobs: &Knobs, outcome: &Outcome, observed: u64) -> Result<Measurement> {

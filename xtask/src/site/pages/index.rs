@@ -1,0 +1,56 @@
+//! The index: every matrix's latest headline figures and the list of runs.
+
+use serde::Serialize;
+use streamlab_record::stats::{CI_METHOD, RATIO_METHOD};
+
+use super::{RunLink, latest_matrix_href, latest_runs, run_link};
+use crate::site::config::SiteConfig;
+use crate::site::headline::{Figure, headline_figures};
+use crate::site::load::Run;
+use crate::site::model::{self, Counts, MatrixData};
+
+#[derive(Debug, Clone, Serialize)]
+pub struct IndexPage {
+    pub matrices: Vec<IndexMatrix>,
+    pub runs: Vec<RunLink>,
+    pub ci_method: &'static str,
+    pub ratio_method: &'static str,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct IndexMatrix {
+    pub name: String,
+    pub title: String,
+    pub question: String,
+    pub seed: Option<String>,
+    pub href: String,
+    pub run: RunLink,
+    pub figures: Vec<Figure>,
+    pub counts: Counts,
+}
+
+pub fn index_page(runs: &[Run], cfg: &SiteConfig) -> IndexPage {
+    let matrices = latest_runs(runs)
+        .into_iter()
+        .map(|(name, run)| {
+            let file = &run.matrices[&name];
+            let data = MatrixData::new(&name, run.provenance.matrices.iter().find(|m| m.name == name), &file.records);
+            IndexMatrix {
+                href: latest_matrix_href(&name),
+                title: data.info.title.clone(),
+                question: data.info.question.clone(),
+                seed: data.info.seed.clone(),
+                run: run_link(run),
+                figures: headline_figures(&data, cfg),
+                counts: model::counts(&file.records),
+                name,
+            }
+        })
+        .collect();
+    IndexPage {
+        matrices,
+        runs: runs.iter().rev().map(run_link).collect(),
+        ci_method: CI_METHOD,
+        ratio_method: RATIO_METHOD,
+    }
+}

@@ -1,0 +1,139 @@
+//! What each page shows, as plain data for the templates. Links are relative to the site root; the
+//! templates prefix them with `root` so the same view renders at any depth (and works from file://).
+//!
+//! One module per page kind (`index`, `matrix`, `run`, `history`); `table` builds the data tables' rows the
+//! matrix pages share; this file holds the pieces every page uses (run links, environment, footer).
+
+mod history;
+mod index;
+mod matrix;
+mod run;
+mod table;
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::provenance::Provenance;
+use crate::site::format;
+use crate::site::load::Run;
+
+pub use history::history_page;
+pub use index::index_page;
+pub use matrix::matrix_page;
+pub use run::run_page;
+
+#[derive(Debug, Clone, Serialize)]
+pub struct KeyValue {
+    pub key: String,
+    pub value: String,
+}
+
+fn kv(key: &str, value: impl Into<String>) -> KeyValue {
+    KeyValue { key: key.into(), value: value.into() }
+}
+
+/// A link to a run, as lists of runs show it.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunLink {
+    pub id: String,
+    pub href: String,
+    pub date: String,
+    pub profile: String,
+    pub backend: String,
+    pub cpu: String,
+    pub commit: String,
+    pub dirty: bool,
+    pub unfinished: bool,
+    pub matrices: Vec<String>,
+}
+
+fn run_link(run: &Run) -> RunLink {
+    let p = &run.provenance;
+    RunLink {
+        id: run.id.clone(),
+        href: run_href(&run.id),
+        date: format::date_time(p.started_ts_ms),
+        profile: p.profile.clone(),
+        backend: p.env.backend.clone(),
+        cpu: p.host.cpu_brand.clone(),
+        commit: short_commit(&p.git.commit),
+        dirty: p.git.dirty,
+        unfinished: p.finished_ts_ms.is_none(),
+        matrices: run.matrices.keys().cloned().collect(),
+    }
+}
+
+pub fn run_href(id: &str) -> String {
+    format!("runs/{id}/index.html")
+}
+
+pub fn run_matrix_href(id: &str, matrix: &str) -> String {
+    format!("runs/{id}/{matrix}.html")
+}
+
+pub fn latest_matrix_href(matrix: &str) -> String {
+    format!("matrix/{matrix}.html")
+}
+
+fn short_commit(c: &str) -> String {
+    c.chars().take(10).collect()
+}
+
+/// `cpu · commit · date`, under every chart.
+fn footer(p: &Provenance) -> String {
+    let dirty = if p.git.dirty { " (dirty)" } else { "" };
+    format!("{} · commit {}{dirty} · {}", p.host.cpu_brand, short_commit(&p.git.commit), format::date(p.started_ts_ms))
+}
+
+fn environment(p: &Provenance) -> Vec<KeyValue> {
+    let h = &p.host;
+    let cores = match h.physical_cores {
+        Some(phys) => format!("{phys} physical / {} logical cores", h.logical_cores),
+        None => format!("{} logical cores", h.logical_cores),
+    };
+    let mut out = vec![
+        kv("CPU", format!("{}, {cores}, {} MHz", h.cpu_brand, h.frequency_mhz)),
+        kv("Memory", format::gib(h.memory_bytes)),
+        kv("OS", format!("{}, kernel {}, {}", h.os, h.kernel, h.arch)),
+        kv(
+            "Environment",
+            format!(
+                "{} ({})",
+                p.env.backend,
+                if p.env.managed {
+                    "services started and stopped by the lab"
+                } else {
+                    "external services, not managed"
+                }
+            ),
+        ),
+    ];
+    if let Some(v) = &p.env.kafka_version {
+        out.push(kv("Kafka", v.clone()));
+    }
+    if let Some(v) = &p.env.mysql_version {
+        out.push(kv("MySQL", format!("{} {v}", p.env.mysql_flavour.as_deref().unwrap_or(""))));
+    }
+    if !p.env.cpu_caps.is_empty() {
+        let caps: Vec<String> = p.env.cpu_caps.iter().map(|(k, v)| format!("{k}: {v}")).collect();
+        out.push(kv("CPU caps", caps.join("; ")));
+    }
+    if let Some(note) = &p.env.note {
+        out.push(kv("Note", note.clone()));
+    }
+    out.push(kv("Profile", p.profile.clone()));
+    out
+}
+
+/// The latest run of each matrix, by matrix name.
+pub fn latest_runs(runs: &[Run]) -> BTreeMap<String, &Run> {
+    let mut out = BTreeMap::new();
+    // Runs are sorted oldest first, so later inserts win.
+    for run in runs {
+        for name in run.matrices.keys() {
+            out.insert(name.clone(), run);
+        }
+    }
+    out
+}

@@ -1,0 +1,118 @@
+//! One page per run: provenance and the command that reproduces it.
+
+use serde::Serialize;
+use streamlab_record::Record;
+
+use super::{KeyValue, RunLink, environment, kv, run_link, run_matrix_href};
+use crate::site::format;
+use crate::site::load::Run;
+use crate::site::model::{self, Counts};
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RunPage {
+    pub run: RunLink,
+    pub started: String,
+    pub finished: Option<String>,
+    pub duration: Option<String>,
+    pub reproduce: String,
+    pub host: Vec<KeyValue>,
+    pub environment: Vec<KeyValue>,
+    pub versions: Vec<KeyValue>,
+    pub lock_file: String,
+    pub lock_sha256: String,
+    pub artifacts: Vec<KeyValue>,
+    pub matrices: Vec<RunMatrix>,
+    /// Where client and broker ran, per matrix, as the records say (empty for records without conditions).
+    pub placements: Vec<KeyValue>,
+    pub provenance_href: String,
+    pub commit_full: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct RunMatrix {
+    pub name: String,
+    pub title: String,
+    pub href: String,
+    pub raw_href: String,
+    pub file: String,
+    pub sha256: String,
+    pub counts: Counts,
+}
+
+pub fn run_page(run: &Run) -> RunPage {
+    let p = &run.provenance;
+    let h = &p.host;
+    let host = vec![
+        kv("Hostname", h.hostname.clone()),
+        kv("CPU", h.cpu_brand.clone()),
+        kv("Physical cores", h.physical_cores.map_or_else(|| "unknown".into(), |c| c.to_string())),
+        kv("Logical cores", h.logical_cores.to_string()),
+        kv("Frequency", format!("{} MHz", h.frequency_mhz)),
+        kv("Memory", format::gib(h.memory_bytes)),
+        kv("OS", h.os.clone()),
+        kv("Kernel", h.kernel.clone()),
+        kv("Architecture", h.arch.clone()),
+    ];
+    let matrices = run
+        .matrices
+        .iter()
+        .map(|(name, file)| {
+            let info = p.matrices.iter().find(|m| &m.name == name);
+            RunMatrix {
+                name: name.clone(),
+                title: info.map_or_else(|| name.clone(), |m| m.title.clone()),
+                href: run_matrix_href(&run.id, name),
+                raw_href: format!("runs/{}/{name}.jsonl", run.id),
+                file: info.map_or_else(String::new, |m| m.file.clone()),
+                sha256: info.map_or_else(String::new, |m| m.sha256.clone()),
+                counts: model::counts(&file.records),
+            }
+        })
+        .collect();
+    let placements =
+        run.matrices.iter().filter_map(|(name, file)| placement(&file.records).map(|p| kv(name, p))).collect();
+    RunPage {
+        run: run_link(run),
+        started: format::date_time(p.started_ts_ms),
+        finished: p.finished_ts_ms.map(format::date_time),
+        duration: p.finished_ts_ms.map(|f| format::duration(f.saturating_sub(p.started_ts_ms))),
+        reproduce: p.reproduce.clone(),
+        host,
+        environment: environment(p),
+        versions: p.versions.iter().map(|(k, v)| kv(k, v.clone())).collect(),
+        lock_file: p.pins.lock_file.clone(),
+        lock_sha256: p.pins.lock_sha256.clone(),
+        artifacts: p.pins.artifacts.iter().map(|(k, v)| kv(k, v.clone())).collect(),
+        matrices,
+        placements,
+        provenance_href: format!("runs/{}/provenance.json", run.id),
+        commit_full: p.git.commit.clone(),
+    }
+}
+
+/// The distinct placements the records name, in the order first met: `client CPUs [0], broker CPUs [1]`.
+fn placement(records: &[Record]) -> Option<String> {
+    let mut seen: Vec<&str> = Vec::new();
+    for p in records.iter().filter_map(|r| r.conditions.as_ref()?.placement.as_deref()) {
+        if !seen.contains(&p) {
+            seen.push(p);
+        }
+    }
+    (!seen.is_empty()).then(|| seen.join("; "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::site::fixtures;
+
+    #[test]
+    fn placement_lists_each_distinct_value_once_and_old_records_have_none() {
+        let mut records = fixtures::kafka_sink_records("run-a");
+        assert_eq!(placement(&records), None);
+        for (r, p) in records.iter_mut().zip(["client CPUs [0], broker CPUs [1]", "shared", "shared"]) {
+            r.conditions = Some(fixtures::conditions(false, Some(p)));
+        }
+        assert_eq!(placement(&records).as_deref(), Some("client CPUs [0], broker CPUs [1]; shared"));
+    }
+}
