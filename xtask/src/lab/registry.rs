@@ -7,6 +7,7 @@ use std::process::Command;
 
 use anyhow::{Context, Result};
 use serde::Deserialize;
+use streamlab_record::arms::KnobType;
 
 use super::matrix::Matrix;
 
@@ -37,35 +38,15 @@ pub struct KnobContract {
     pub required: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum KnobType {
-    Integer,
-    Float,
-    Bool,
-    String,
-}
-
-impl KnobType {
-    /// Whether a matrix value of this TOML type is accepted (a float knob also takes an integer).
-    fn accepts(self, v: &toml::Value) -> bool {
-        matches!(
-            (self, v),
-            (KnobType::Integer, toml::Value::Integer(_))
-                | (KnobType::Float, toml::Value::Float(_) | toml::Value::Integer(_))
-                | (KnobType::Bool, toml::Value::Boolean(_))
-                | (KnobType::String, toml::Value::String(_))
-        )
-    }
-
-    fn name(self) -> &'static str {
-        match self {
-            KnobType::Integer => "an integer",
-            KnobType::Float => "a number",
-            KnobType::Bool => "true or false",
-            KnobType::String => "a string",
-        }
-    }
+/// Whether a matrix value of this TOML type is accepted (a float knob also takes an integer).
+fn accepts(ty: KnobType, v: &toml::Value) -> bool {
+    matches!(
+        (ty, v),
+        (KnobType::Integer, toml::Value::Integer(_))
+            | (KnobType::Float, toml::Value::Float(_) | toml::Value::Integer(_))
+            | (KnobType::Bool, toml::Value::Boolean(_))
+            | (KnobType::String, toml::Value::String(_))
+    )
 }
 
 impl Registry {
@@ -131,11 +112,11 @@ fn check_matrix(m: &Matrix, registry: &Registry) -> std::result::Result<(), Stri
                     c.arm
                 ));
             };
-            if !read.ty.accepts(&knob.default) {
+            if !accepts(read.ty, &knob.default) {
                 return Err(format!(
                     "knobs.{name}: default {} is not {}, which arm {} reads",
                     knob.default,
-                    read.ty.name(),
+                    read.ty.describe(),
                     c.arm
                 ));
             }
@@ -148,7 +129,7 @@ fn check_matrix(m: &Matrix, registry: &Registry) -> std::result::Result<(), Stri
                     "knobs.{}: arm {} requires this knob ({}), and the matrix does not give it one",
                     k.name,
                     c.arm,
-                    k.ty.name()
+                    k.ty.describe()
                 ));
             }
         }
@@ -221,8 +202,8 @@ mod tests {
         let err = refusal(|t| t.replace("payload_bytes = { default = 256,", "payload_bytes = { default = 256.5,"));
         assert!(err.contains("knobs.payload_bytes: default 256.5 is not an integer"), "{err}");
         // The registry's float knobs take integers, as the harness's serde does.
-        assert!(KnobType::Float.accepts(&toml::Value::Integer(5)));
-        assert!(!KnobType::Integer.accepts(&toml::Value::Float(5.0)));
+        assert!(accepts(KnobType::Float, &toml::Value::Integer(5)));
+        assert!(!accepts(KnobType::Integer, &toml::Value::Float(5.0)));
     }
 
     #[test]
