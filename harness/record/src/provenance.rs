@@ -39,6 +39,24 @@ pub struct Provenance {
     pub versions: BTreeMap<String, String>,
     pub pins: Pins,
     pub matrices: Vec<MatrixInfo>,
+    /// Environments brought up afresh after a service died mid-run, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub restarts: Vec<EnvRestart>,
+}
+
+/// One environment replaced mid-run: which one failed, why, and which took its place.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EnvRestart {
+    pub ts_ms: u64,
+    pub failed_env: String,
+    /// What failed, e.g. `the kafka broker was killed by SIGKILL`.
+    pub reason: String,
+    /// The fresh environment's id; absent when the run stopped instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub new_env: Option<String>,
+    /// How long the fresh environment took to come up.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ready_after_ms: Option<u64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -131,6 +149,9 @@ impl Provenance {
     /// On `--resume`: keep the first attempt's start time, versions and caps alongside this attempt's.
     pub fn merge_earlier(&mut self, earlier: Provenance) {
         self.started_ts_ms = earlier.started_ts_ms;
+        let mut restarts = earlier.restarts;
+        restarts.append(&mut self.restarts);
+        self.restarts = restarts;
         for (k, v) in earlier.versions {
             self.versions.entry(k).or_insert(v);
         }

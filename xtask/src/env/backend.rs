@@ -10,6 +10,7 @@ use streamlab_record::EnvDescriptor;
 use streamlab_record::provenance::EnvInfo;
 use streamlab_record::run_spec::{BackendChoice, Need};
 
+use super::health::{self, ServiceDown};
 use super::{external, native};
 
 pub trait Backend {
@@ -39,6 +40,14 @@ pub trait Environment {
     fn info(&self) -> EnvInfo;
     /// Versions observed in the environment: broker, database server, the JDK the broker runs on.
     fn versions(&self) -> BTreeMap<String, String>;
+    /// The first service whose process has ended (no network: the runner asks while a task runs).
+    fn dead_service(&self) -> Option<ServiceDown> {
+        health::dead_process(self.descriptor())
+    }
+    /// Every service alive and answering, or the first one that is not (the runner asks between tasks).
+    fn health(&self) -> Result<(), ServiceDown> {
+        health::check(self.descriptor())
+    }
 }
 
 /// The backend the flags ask for; refused with the flag named when the combination makes no sense.

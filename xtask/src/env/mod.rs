@@ -6,6 +6,7 @@
 pub mod backend;
 pub mod certs;
 pub mod external;
+pub mod health;
 pub mod kafka;
 pub mod mariadb;
 pub mod native;

@@ -58,6 +58,7 @@ pub fn collect_provenance(
         versions,
         pins,
         matrices: matrices.iter().map(matrix_info).collect::<Result<_>>()?,
+        restarts: Vec::new(),
     })
 }
 

@@ -19,8 +19,9 @@ use super::run_provenance::{collect_provenance, run_info, write_provenance};
 use super::summary;
 use super::task::{Outcome, add_ratios, not_run_record, run_task, to_record};
 use crate::env::backend::{self, Backend, Environment};
+use crate::env::health::ServiceDown;
 use crate::env::process;
-use crate::provenance::{PROVENANCE_FILE, Provenance};
+use crate::provenance::{EnvRestart, PROVENANCE_FILE, Provenance};
 use crate::{clock, interrupt, paths};
 
 pub fn run(args: RunArgs) -> Result<()> {
@@ -73,7 +74,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     phase("fetch", &backend.prepare_what());
     backend.prepare()?;
     phase("environment", &format!("bringing the {} environment up", backend.name()));
-    let env = backend.up(&run_id, &needs)?;
+    let mut env = backend.up(&run_id, &needs)?;
 
     // The run directory appears only once there is provenance to put in it.
     let mut prov = collect_provenance(&run_id, &spec, &matrices, env.as_ref(), &harness)?;
@@ -92,14 +93,24 @@ pub fn run(args: RunArgs) -> Result<()> {
         &format!("{} tasks, one harness process each; records go to {}", todo.len(), run_dir.path.display()),
     );
     let bar = progress_bar(todo.len());
+    // Set once the environment has died more often than MAX_ENV_RESTARTS: every task left is not run.
+    let mut stopped: Option<String> = None;
     for task in &todo {
         interrupt::check()?;
         bar.set_message(task.describe());
         let m = matrices.iter().find(|m| m.name == task.bench).expect("planned from these");
         let reproduce = reproduce_command(&spec, m, task);
-        let record = match &task.not_run {
-            Some(reason) => not_run_record(task, &run_info, &reproduce, reason),
-            None => {
+        // A service that died between tasks: a fresh environment before this one runs.
+        if stopped.is_none()
+            && task.not_run.is_none()
+            && let Err(down) = env.health()
+        {
+            stopped = replace_env(&mut env, backend.as_ref(), &run_id, &needs, &down, &mut prov, &bar)?;
+            write_provenance(&run_dir, &prov)?;
+        }
+        let record = match (&task.not_run, &stopped) {
+            (Some(reason), _) | (None, Some(reason)) => not_run_record(task, &run_info, &reproduce, reason),
+            (None, None) => {
                 if let Some(cores) = broker_cores(task)
                     && let Some(cap) = env.cap_broker(cores)?
                     && prov.note_broker_cap(&cap)
@@ -108,10 +119,19 @@ pub fn run(args: RunArgs) -> Result<()> {
                 }
                 let (client_cpus, placement) = place(task, env.as_ref())?;
                 let probe = Probe::start(env.service_pids());
-                let measured = run_task(&harness, task, env.descriptor(), &logs, client_cpus.as_deref())?;
+                let watch = || env.dead_service();
+                let mut measured = run_task(&harness, task, env.descriptor(), &logs, client_cpus.as_deref(), &watch)?;
                 let conditions = probe.finish(Some(placement));
                 if let Outcome::Measured(m) = &measured {
                     prov.versions.extend(m.versions.clone());
+                }
+                // A failed task whose environment is down failed because of it: say so, then start afresh.
+                if let Outcome::Failed { reason, log_tail } = &mut measured
+                    && let Err(down) = env.health()
+                {
+                    blame_service(reason, log_tail, &down);
+                    stopped = replace_env(&mut env, backend.as_ref(), &run_id, &needs, &down, &mut prov, &bar)?;
+                    write_provenance(&run_dir, &prov)?;
                 }
                 let mut record = to_record(task, &run_info, &reproduce, measured);
                 record.conditions = Some(conditions);
@@ -120,11 +140,7 @@ pub fn run(args: RunArgs) -> Result<()> {
             }
         };
         run_dir.append(&record)?;
-        if bar.is_hidden() {
-            println!("{}", summary::record_line(&record));
-        } else {
-            bar.println(summary::record_line(&record));
-        }
+        say(&bar, summary::record_line(&record));
         written.push(record);
         bar.inc(1);
     }
@@ -136,7 +152,80 @@ pub fn run(args: RunArgs) -> Result<()> {
         summary::lines(&m.name, &written).iter().for_each(|l| println!("{l}"));
     }
     println!("run {run_id} finished in {:.1} min: {}", started.elapsed().as_secs_f64() / 60.0, run_dir.path.display());
+    // CI reads the exit status: a failed or withdrawn record fails the run (a legitimate not-run does not).
+    let failed = summary::failures(&written);
+    if failed > 0 {
+        bail!(
+            "{failed} of {} records failed or failed their integrity check (their reasons are above and in {})",
+            written.len(),
+            run_dir.path.display()
+        );
+    }
+    if let Some(reason) = stopped {
+        bail!("the run stopped early: {reason}");
+    }
     Ok(())
+}
+
+/// Environments a run may bring up again after a service died; past that the run stops.
+const MAX_ENV_RESTARTS: usize = 2;
+
+/// Replace a failed environment with a fresh one (new id, same backend; caps are applied per task) and
+/// note it in provenance. Returns the reason every remaining task is not run once the restarts are spent.
+fn replace_env(
+    env: &mut Box<dyn Environment>,
+    backend: &dyn Backend,
+    run_id: &str,
+    needs: &[Need],
+    down: &ServiceDown,
+    prov: &mut Provenance,
+    bar: &ProgressBar,
+) -> Result<Option<String>> {
+    let failed_env = env.descriptor().id.clone();
+    let mut restart = EnvRestart {
+        ts_ms: clock::now_ms(),
+        failed_env: failed_env.clone(),
+        reason: down.to_string(),
+        new_env: None,
+        ready_after_ms: None,
+    };
+    if prov.restarts.len() >= MAX_ENV_RESTARTS {
+        prov.restarts.push(restart);
+        let reason =
+            format!("not run: the environment failed {} times (last: {down}); the run stopped", MAX_ENV_RESTARTS + 1);
+        say(bar, format!("  {down}; {MAX_ENV_RESTARTS} restarts spent, the remaining tasks are not run"));
+        return Ok(Some(reason));
+    }
+    say(bar, format!("  {down}; bringing up a fresh {} environment", backend.name()));
+    let started = Instant::now();
+    // The fresh environment takes new ports and a new directory; the failed one is torn down (its survivors
+    // stopped, its directory removed) when the assignment drops it.
+    *env = backend.up(run_id, needs).map_err(|e| e.context(format!("replacing environment {failed_env}")))?;
+    restart.new_env = Some(env.descriptor().id.clone());
+    restart.ready_after_ms = Some(started.elapsed().as_millis() as u64);
+    say(
+        bar,
+        format!(
+            "  environment {} is up after {:.1} s; the run goes on",
+            env.descriptor().id,
+            started.elapsed().as_secs_f64()
+        ),
+    );
+    prov.restarts.push(restart);
+    Ok(None)
+}
+
+/// A line above the progress bar, or on stdout when there is no terminal to draw one.
+fn say(bar: &ProgressBar, line: String) {
+    if bar.is_hidden() { println!("{line}") } else { bar.println(line) }
+}
+
+/// The reason of a task failed by a dead service names the service first; the service's log joins the tail.
+fn blame_service(reason: &mut String, log_tail: &mut String, down: &ServiceDown) {
+    if !reason.starts_with(&down.to_string()) {
+        *reason = format!("{down} during the task; the arm then failed: {reason}");
+        *log_tail = super::task::service_and_arm_tail(down, log_tail);
+    }
 }
 
 /// A resumed run needs the DSN again: its password was never stored.
@@ -383,5 +472,81 @@ mod tests {
             let c = b.conditions.as_ref().unwrap();
             assert!(c.foreign_cpu_s < 0.25 * c.wall_s, "foreign CPU on a quiet machine: {c:?}");
         }
+    }
+
+    #[test]
+    #[ignore = "starts Kafka and runs arms: cargo xtask test"]
+    fn a_broker_killed_mid_run_fails_the_task_in_flight_and_the_run_goes_on_in_a_fresh_environment() {
+        let out = tempfile::tempdir().unwrap();
+        let mut child = Command::new(xtask_binary())
+            .args(["lab", "run", "--profile", "quick", "--matrix", "kafka_sink", "--arm", "raw", "--reps", "2"])
+            .arg("--out")
+            .arg(out.path())
+            .spawn()
+            .unwrap();
+        // Wait until the second task's harness is running, then kill the broker under it.
+        let deadline = Instant::now() + Duration::from_secs(300);
+        let (run_id, jsonl) = loop {
+            let run_dir = std::fs::read_dir(out.path()).into_iter().flatten().filter_map(|e| e.ok()).next();
+            if let Some(dir) = run_dir.map(|e| e.path()) {
+                let run_id = dir.file_name().unwrap().to_string_lossy().into_owned();
+                let task_logs = std::fs::read_dir(paths::repo_root().join("target/streamlab/runs").join(&run_id))
+                    .map(|d| d.count())
+                    .unwrap_or(0);
+                if lines(&dir.join("kafka_sink.jsonl")).len() == 1 && task_logs >= 2 {
+                    break (run_id, dir.join("kafka_sink.jsonl"));
+                }
+            }
+            assert!(child.try_wait().unwrap().is_none(), "the run ended before the broker was killed");
+            assert!(Instant::now() < deadline, "the second task never started");
+            std::thread::sleep(Duration::from_millis(100));
+        };
+        std::thread::sleep(Duration::from_millis(1500));
+        let env_prefix = paths::envs_dir().join(format!("lab-{run_id}"));
+        let envs = |prefix: &Path| -> Vec<PathBuf> {
+            std::fs::read_dir(paths::envs_dir())
+                .into_iter()
+                .flatten()
+                .filter_map(|e| e.ok().map(|e| e.path()))
+                .filter(|p| p.to_string_lossy().starts_with(&*prefix.to_string_lossy()))
+                .collect()
+        };
+        let first_env = envs(&env_prefix).pop().expect("the run's environment");
+        let descriptor = streamlab_record::EnvDescriptor::load(&first_env.join("env.json")).unwrap();
+        let killed_at = clock::now_ms();
+        nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(descriptor.kafka.pid.unwrap() as i32),
+            nix::sys::signal::Signal::SIGKILL,
+        )
+        .unwrap();
+
+        let status = child.wait().unwrap();
+        assert_eq!(status.code(), Some(1), "a run with a failed record must exit non-zero");
+        let records = streamlab_record::jsonl::read_records(&jsonl).unwrap();
+        assert_eq!(records.len(), 6, "every planned task has a record");
+        let failed: Vec<&Record> = records.iter().filter(|r| r.status == streamlab_record::Status::Failed).collect();
+        assert_eq!(failed.len(), 1, "only the task in flight fails: {records:#?}");
+        let reason = failed[0].reason.as_deref().unwrap();
+        assert!(reason.starts_with("the kafka broker was killed by SIGKILL during the task"), "{reason}");
+        assert!(failed[0].log_tail.as_deref().unwrap().contains("--- the kafka broker's log:"));
+        let after = records.iter().skip_while(|r| r.status != streamlab_record::Status::Failed).skip(1);
+        for r in after {
+            assert_eq!(r.integrity.status, streamlab_record::IntegrityStatus::Verified, "{r:?}");
+        }
+        let prov = Provenance::load(&jsonl.parent().unwrap().join(PROVENANCE_FILE)).unwrap();
+        assert_eq!(prov.restarts.len(), 1, "{:?}", prov.restarts);
+        let restart = &prov.restarts[0];
+        assert_eq!(restart.failed_env, descriptor.id);
+        assert!(restart.new_env.as_deref().is_some_and(|id| id != descriptor.id));
+        eprintln!(
+            "noticed the dead broker {} ms after the kill; the fresh environment was ready {} ms later",
+            restart.ts_ms.saturating_sub(killed_at),
+            restart.ready_after_ms.unwrap_or(0)
+        );
+        assert!(envs(&env_prefix).is_empty(), "environment directories left behind");
+        assert!(
+            crate::env::native::processes_mentioning(&env_prefix).is_empty(),
+            "a broker or server was left running"
+        );
     }
 }

@@ -63,6 +63,11 @@ pub fn lines(bench: &str, records: &[Record]) -> Vec<String> {
     out
 }
 
+/// Records that failed or failed their integrity check; a not-run record with its reason is not a failure.
+pub fn failures(records: &[Record]) -> usize {
+    records.iter().filter(|r| r.status == Status::Failed || r.integrity.status == IntegrityStatus::Failed).count()
+}
+
 fn counts(records: &[&Record]) -> String {
     let count = |f: &dyn Fn(&Record) -> bool| records.iter().filter(|r| f(r)).count();
     format!(

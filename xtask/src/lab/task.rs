@@ -13,6 +13,7 @@ use streamlab_record::{EnvDescriptor, Integrity, Measurement, Metric, Record, Ru
 
 use super::matrix::Matrix;
 use super::plan::Task;
+use crate::env::health::ServiceDown;
 use crate::env::process;
 use crate::interrupt;
 
@@ -28,6 +29,7 @@ pub fn run_task(
     env: &EnvDescriptor,
     logs: &Path,
     client_cpus: Option<&[usize]>,
+    watch: &dyn Fn() -> Option<ServiceDown>,
 ) -> Result<Outcome> {
     let log_path =
         logs.join(format!("{}-{}-{}-{}-rep{}.log", task.bench, task.arm, task.sweep, slug(&task.label), task.rep));
@@ -55,9 +57,23 @@ pub fn run_task(
     });
     let timeout = task_timeout(task);
     let started = Instant::now();
+    let mut polls = 0u64;
     let status = loop {
         if let Some(status) = child.try_wait()? {
             break status;
+        }
+        polls += 1;
+        // A service that died takes the arm with it: say so within a second instead of waiting for the
+        // arm's own timeouts.
+        if polls.is_multiple_of(WATCH_EVERY_POLLS)
+            && let Some(down) = watch()
+        {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Ok(Outcome::Failed {
+                reason: format!("{down} during the task"),
+                log_tail: service_and_arm_tail(&down, &process::log_tail(&log_path, 20)),
+            });
         }
         if interrupt::requested() {
             let _ = child.kill();
@@ -77,8 +93,10 @@ pub fn run_task(
     let stdout = reader.join().unwrap_or_default();
     if !status.success() {
         let tail = process::log_tail(&log_path, 20);
-        let last = tail.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("").trim().to_owned();
-        return Ok(Outcome::Failed { reason: format!("the arm exited with {status}: {last}"), log_tail: tail });
+        return Ok(Outcome::Failed {
+            reason: format!("the arm exited with {status}: {}", arm_error(&tail)),
+            log_tail: tail,
+        });
     }
     let line = stdout.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
     match serde_json::from_str::<Measurement>(line) {
@@ -88,6 +106,29 @@ pub fn run_task(
             log_tail: process::log_tail(&log_path, 20),
         }),
     }
+}
+
+/// The task loop polls every 100 ms; the services are watched every second.
+const WATCH_EVERY_POLLS: u64 = 10;
+
+/// The arm's own error from its stderr: the harness's last `error: ...` line (its message chain), else a
+/// panic's message, else the last line.
+pub fn arm_error(log_tail: &str) -> String {
+    let lines: Vec<&str> = log_tail.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+    if let Some(e) = lines.iter().rev().find_map(|l| l.strip_prefix("error: ")) {
+        return e.to_owned();
+    }
+    if let Some(i) = lines.iter().rposition(|l| l.contains(" panicked at ")) {
+        let at = lines[i].split(" panicked at ").nth(1).unwrap_or("").trim_end_matches(':');
+        let message = lines.get(i + 1).filter(|l| !l.starts_with("note: ")).copied().unwrap_or("(no message)");
+        return format!("panicked: {message} (at {at})");
+    }
+    lines.last().copied().unwrap_or("(no output)").to_owned()
+}
+
+/// A dead service's log tail, then the arm's.
+pub fn service_and_arm_tail(down: &ServiceDown, arm_tail: &str) -> String {
+    format!("--- the {}'s log:\n{}\n--- the arm's log:\n{arm_tail}", down.service, down.log_tail)
 }
 
 /// Generous: warm-up + window, plus set-up and drain time.
@@ -212,6 +253,20 @@ pub(crate) mod tests {
         serde_json::from_value(serde_json::json!({"id": "r", "ts_ms": 0, "commit": "c", "dirty": false, "host": "h",
             "cpu": "cpu", "cores": 2, "os": "os", "profile": "quick", "env": "native"}))
         .unwrap()
+    }
+
+    #[test]
+    fn a_failed_arm_s_reason_is_its_error_not_a_stack_frame() {
+        // What the harness prints when an arm returns an error (its message chain, last).
+        let err = "2026-11-30T05:00:00Z INFO harness: topic ready\nerror: the sink acknowledged no batch within 60 s: \
+                   Connection refused (127.0.0.1:9092)\n";
+        assert_eq!(arm_error(err), "the sink acknowledged no batch within 60 s: Connection refused (127.0.0.1:9092)");
+        // A panic, as Rust 1.95 prints it, with a backtrace after it.
+        let panic = "thread 'main' (42) panicked at harness/src/arms/kafka_sink/raw.rs:120:9:\n\
+                     the window never opened\nstack backtrace:\n   0: rust_begin_unwind\n  22: _start\n";
+        assert_eq!(arm_error(panic), "panicked: the window never opened (at harness/src/arms/kafka_sink/raw.rs:120:9)");
+        assert_eq!(arm_error("just a line\n\n"), "just a line");
+        assert_eq!(arm_error(""), "(no output)");
     }
 
     #[test]

@@ -264,6 +264,7 @@ pub fn provenance(run_id: &str, started_ts_ms: u64) -> Provenance {
             )]),
         },
         matrices: vec![kafka_sink_info()],
+        restarts: Vec::new(),
     }
 }
 

@@ -1,0 +1,207 @@
+//! Is an environment's service still there and answering? Between tasks the runner asks every service
+//! (the broker's process and a Kafka ApiVersions round trip; the database server's process and `SELECT 1`);
+//! during a task it watches the processes only, which costs nothing.
+
+use std::io::{Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::path::Path;
+use std::time::Duration;
+
+use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
+use nix::unistd::Pid;
+use streamlab_record::EnvDescriptor;
+
+use super::{mariadb, process};
+
+/// How long a service may take to answer a health probe.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// A service that stopped, or stopped answering: what it was, how it ended, and its log's last lines.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ServiceDown {
+    /// `kafka broker`, `mariadb server`, ...
+    pub service: String,
+    /// `was killed by SIGKILL`, `exited with status 1`, `does not answer: ...`.
+    pub how: String,
+    pub log_tail: String,
+}
+
+impl std::fmt::Display for ServiceDown {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "the {} {}", self.service, self.how)
+    }
+}
+
+/// The first service whose process has ended (cheap: no network).
+pub fn dead_process(env: &EnvDescriptor) -> Option<ServiceDown> {
+    services(env).into_iter().find_map(|s| {
+        let pid = s.pid?;
+        (!process::is_alive(pid)).then(|| ServiceDown {
+            service: s.name.clone(),
+            how: how_it_ended(pid),
+            log_tail: s.log.map(|l| process::log_tail(l, 20)).unwrap_or_default(),
+        })
+    })
+}
+
+/// Every service alive and answering, or the first one that is not.
+pub fn check(env: &EnvDescriptor) -> Result<(), ServiceDown> {
+    if let Some(down) = dead_process(env) {
+        return Err(down);
+    }
+    for s in services(env) {
+        if let Err(e) = (s.answers)(env) {
+            return Err(ServiceDown {
+                service: s.name.clone(),
+                how: format!("does not answer: {e}"),
+                log_tail: s.log.map(|l| process::log_tail(l, 20)).unwrap_or_default(),
+            });
+        }
+    }
+    Ok(())
+}
+
+struct Service<'a> {
+    name: String,
+    pid: Option<u32>,
+    log: Option<&'a Path>,
+    answers: fn(&EnvDescriptor) -> Result<(), String>,
+}
+
+fn services(env: &EnvDescriptor) -> Vec<Service<'_>> {
+    let mut out = vec![Service {
+        name: "kafka broker".into(),
+        pid: env.kafka.pid,
+        log: env.kafka.log_file.as_deref(),
+        answers: kafka_answers,
+    }];
+    if let Some(m) = &env.mysql {
+        out.push(Service {
+            name: format!("{} server", m.flavour),
+            pid: m.pid,
+            log: m.log_file.as_deref(),
+            answers: mysql_answers,
+        });
+    }
+    out
+}
+
+/// `exited with status N` / `was killed by SIGKILL`, read without reaping (the environment's teardown
+/// still sees the process); `is no longer running` when it is not our child.
+fn how_it_ended(pid: u32) -> String {
+    let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
+    match waitid(Id::Pid(Pid::from_raw(pid as i32)), flags) {
+        Ok(WaitStatus::Exited(_, code)) => format!("exited with status {code}"),
+        Ok(WaitStatus::Signaled(_, signal, _)) => format!("was killed by {signal}"),
+        _ => "is no longer running".into(),
+    }
+}
+
+/// One Kafka ApiVersions (v0) round trip on the plaintext listener: the broker reads and answers requests.
+fn kafka_answers(env: &EnvDescriptor) -> Result<(), String> {
+    let listener = env
+        .kafka
+        .listeners
+        .values()
+        .find(|l| l.security_protocol == "PLAINTEXT")
+        .ok_or("no PLAINTEXT listener to probe")?;
+    api_versions(&listener.bootstrap)
+}
+
+fn api_versions(bootstrap: &str) -> Result<(), String> {
+    const CORRELATION_ID: i32 = 0x5117_ab00;
+    let addr = bootstrap
+        .to_socket_addrs()
+        .map_err(|e| format!("{bootstrap}: {e}"))?
+        .next()
+        .ok_or_else(|| format!("{bootstrap}: no address"))?;
+    let mut stream = TcpStream::connect_timeout(&addr, PROBE_TIMEOUT).map_err(|e| format!("{bootstrap}: {e}"))?;
+    stream.set_read_timeout(Some(PROBE_TIMEOUT)).and_then(|_| stream.set_write_timeout(Some(PROBE_TIMEOUT))).ok();
+    stream.write_all(&api_versions_request(CORRELATION_ID)).map_err(|e| format!("{bootstrap}: {e}"))?;
+    let mut header = [0u8; 10];
+    stream.read_exact(&mut header).map_err(|e| format!("{bootstrap}: no ApiVersions response: {e}"))?;
+    parse_api_versions_header(&header).map_err(|e| format!("{bootstrap}: {e}"))?;
+    Ok(())
+}
+
+/// ApiVersions v0: length, api key 18, version 0, correlation id, client id.
+fn api_versions_request(correlation_id: i32) -> Vec<u8> {
+    const CLIENT_ID: &[u8] = b"streamlab-health";
+    let mut body = Vec::new();
+    body.extend_from_slice(&18i16.to_be_bytes());
+    body.extend_from_slice(&0i16.to_be_bytes());
+    body.extend_from_slice(&correlation_id.to_be_bytes());
+    body.extend_from_slice(&(CLIENT_ID.len() as i16).to_be_bytes());
+    body.extend_from_slice(CLIENT_ID);
+    let mut out = (body.len() as i32).to_be_bytes().to_vec();
+    out.extend(body);
+    out
+}
+
+/// The response's length, correlation id and error code: a broker that answers with error 0 is alive.
+fn parse_api_versions_header(header: &[u8; 10]) -> Result<(), String> {
+    let correlation = i32::from_be_bytes(header[4..8].try_into().expect("4 bytes"));
+    let error = i16::from_be_bytes(header[8..10].try_into().expect("2 bytes"));
+    if correlation != 0x5117_ab00 {
+        return Err(format!("ApiVersions answered for correlation id {correlation}"));
+    }
+    if error != 0 {
+        return Err(format!("ApiVersions answered error code {error}"));
+    }
+    Ok(())
+}
+
+fn mysql_answers(env: &EnvDescriptor) -> Result<(), String> {
+    let m = env.mysql.as_ref().ok_or("no database server")?;
+    let password =
+        std::fs::read_to_string(&m.password_file).map_err(|e| format!("{}: {e}", m.password_file.display()))?;
+    let client = if m.flavour == "mariadb" { "mariadb" } else { "mysql" };
+    match mariadb::query_tcp_with(client, m.port, password.trim(), "SELECT 1") {
+        Ok(out) if out.trim() == "1" => Ok(()),
+        Ok(out) => Err(format!("SELECT 1 answered {out:?}")),
+        Err(e) => Err(format!("{e:#}")),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_api_versions_request_is_well_formed() {
+        let req = api_versions_request(7);
+        assert_eq!(i32::from_be_bytes(req[0..4].try_into().unwrap()) as usize, req.len() - 4);
+        assert_eq!(&req[4..8], &[0, 18, 0, 0], "api key 18, version 0");
+        assert_eq!(i32::from_be_bytes(req[8..12].try_into().unwrap()), 7);
+        assert_eq!(&req[14..], b"streamlab-health");
+    }
+
+    #[test]
+    fn a_response_with_an_error_or_another_correlation_id_is_not_an_answer() {
+        let ok = [0, 0, 1, 0, 0x51, 0x17, 0xab, 0x00, 0, 0];
+        assert_eq!(parse_api_versions_header(&ok), Ok(()));
+        let error = [0, 0, 1, 0, 0x51, 0x17, 0xab, 0x00, 0, 35];
+        assert!(parse_api_versions_header(&error).unwrap_err().contains("error code 35"));
+        let other = [0, 0, 1, 0, 0, 0, 0, 1, 0, 0];
+        assert!(parse_api_versions_header(&other).unwrap_err().contains("correlation id 1"));
+    }
+
+    #[test]
+    fn a_child_killed_by_a_signal_says_so_and_is_left_for_its_owner_to_reap() {
+        let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+        let pid = child.id();
+        child.kill().unwrap();
+        while process::is_alive(pid) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(how_it_ended(pid), "was killed by SIGKILL");
+        // Not reaped: the owner still collects the status.
+        assert!(!child.wait().unwrap().success());
+    }
+
+    #[test]
+    fn nothing_listening_is_not_an_answer() {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        assert!(api_versions(&format!("127.0.0.1:{port}")).is_err());
+    }
+}
