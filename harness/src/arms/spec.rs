@@ -6,18 +6,9 @@ use anyhow::Result;
 use serde::Serialize;
 use serde::de::{self, DeserializeOwned, Deserializer, Visitor};
 use streamlab_record::Measurement;
+pub use streamlab_record::arms::KnobType;
 
 use super::ArmContext;
-
-/// A knob's value type as the matrices write it (TOML): a float knob also takes an integer.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum KnobType {
-    Integer,
-    Float,
-    Bool,
-    String,
-}
 
 #[derive(Debug, Clone, Copy, Serialize)]
 pub struct KnobSpec {
