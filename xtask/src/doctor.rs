@@ -2,7 +2,6 @@
 //! item with the command that fixes it on Debian/Ubuntu.
 
 use std::path::Path;
-use std::process::Command;
 
 use anyhow::Result;
 
@@ -137,8 +136,16 @@ fn checks() -> Vec<Check> {
         },
         Check {
             what: "Docker engine (docker backend)",
-            found: docker_engine(),
-            fix: "apt-get install -y docker.io && dockerd --bridge=none --iptables=false --ip-masq=false &",
+            found: crate::env::docker::engine::Engine::answers(),
+            fix: "apt-get install -y docker.io && dockerd --bridge=none --iptables=false --ip-masq=false & \
+                  (no bridge: containers use the host's network; `--env auto` then picks docker)",
+            required: false,
+        },
+        Check {
+            what: "debootstrap (local docker images)",
+            found: first_line_of("debootstrap", &["--version"]),
+            fix: "apt-get install -y debootstrap (only where no registry answers: `cargo xtask env images` builds the \
+                  images from Debian's packages with it)",
             required: false,
         },
     ]
@@ -162,11 +169,6 @@ fn java_major(version_line: &str) -> Option<u32> {
 
 fn header(paths: &[&str]) -> Option<String> {
     paths.iter().find(|p| Path::new(p).exists()).map(|p| p.to_string())
-}
-
-fn docker_engine() -> Option<String> {
-    let out = Command::new("docker").args(["info", "--format", "{{.ServerVersion}}"]).output().ok()?;
-    out.status.success().then(|| format!("engine {}", String::from_utf8_lossy(&out.stdout).trim()))
 }
 
 fn jar_route_line() -> String {

@@ -61,7 +61,7 @@ enum SiteCommand {
 
 #[derive(Subcommand)]
 enum EnvCommand {
-    /// Start a native environment (Kafka + MariaDB) and write its descriptor.
+    /// Start an environment (Kafka + MariaDB), natively or in Docker, and write its descriptor.
     Up(env::UpArgs),
     /// Stop an environment and remove its data.
     Down(env::DownArgs),
@@ -71,6 +71,8 @@ enum EnvCommand {
     Fetch,
     /// Regenerate env/kafka/jars.lock with Maven (maintainers only).
     Lock,
+    /// Have the docker backend's images: pull the pinned ones, or build local equivalents where no registry answers.
+    Images,
 }
 
 fn main() {
@@ -100,6 +102,7 @@ fn run() -> Result<()> {
         Command::Env(EnvCommand::Status) => env::status(),
         Command::Env(EnvCommand::Fetch) => env::pins::fetch_command(),
         Command::Env(EnvCommand::Lock) => env::pins::lock_command(),
+        Command::Env(EnvCommand::Images) => env::docker::images::images_command(),
         Command::Doctor => doctor::run(),
         Command::Test(args) => testcmd::run(args),
     }

@@ -39,7 +39,18 @@ pub fn run(args: TestArgs) -> Result<()> {
         let built =
             cargo(&["build", "--release", "-p", "xtask"]).and_then(|_| cargo(&["build", "--release", "-p", "harness"]));
         step(&mut tally, "build harness and xtask", built);
+        // The docker backend's tests need an engine; one this command starts is stopped again at the end.
+        let log = repo_root().join("target/streamlab/dockerd.log");
+        let engine = crate::env::docker::daemon::ensure_engine(&log);
+        let daemon = match engine {
+            Ok(daemon) => daemon,
+            Err(e) => {
+                step(&mut tally, "docker engine", Err(e));
+                None
+            }
+        };
         integration(&mut tally)?;
+        drop(daemon);
         step(&mut tally, "site build + check", site_checks());
         step(&mut tally, "actionlint", run_cmd(Command::new("bash").arg(repo_root().join("site/check/actionlint.sh"))));
     }

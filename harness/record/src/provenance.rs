@@ -93,6 +93,20 @@ pub struct EnvInfo {
     pub cpu_caps: BTreeMap<String, String>,
     #[serde(default)]
     pub note: Option<String>,
+    /// The image each service ran on (docker backend): `kafka`, `mariadb` -> reference, id and where it came from.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub images: BTreeMap<String, ImageInfo>,
+}
+
+/// A container image as a run used it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ImageInfo {
+    /// `apache/kafka:4.1.0@sha256:...` when pulled, `streamlab-local/jre:<inputs>` when built here.
+    pub reference: String,
+    /// The engine's image id.
+    pub id: String,
+    /// Pulled and verified, or built locally from what.
+    pub source: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -11,7 +11,7 @@ use streamlab_record::provenance::EnvInfo;
 use streamlab_record::run_spec::{BackendChoice, Need};
 
 use super::health::{self, ServiceDown};
-use super::{external, native};
+use super::{docker, external, native};
 
 pub trait Backend {
     /// `native`, `external`, ...: for messages and records only.
@@ -62,13 +62,22 @@ pub fn choose(choice: BackendChoice, bootstrap: Option<&str>, dsn: Option<&str>)
         (BackendChoice::Native | BackendChoice::Auto, None) if dsn.is_some() => {
             bail!("--mysql-dsn needs --bootstrap too: the external backend uses both of your services")
         }
-        (BackendChoice::Native | BackendChoice::Auto, None) => Ok(Box::new(native::NativeBackend)),
-        (BackendChoice::Docker, _) => bail!(
-            "--env docker: the docker backend is not built yet; use --env native (JDK >= 17 and mariadbd, see \
-             `cargo xtask doctor`) or --env external --bootstrap HOST:PORT"
-        ),
+        (BackendChoice::Native, None) => Ok(Box::new(native::NativeBackend)),
+        (BackendChoice::Docker, None) => Ok(Box::new(docker::DockerBackend)),
+        (BackendChoice::Docker, Some(_)) => bail!("--bootstrap points at an external cluster; drop --env docker"),
+        // Auto: Docker where an engine answers (the way most users run), else this machine's own services.
+        (BackendChoice::Auto, None) => match docker_answers() {
+            true => Ok(Box::new(docker::DockerBackend)),
+            false => Ok(Box::new(native::NativeBackend)),
+        },
         (BackendChoice::Native, Some(_)) => bail!("--bootstrap points at an external cluster; drop --env native"),
     }
+}
+
+/// Whether a Docker engine answers here (`STREAMLAB_NO_DOCKER=1` says to leave it alone in `--env auto`).
+fn docker_answers() -> bool {
+    std::env::var_os("STREAMLAB_NO_DOCKER").is_none_or(|v| v.is_empty() || v == "0")
+        && docker::engine::Engine::answers().is_some()
 }
 
 /// What provenance says about an environment described by `d`.
@@ -81,6 +90,7 @@ pub fn env_info(d: &EnvDescriptor, managed: bool, note: Option<&str>) -> EnvInfo
         mysql_version: d.mysql.as_ref().map(|m| m.version.clone()),
         cpu_caps: BTreeMap::new(),
         note: note.map(str::to_owned),
+        images: Default::default(),
     }
 }
 
@@ -94,10 +104,12 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_docker_backend_or_a_bad_combination_is_refused_before_anything_starts() {
+    fn a_bad_combination_is_refused_before_anything_starts() {
         let name = |c, b, d| choose(c, b, d).map(|b| b.name()).map_err(|e| e.to_string());
-        assert!(name(BackendChoice::Docker, None, None).unwrap_err().contains("--env docker"));
-        assert_eq!(name(BackendChoice::Auto, None, None).unwrap(), "native");
+        assert_eq!(name(BackendChoice::Docker, None, None).unwrap(), "docker");
+        assert!(name(BackendChoice::Docker, Some("127.0.0.1:9092"), None).unwrap_err().contains("drop --env docker"));
+        let auto = name(BackendChoice::Auto, None, None).unwrap();
+        assert_eq!(auto, if docker_answers() { "docker" } else { "native" });
         let dsn = Some("mysql://u:p@127.0.0.1:3306");
         assert!(name(BackendChoice::Auto, None, dsn).unwrap_err().contains("--mysql-dsn needs --bootstrap"));
         assert_eq!(name(BackendChoice::Auto, Some("127.0.0.1:9092"), dsn).unwrap(), "external");

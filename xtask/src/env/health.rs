@@ -10,6 +10,7 @@ use std::time::Duration;
 use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
 use nix::unistd::Pid;
 use streamlab_record::EnvDescriptor;
+use streamlab_record::descriptor::MysqlEnv;
 
 use super::{mariadb, process};
 
@@ -44,13 +45,26 @@ pub fn dead_process(env: &EnvDescriptor) -> Option<ServiceDown> {
     })
 }
 
-/// Every service alive and answering, or the first one that is not.
+/// Every service alive and answering, or the first one that is not (the database asked with this machine's client).
 pub fn check(env: &EnvDescriptor) -> Result<(), ServiceDown> {
     if let Some(down) = dead_process(env) {
         return Err(down);
     }
+    check_with(env, mysql_answers)
+}
+
+/// Every service answering, the database server asked by `mysql_probe` (a container backend asks with the
+/// client in its image).
+pub fn check_with(
+    env: &EnvDescriptor,
+    mysql_probe: impl Fn(&MysqlEnv) -> Result<(), String>,
+) -> Result<(), ServiceDown> {
     for s in services(env) {
-        if let Err(e) = (s.answers)(env) {
+        let answer = match s.kind {
+            Kind::Kafka => kafka_answers(env),
+            Kind::Mysql => env.mysql.as_ref().ok_or_else(|| "no database server".to_owned()).and_then(&mysql_probe),
+        };
+        if let Err(e) = answer {
             return Err(ServiceDown {
                 service: s.name.clone(),
                 how: format!("does not answer: {e}"),
@@ -61,11 +75,16 @@ pub fn check(env: &EnvDescriptor) -> Result<(), ServiceDown> {
     Ok(())
 }
 
+enum Kind {
+    Kafka,
+    Mysql,
+}
+
 struct Service<'a> {
     name: String,
     pid: Option<u32>,
     log: Option<&'a Path>,
-    answers: fn(&EnvDescriptor) -> Result<(), String>,
+    kind: Kind,
 }
 
 fn services(env: &EnvDescriptor) -> Vec<Service<'_>> {
@@ -73,14 +92,14 @@ fn services(env: &EnvDescriptor) -> Vec<Service<'_>> {
         name: "kafka broker".into(),
         pid: env.kafka.pid,
         log: env.kafka.log_file.as_deref(),
-        answers: kafka_answers,
+        kind: Kind::Kafka,
     }];
     if let Some(m) = &env.mysql {
         out.push(Service {
             name: format!("{} server", m.flavour),
             pid: m.pid,
             log: m.log_file.as_deref(),
-            answers: mysql_answers,
+            kind: Kind::Mysql,
         });
     }
     out
@@ -151,8 +170,7 @@ fn parse_api_versions_header(header: &[u8; 10]) -> Result<(), String> {
     Ok(())
 }
 
-fn mysql_answers(env: &EnvDescriptor) -> Result<(), String> {
-    let m = env.mysql.as_ref().ok_or("no database server")?;
+fn mysql_answers(m: &MysqlEnv) -> Result<(), String> {
     let password =
         std::fs::read_to_string(&m.password_file).map_err(|e| format!("{}: {e}", m.password_file.display()))?;
     let client = if m.flavour == "mariadb" { "mariadb" } else { "mysql" };

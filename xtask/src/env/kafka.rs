@@ -9,7 +9,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use streamlab_record::descriptor::{KafkaEnv, Listener};
 
-use super::process::{self, Lifetime};
+use super::host::{Role, ServiceHost};
+use super::process;
 use super::{certs, secrets, templates};
 use crate::paths::repo_root;
 
@@ -38,13 +39,14 @@ pub struct KafkaStart<'a> {
     pub dir: &'a Path,
     pub env_id: &'a str,
     pub ports: KafkaPorts,
-    pub lifetime: Lifetime,
     pub cpus: Option<Vec<usize>>,
-    pub classpath: &'a [PathBuf],
+    /// The jars as the host's java sees them.
+    pub classpath: std::ffi::OsString,
 }
 
 /// A broker that has been started but may not be ready yet.
-pub struct Launched {
+pub struct Launched<'h> {
+    host: &'h dyn ServiceHost,
     pid: u32,
     log: PathBuf,
     dir: PathBuf,
@@ -57,7 +59,7 @@ pub struct Launched {
 
 /// Write config and credentials, format storage and start the broker (call from the main thread:
 /// PR_SET_PDEATHSIG follows the thread that spawned the process).
-pub fn launch(s: &KafkaStart) -> Result<Launched> {
+pub fn launch<'h>(host: &'h dyn ServiceHost, s: &KafkaStart) -> Result<Launched<'h>> {
     std::fs::create_dir_all(s.dir.join("logs"))?;
     let password = secrets::random_password();
     let password_file = secrets::write_secret(&s.dir.join("scram.password"), &password)?;
@@ -66,17 +68,15 @@ pub fn launch(s: &KafkaStart) -> Result<Launched> {
     std::fs::write(&ca_file, &tls.ca_pem)?;
     let properties = s.dir.join("server.properties");
     secrets::write_secret(&properties, &render_server_properties(s, &tls)?)?;
-    let classpath = std::env::join_paths(s.classpath).context("a jar path contains ':'")?;
+    let classpath = s.classpath.clone();
 
-    format_storage(&classpath, &properties, &password)?;
+    format_storage(host, &classpath, &properties, &password)?;
     let log = s.dir.join("kafka.out");
-    let mut cmd = Command::new(java());
+    let mut cmd = Command::new(host.java());
     cmd.args(jvm_flags(s.dir)).arg("-cp").arg(&classpath).arg("kafka.Kafka").arg(&properties);
-    let child = process::spawn(cmd, &log, s.lifetime)?;
-    let pid = child.id();
-    // The pid is tracked through the descriptor; dropping the handle does not stop the process.
-    drop(child);
-    let launched = Launched {
+    let pid = host.spawn(Role::Kafka, cmd, &log, s.cpus.as_deref())?;
+    Ok(Launched {
+        host,
         pid,
         log,
         dir: s.dir.to_owned(),
@@ -85,22 +85,21 @@ pub fn launch(s: &KafkaStart) -> Result<Launched> {
         listeners: listeners(s.ports, &password_file, &ca_file),
         controller: format!("127.0.0.1:{}", s.ports.controller),
         cpus: s.cpus.clone(),
-    };
-    if let Some(cpus) = &s.cpus
-        && let Err(e) = process::set_affinity(pid, cpus)
-    {
-        launched.stop();
-        return Err(e);
-    }
-    Ok(launched)
+    })
 }
 
-impl Launched {
+impl Launched<'_> {
     /// Wait until every listener answers; on failure the broker is stopped.
     pub fn wait_ready(self) -> Result<KafkaEnv> {
-        if let Err(e) =
-            wait_until_ready(&self.dir, &self.classpath, self.pid, &self.log, &self.listeners, &self.password)
-        {
+        if let Err(e) = wait_until_ready(
+            self.host,
+            &self.dir,
+            &self.classpath,
+            self.pid,
+            &self.log,
+            &self.listeners,
+            &self.password,
+        ) {
             self.stop();
             return Err(e);
         }
@@ -115,7 +114,7 @@ impl Launched {
     }
 
     pub fn stop(&self) {
-        process::terminate(self.pid, Duration::from_secs(5));
+        self.host.stop(Role::Kafka, self.pid, Duration::from_secs(5));
     }
 }
 
@@ -154,11 +153,16 @@ fn render_server_properties(s: &KafkaStart, tls: &certs::TlsMaterial) -> Result<
     )
 }
 
-fn format_storage(classpath: &std::ffi::OsStr, properties: &Path, password: &str) -> Result<()> {
+fn format_storage(
+    host: &dyn ServiceHost,
+    classpath: &std::ffi::OsStr,
+    properties: &Path,
+    password: &str,
+) -> Result<()> {
     let dir = properties.parent().context("the broker properties have no directory")?;
     let argfile = secrets::write_secret(&dir.join("storage-format.args"), &storage_format_args(properties, password))?;
-    let output = storage_format_command(classpath, &argfile)
-        .output()
+    let output = host
+        .output(Role::Kafka, storage_format_command(&host.java(), classpath, &argfile), None)
         .context("cannot run java (is a JDK >= 17 installed? see `cargo xtask doctor`)");
     let _ = std::fs::remove_file(&argfile);
     let output = output?;
@@ -176,8 +180,8 @@ fn format_storage(classpath: &std::ffi::OsStr, properties: &Path, password: &str
 /// StorageTool takes its SCRAM credentials as arguments; they go through a java @argfile (owner-only, removed
 /// after the run) so the password never shows on a command line. The launcher expands @argfiles only up to the
 /// main class, so the main class and every argument after it are in the file.
-fn storage_format_command(classpath: &std::ffi::OsStr, argfile: &Path) -> Command {
-    let mut cmd = Command::new(java());
+fn storage_format_command(java: &Path, classpath: &std::ffi::OsStr, argfile: &Path) -> Command {
+    let mut cmd = Command::new(java);
     cmd.args(["-Xmx256m", "-XX:TieredStopAtLevel=1"])
         .arg(tools_log_config())
         .arg("-cp")
@@ -268,8 +272,10 @@ pub fn java_client_properties(l: &Listener, password: &str) -> String {
     p
 }
 
-/// Ready = the broker logged its start, then a Java client completed ApiVersions + metadata on every listener.
+/// Ready = the broker logged its start, then a Java client completed ApiVersions + metadata on every listener
+/// (all listeners probed at once).
 fn wait_until_ready(
+    host: &dyn ServiceHost,
     dir: &Path,
     classpath: &std::ffi::OsStr,
     pid: u32,
@@ -286,23 +292,25 @@ fn wait_until_ready(
     for (name, l) in listeners {
         let props = dir.join(format!("client-{name}.properties"));
         secrets::write_secret(&props, &java_client_properties(l, password))?;
-        let child = Command::new(java())
-            .args(["-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"])
+        let mut cmd = Command::new(host.java());
+        cmd.args(["-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"])
             .arg(tools_log_config())
             .arg("-cp")
             .arg(classpath)
             .args(["org.apache.kafka.tools.BrokerApiVersionsCommand", "--bootstrap-server", &l.bootstrap])
             .arg("--command-config")
-            .arg(&props)
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .context("cannot run java")?;
-        probes.push((name, l, child));
+            .arg(&props);
+        probes.push((name, l, cmd));
     }
-    for (name, l, child) in probes {
-        let out = child.wait_with_output()?;
+    let answers: Vec<_> = std::thread::scope(|scope| {
+        let running: Vec<_> = probes
+            .into_iter()
+            .map(|(name, l, cmd)| (name, l, scope.spawn(move || host.output(Role::Kafka, cmd, None))))
+            .collect();
+        running.into_iter().map(|(name, l, probe)| (name, l, probe.join().expect("probe thread"))).collect()
+    });
+    for (name, l, out) in answers {
+        let out = out.context("cannot run java")?;
         let stdout = String::from_utf8_lossy(&out.stdout);
         if !out.status.success() || !stdout.contains(&format!("{} (id: 1", l.bootstrap)) {
             bail!(
@@ -329,7 +337,11 @@ mod tests {
     #[test]
     fn the_scram_password_reaches_storage_tool_through_a_file_not_the_command_line() {
         let password = secrets::random_password();
-        let cmd = storage_format_command("a.jar:b.jar".as_ref(), Path::new("/env dir/storage-format.args"));
+        let cmd = storage_format_command(
+            Path::new("java"),
+            "a.jar:b.jar".as_ref(),
+            Path::new("/env dir/storage-format.args"),
+        );
         let line: Vec<String> = cmd.get_args().map(|a| a.to_string_lossy().into_owned()).collect();
         assert!(!line.iter().any(|a| a.contains(&password) || a.contains("scram")), "{line:?}");
         assert_eq!(line.last().map(String::as_str), Some("@/env dir/storage-format.args"));

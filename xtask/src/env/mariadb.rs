@@ -8,7 +8,8 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use streamlab_record::descriptor::MysqlEnv;
 
-use super::process::{self, Lifetime};
+use super::host::{Role, ServiceHost};
+use super::process;
 use super::{secrets, templates};
 
 /// The server binary this machine has, and its flavour.
@@ -38,32 +39,33 @@ pub fn find_server() -> Option<Server> {
 
 /// The command-line client that talks to `server`.
 fn client(server: &Server) -> &'static str {
-    if server.flavour == "mariadb" { "mariadb" } else { "mysql" }
+    client_for(server.flavour)
 }
 
-pub fn start(dir: &Path, port: u16, lifetime: Lifetime) -> Result<MysqlEnv> {
-    let server = find_server().context(
-        "no MariaDB/MySQL server binary (mariadbd or mysqld) found; on Debian/Ubuntu: apt-get install mariadb-server",
-    )?;
+/// `mariadb` for a MariaDB server, `mysql` for MySQL.
+pub fn client_for(flavour: &str) -> &'static str {
+    if flavour == "mariadb" { "mariadb" } else { "mysql" }
+}
+
+pub fn start(host: &dyn ServiceHost, dir: &Path, port: u16) -> Result<MysqlEnv> {
+    let server = host.mysql_server()?;
     std::fs::create_dir_all(dir)?;
     let socket = socket_path(dir);
     let cnf = dir.join("my.cnf");
     std::fs::write(&cnf, render_my_cnf(dir, &socket, port, server.flavour)?)?;
-    initialize_datadir(&server, dir, &cnf)?;
+    initialize_datadir(host, &server, dir, &cnf)?;
 
     let log = dir.join("mysqld.out");
     let mut cmd = Command::new(&server.binary);
     cmd.arg(format!("--defaults-file={}", cnf.display()));
-    let child = process::spawn(cmd, &log, lifetime)?;
-    let pid = child.id();
-    drop(child);
+    let pid = host.spawn(Role::Mysql, cmd, &log, None)?;
 
     let error_log = dir.join("error.log");
     let ready = process::wait_ready("the MariaDB/MySQL server", pid, &error_log, Duration::from_secs(60), || {
-        socket.exists() && query_socket(&server, &socket, "SELECT 1").is_ok()
+        socket.exists() && query_socket(host, &server, &socket, "SELECT 1").is_ok()
     });
     if let Err(e) = ready {
-        process::terminate(pid, Duration::from_secs(5));
+        host.stop(Role::Mysql, pid, Duration::from_secs(5));
         // Errors before log-error takes over (bad options) only reach the console.
         return Err(e.context(format!("console output: {}", process::log_tail(&log, 10))));
     }
@@ -77,13 +79,13 @@ pub fn start(dir: &Path, port: u16, lifetime: Lifetime) -> Result<MysqlEnv> {
          GRANT ALL PRIVILEGES ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION;\
          ALTER USER 'root'@'localhost' IDENTIFIED BY '{password}';"
     );
-    let after_setup = query_socket(&server, &socket, &setup)
-        .and_then(|_| query_tcp(&server, port, &password, "SELECT VERSION()"))
+    let after_setup = query_socket(host, &server, &socket, &setup)
+        .and_then(|_| query_tcp(host, &server, port, &password, "SELECT VERSION()"))
         .context("setting the root password failed");
     let version = match after_setup {
         Ok(v) => v.trim().to_owned(),
         Err(e) => {
-            process::terminate(pid, Duration::from_secs(5));
+            host.stop(Role::Mysql, pid, Duration::from_secs(5));
             return Err(e);
         }
     };
@@ -131,23 +133,21 @@ fn render_my_cnf(dir: &Path, socket: &Path, port: u16, flavour: &str) -> Result<
     )
 }
 
-fn initialize_datadir(server: &Server, dir: &Path, cnf: &Path) -> Result<()> {
+fn initialize_datadir(host: &dyn ServiceHost, server: &Server, dir: &Path, cnf: &Path) -> Result<()> {
     let data = dir.join("data");
     let output = if server.flavour == "mariadb" {
-        Command::new("mariadb-install-db")
-            .arg(format!("--defaults-file={}", cnf.display()))
+        let mut cmd = Command::new("mariadb-install-db");
+        cmd.arg(format!("--defaults-file={}", cnf.display()))
             .arg(format!("--datadir={}", data.display()))
             .args(running_as_root().then_some("--user=root"))
-            .args(["--auth-root-authentication-method=normal", "--skip-test-db"])
-            .output()
-            .context("cannot run mariadb-install-db (apt-get install mariadb-server)")?
+            .args(["--auth-root-authentication-method=normal", "--skip-test-db"]);
+        host.output(Role::Mysql, cmd, None).context("cannot run mariadb-install-db (apt-get install mariadb-server)")?
     } else {
-        Command::new(&server.binary)
-            .arg(format!("--defaults-file={}", cnf.display()))
+        let mut cmd = Command::new(&server.binary);
+        cmd.arg(format!("--defaults-file={}", cnf.display()))
             .arg("--initialize-insecure")
-            .args(running_as_root().then_some("--user=root"))
-            .output()
-            .context("cannot run mysqld --initialize-insecure")?
+            .args(running_as_root().then_some("--user=root"));
+        host.output(Role::Mysql, cmd, None).context("cannot run mysqld --initialize-insecure")?
     };
     if !output.status.success() {
         bail!(
@@ -162,14 +162,14 @@ fn initialize_datadir(server: &Server, dir: &Path, cnf: &Path) -> Result<()> {
 }
 
 /// Run `sql` over the socket as root; the SQL goes through stdin, so no password shows in `ps`.
-fn query_socket(server: &Server, socket: &Path, sql: &str) -> Result<String> {
+fn query_socket(host: &dyn ServiceHost, server: &Server, socket: &Path, sql: &str) -> Result<String> {
     let mut cmd = Command::new(client(server));
     cmd.arg("--no-defaults").arg(format!("--socket={}", socket.display())).args(["-uroot", "-N", "-B"]);
-    run_client(cmd, sql)
+    run_client(host, cmd, sql)
 }
 
-/// Run `sql` over loopback TCP as root; the password travels in the environment, the SQL on stdin.
-pub fn query_tcp_with(flavour_client: &str, port: u16, password: &str, sql: &str) -> Result<String> {
+/// The client command for `sql` over loopback TCP as root; the password travels in the environment.
+fn tcp_client(flavour_client: &str, port: u16, password: &str) -> Command {
     let mut cmd = Command::new(flavour_client);
     cmd.env("MYSQL_PWD", password).arg("--no-defaults").args([
         "-h",
@@ -181,24 +181,26 @@ pub fn query_tcp_with(flavour_client: &str, port: u16, password: &str, sql: &str
         "-N",
         "-B",
     ]);
-    run_client(cmd, sql)
+    cmd
 }
 
-fn query_tcp(server: &Server, port: u16, password: &str, sql: &str) -> Result<String> {
-    query_tcp_with(client(server), port, password, sql)
+/// Run `sql` over loopback TCP as root with this machine's client; the SQL goes through stdin.
+pub fn query_tcp_with(flavour_client: &str, port: u16, password: &str, sql: &str) -> Result<String> {
+    let native = super::host::NativeHost { lifetime: process::Lifetime::TiedToParent };
+    run_client(&native, tcp_client(flavour_client, port, password), sql)
 }
 
-fn run_client(mut cmd: Command, sql: &str) -> Result<String> {
-    use std::io::Write;
-    use std::process::Stdio;
-    let mut child = cmd
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .context("cannot run the mariadb/mysql client")?;
-    child.stdin.take().context("no stdin")?.write_all(sql.as_bytes())?;
-    let out = child.wait_with_output()?;
+/// Run `sql` over loopback TCP as root with the client `host` has.
+pub fn query_tcp_on(host: &dyn ServiceHost, flavour: &str, port: u16, password: &str, sql: &str) -> Result<String> {
+    run_client(host, tcp_client(client_for(flavour), port, password), sql)
+}
+
+fn query_tcp(host: &dyn ServiceHost, server: &Server, port: u16, password: &str, sql: &str) -> Result<String> {
+    query_tcp_on(host, server.flavour, port, password, sql)
+}
+
+fn run_client(host: &dyn ServiceHost, cmd: Command, sql: &str) -> Result<String> {
+    let out = host.output(Role::Mysql, cmd, Some(sql.as_bytes())).context("cannot run the mariadb/mysql client")?;
     if !out.status.success() {
         bail!("{}", String::from_utf8_lossy(&out.stderr).trim());
     }

@@ -1,12 +1,15 @@
 //! Environments: one interface ([`backend::Backend`], [`backend::Environment`]), several backends; every
 //! result records which one ran it.
 //! - native: Kafka from the pinned Maven jars on the system JDK, MariaDB/MySQL from the system packages;
+//! - docker: the same services in containers of pinned images (or local equivalents), host networking;
 //! - external: `--bootstrap` / `--mysql-dsn` point at services the user already runs (never started or stopped).
 
 pub mod backend;
 pub mod certs;
+pub mod docker;
 pub mod external;
 pub mod health;
+pub mod host;
 pub mod kafka;
 pub mod mariadb;
 pub mod native;
@@ -26,6 +29,10 @@ use crate::paths::envs_dir;
 
 #[derive(clap::Args)]
 pub struct UpArgs {
+    /// Where the services run: `native` (this machine's JDK and server), `docker`, or `auto` (docker when an
+    /// engine answers).
+    #[arg(long, default_value = "auto", value_parser = ["auto", "native", "docker"])]
+    pub env: String,
     /// Also start MariaDB/MySQL (`--mysql false` for Kafka only).
     #[arg(long, default_value_t = true, action = clap::ArgAction::Set)]
     pub mysql: bool,
@@ -62,18 +69,44 @@ pub fn up(args: UpArgs) -> Result<()> {
     // Ctrl-C while starting stops what was started (the services are detached from our terminal).
     crate::interrupt::install();
     let started = std::time::Instant::now();
-    let opts = native::NativeOptions {
-        root: envs_dir(),
-        id: native::new_id(HAND_MADE_PREFIX),
-        with_mysql: args.mysql,
-        broker_cpus: broker_cpus(args.broker_cores).map_err(|e| anyhow::anyhow!("--broker-cores: {e}"))?,
-        lifetime: process::Lifetime::Detached,
-        kafka_ports: None,
+    let broker_cpus = broker_cpus(args.broker_cores).map_err(|e| anyhow::anyhow!("--broker-cores: {e}"))?;
+    let id = native::new_id(HAND_MADE_PREFIX);
+    let use_docker = match args.env.as_str() {
+        "docker" => true,
+        "native" => false,
+        _ => docker::engine::Engine::answers().is_some(),
     };
-    let env = native::up(&opts)?;
+    let env = if use_docker {
+        let opts = docker::DockerOptions {
+            root: envs_dir(),
+            id,
+            with_mysql: args.mysql,
+            broker_cpus,
+            detached: true,
+            kafka_ports: None,
+        };
+        let env = docker::up(&opts)?;
+        for image in docker::images_of(&env) {
+            println!("image {} ({})", image.reference, image.source);
+        }
+        let descriptor = env.descriptor().clone();
+        // `env up` leaves the containers running until `env down`.
+        std::mem::forget(env);
+        descriptor
+    } else {
+        let opts = native::NativeOptions {
+            root: envs_dir(),
+            id,
+            with_mysql: args.mysql,
+            broker_cpus,
+            lifetime: process::Lifetime::Detached,
+            kafka_ports: None,
+        };
+        native::up(&opts)?
+    };
     let path = env.dir.join(DESCRIPTOR_FILE);
     println!("environment {} is ready after {:.1} s", env.id, started.elapsed().as_secs_f64());
-    println!("  kafka {} (pid {})", env.kafka.version, env.kafka.pid.unwrap_or(0));
+    println!("  kafka {} (pid {}, {} backend)", env.kafka.version, env.kafka.pid.unwrap_or(0), env.backend);
     for (name, l) in &env.kafka.listeners {
         println!("    {name:<10} {} {}", l.bootstrap, l.sasl_mechanism.as_deref().unwrap_or(&l.security_protocol));
     }
@@ -94,7 +127,11 @@ pub fn down(args: DownArgs) -> Result<()> {
         println!("no environment is up");
     }
     for env in envs {
-        native::down(&env, args.keep)?;
+        if env.backend == "docker" {
+            docker::down(&env, args.keep)?;
+        } else {
+            native::down(&env, args.keep)?;
+        }
         println!("environment {} is down{}", env.id, if args.keep { " (data kept)" } else { "" });
     }
     Ok(())

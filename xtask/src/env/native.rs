@@ -12,6 +12,7 @@ use streamlab_record::provenance::EnvInfo;
 use streamlab_record::run_spec::Need;
 
 use super::backend::{self, Backend, Environment};
+use super::host::NativeHost;
 
 use super::kafka::{self, KafkaPorts, KafkaStart};
 use super::process::{self, Lifetime};
@@ -139,21 +140,25 @@ pub fn up(opts: &NativeOptions) -> Result<EnvDescriptor> {
 
 fn start_services(opts: &NativeOptions, dir: &Path) -> Result<EnvDescriptor> {
     let classpath = pins::kafka_classpath()?;
+    let classpath = std::env::join_paths(&classpath).context("a jar path contains ':'")?;
+    let host = NativeHost { lifetime: opts.lifetime };
     let free = ports::free_loopback_ports(6)?;
     let kafka_ports = opts.kafka_ports.unwrap_or_else(|| KafkaPorts::from_slice(&free));
     let mysql_port = free[5];
 
     // Every service is spawned from this thread (PR_SET_PDEATHSIG follows the spawning thread);
     // MariaDB starts in ~1 s while the JVM warms up.
-    let launched = kafka::launch(&KafkaStart {
-        dir: &dir.join("kafka"),
-        env_id: &opts.id,
-        ports: kafka_ports,
-        lifetime: opts.lifetime,
-        cpus: opts.broker_cpus.clone(),
-        classpath: &classpath,
-    })?;
-    let mysql = match opts.with_mysql.then(|| mariadb::start(&dir.join("mysql"), mysql_port, opts.lifetime)) {
+    let launched = kafka::launch(
+        &host,
+        &KafkaStart {
+            dir: &dir.join("kafka"),
+            env_id: &opts.id,
+            ports: kafka_ports,
+            cpus: opts.broker_cpus.clone(),
+            classpath,
+        },
+    )?;
+    let mysql = match opts.with_mysql.then(|| mariadb::start(&host, &dir.join("mysql"), mysql_port)) {
         Some(Err(e)) => {
             launched.stop();
             return Err(e);

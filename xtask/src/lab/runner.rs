@@ -356,7 +356,7 @@ mod tests {
     fn sigint_leaves_nothing_running_and_resume_finishes_only_what_is_missing() {
         let out = tempfile::tempdir().unwrap();
         let mut child = Command::new(xtask_binary())
-            .args(["lab", "run", "--profile", "quick", "--matrix", "kafka_sink", "--out"])
+            .args(["lab", "run", "--env", "native", "--profile", "quick", "--matrix", "kafka_sink", "--out"])
             .arg(out.path())
             .spawn()
             .unwrap();
@@ -443,7 +443,7 @@ mod tests {
         let (first_out, second_out) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
         let load = std::fs::read_to_string("/proc/loadavg").unwrap();
         let quiet_before = load.split_whitespace().next().unwrap().parse::<f64>().unwrap() < 0.3;
-        let args = ["lab", "run", "--profile", "quick", "--matrix", "kafka_sink", "--arm", "raw"]
+        let args = ["lab", "run", "--env", "native", "--profile", "quick", "--matrix", "kafka_sink", "--arm", "raw"]
             .into_iter()
             .chain(["--point", "broker_cores=1 core", "--set", "warmup_s=0.5", "--set", "window_s=1.0"])
             .map(str::to_owned)
@@ -479,7 +479,8 @@ mod tests {
     fn a_broker_killed_mid_run_fails_the_task_in_flight_and_the_run_goes_on_in_a_fresh_environment() {
         let out = tempfile::tempdir().unwrap();
         let mut child = Command::new(xtask_binary())
-            .args(["lab", "run", "--profile", "quick", "--matrix", "kafka_sink", "--arm", "raw", "--reps", "2"])
+            .args(["lab", "run", "--env", "native", "--profile", "quick", "--matrix", "kafka_sink", "--arm", "raw"])
+            .args(["--reps", "2"])
             .arg("--out")
             .arg(out.path())
             .spawn()
@@ -548,5 +549,70 @@ mod tests {
             crate::env::native::processes_mentioning(&env_prefix).is_empty(),
             "a broker or server was left running"
         );
+    }
+
+    #[test]
+    #[ignore = "starts Kafka in Docker and runs arms: cargo xtask test"]
+    fn a_quick_arm_runs_on_docker_verified_and_sigint_leaves_no_container() {
+        use crate::env::docker::engine::{Engine, LABEL};
+        let out = tempfile::tempdir().unwrap();
+        let mut child = Command::new(xtask_binary())
+            .args(["lab", "run", "--env", "docker", "--profile", "quick", "--matrix", "kafka_sink", "--arm", "raw"])
+            .arg("--out")
+            .arg(out.path())
+            .spawn()
+            .unwrap();
+        let deadline = Instant::now() + Duration::from_secs(600);
+        let jsonl = loop {
+            let found = std::fs::read_dir(out.path())
+                .into_iter()
+                .flatten()
+                .filter_map(|e| e.ok())
+                .map(|e| e.path().join("kafka_sink.jsonl"))
+                .find(|p| !lines(p).is_empty());
+            if let Some(p) = found {
+                break p;
+            }
+            assert!(child.try_wait().unwrap().is_none(), "the run ended before it was interrupted");
+            assert!(Instant::now() < deadline, "no record after 600 s");
+            std::thread::sleep(Duration::from_millis(200));
+        };
+        nix::sys::signal::kill(nix::unistd::Pid::from_raw(child.id() as i32), nix::sys::signal::Signal::SIGINT)
+            .unwrap();
+        assert!(!child.wait().unwrap().success(), "an interrupted run must not exit 0");
+        let run_dir = jsonl.parent().unwrap();
+        let run_id = run_dir.file_name().unwrap().to_string_lossy().into_owned();
+        let engine = Engine::connect().unwrap();
+        let ours = |engine: &Engine| -> Vec<String> {
+            let prefix = format!("lab-{run_id}");
+            let all = engine.labelled(None).unwrap();
+            all.into_iter()
+                .filter(|c| c.labels.get(LABEL).is_some_and(|id| id.starts_with(&prefix)))
+                .map(|c| c.name)
+                .collect()
+        };
+        assert!(ours(&engine).is_empty(), "containers left after Ctrl-C: {:?}", ours(&engine));
+        let env_prefix = paths::envs_dir().join(format!("lab-{run_id}"));
+        assert!(crate::env::native::processes_mentioning(&env_prefix).is_empty(), "a broker was left running");
+
+        // The run finishes on Docker, and every record of it is verified.
+        let status = Command::new(xtask_binary())
+            .args(["lab", "run", "--resume", &run_id, "--out"])
+            .arg(out.path())
+            .status()
+            .unwrap();
+        assert!(status.success());
+        let records = streamlab_record::jsonl::read_records(&jsonl).unwrap();
+        assert_eq!(records.len(), 3, "the raw arm's three quick points");
+        for r in &records {
+            assert_eq!(r.run.env, "docker");
+            assert_eq!(r.integrity.status, streamlab_record::IntegrityStatus::Verified, "{r:?}");
+            assert!(r.metrics["records_per_s"].value > 0.0);
+        }
+        let prov = Provenance::load(&run_dir.join(PROVENANCE_FILE)).unwrap();
+        assert_eq!(prov.env.backend, "docker");
+        assert!(prov.env.images.contains_key("kafka"), "{:?}", prov.env);
+        assert!(prov.env.cpu_caps.values().any(|c| c.contains("read back by inspect")), "{:?}", prov.env.cpu_caps);
+        assert!(ours(&engine).is_empty(), "containers left after the run: {:?}", ours(&engine));
     }
 }

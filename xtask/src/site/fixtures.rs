@@ -246,6 +246,7 @@ pub fn provenance(run_id: &str, started_ts_ms: u64) -> Provenance {
             mysql_version: None,
             cpu_caps: BTreeMap::from([("broker".into(), "cpu 1 (affinity)".into())]),
             note: None,
+            images: Default::default(),
         },
         versions: BTreeMap::from([
             ("java".into(), "17.0.15".into()),
