@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
+use harness::arms::clients::{NOT_RUNNABLE_EXIT, NotRunnable};
 use harness::arms::{self, ArmContext};
 use streamlab_record::EnvDescriptor;
 
@@ -47,6 +48,11 @@ enum Command {
 fn main() {
     // The runner takes a failed arm's reason from this last line: the message chain, never a backtrace.
     if let Err(e) = run() {
+        // A point the client cannot run is not a failure: the runner records it as not run, with this reason.
+        if let Some(not_runnable) = e.downcast_ref::<NotRunnable>() {
+            eprintln!("not runnable: {not_runnable}");
+            std::process::exit(NOT_RUNNABLE_EXIT);
+        }
         eprintln!("error: {e:#}");
         std::process::exit(1);
     }

@@ -5,6 +5,7 @@
 //! `harness arms --json` prints it, and xtask checks every matrix against it before anything starts.
 //! Adding an arm is its module, one line in [`REGISTRY`] and the matrix TOML.
 
+pub mod clients;
 pub mod kafka_sink;
 mod spec;
 
@@ -15,7 +16,7 @@ use streamlab_record::{EnvDescriptor, Measurement};
 pub use spec::{ArmSpec, KnobSpec, KnobType, registry_json};
 
 /// Every arm the harness can run.
-pub const REGISTRY: &[&ArmSpec] = &[&kafka_sink::raw::ARM, &kafka_sink::framework::ARM];
+pub const REGISTRY: &[&ArmSpec] = &[&kafka_sink::raw::ARM, &kafka_sink::framework::ARM, &clients::rdkafka_arm::ARM];
 
 /// Everything an arm gets from the runner.
 pub struct ArmContext {

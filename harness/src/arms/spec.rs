@@ -17,15 +17,23 @@ pub struct KnobSpec {
     pub ty: KnobType,
     /// Whether the arm refuses to run without it (otherwise the arm has a default).
     pub required: bool,
+    /// The only values a string knob takes (empty: any).
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub choices: &'static [&'static str],
 }
 
 impl KnobSpec {
     pub const fn required(name: &'static str, ty: KnobType) -> Self {
-        KnobSpec { name, ty, required: true }
+        KnobSpec { name, ty, required: true, choices: &[] }
     }
 
     pub const fn optional(name: &'static str, ty: KnobType) -> Self {
-        KnobSpec { name, ty, required: false }
+        KnobSpec { name, ty, required: false, choices: &[] }
+    }
+
+    /// A required string knob that takes only `choices`.
+    pub const fn choice(name: &'static str, choices: &'static [&'static str]) -> Self {
+        KnobSpec { name, ty: KnobType::String, required: true, choices }
     }
 }
 
@@ -83,7 +91,7 @@ impl ArmSpec {
             KnobType::Integer => serde_json::json!(1),
             KnobType::Float => serde_json::json!(1.5),
             KnobType::Bool => serde_json::json!(true),
-            KnobType::String => serde_json::json!("x"),
+            KnobType::String => serde_json::json!(k.choices.first().copied().unwrap_or("x")),
         };
         let all: serde_json::Map<_, _> = self.knobs.iter().map(|k| (k.name.to_owned(), sample(k))).collect();
         (self.knob_struct.accepts)(&all).map_err(|e| format!("a sample of every declared knob is refused: {e}"))?;
@@ -93,6 +101,17 @@ impl ArmSpec {
             let accepted = (self.knob_struct.accepts)(&without).is_ok();
             if accepted == k.required {
                 return Err(format!("{} is declared required={} but the struct disagrees", k.name, k.required));
+            }
+            if !k.choices.is_empty() {
+                let outside = "not-one-of-the-choices";
+                let mut other = all.clone();
+                other.insert(k.name.to_owned(), serde_json::json!(outside));
+                if (self.knob_struct.accepts)(&other).is_ok() {
+                    return Err(format!(
+                        "{} declares choices {:?} but the struct takes {outside:?}",
+                        k.name, k.choices
+                    ));
+                }
             }
             if k.ty == KnobType::Integer {
                 let mut fractional = all.clone();

@@ -65,6 +65,19 @@ pub fn high_watermark_sum(cfg: &ClientConfig, topic: &str) -> Result<u64> {
     Ok(sum)
 }
 
+/// Delete `topic` (a run's topic once it has been counted, so a long matrix does not fill the disk).
+pub fn delete_topic(cfg: &ClientConfig, topic: &str) -> Result<()> {
+    let admin: AdminClient<DefaultClientContext> = cfg.create().context("cannot create a Kafka admin client")?;
+    let opts = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
+    for result in block_on(admin.delete_topics(&[topic], &opts))? {
+        match result {
+            Ok(_) | Err((_, RDKafkaErrorCode::UnknownTopicOrPartition)) => {}
+            Err((t, code)) => bail!("cannot delete topic {t}: {code}"),
+        }
+    }
+    Ok(())
+}
+
 /// Leader id per partition, or `None` if the topic does not exist.
 fn topic_partitions(consumer: &BaseConsumer, topic: &str) -> Result<Option<Vec<i32>>> {
     let md = consumer.fetch_metadata(Some(topic), METADATA_TIMEOUT).context("metadata request failed")?;

@@ -55,7 +55,10 @@ pub struct Ratio {
     pub metric: String,
     pub numerator_arm: String,
     pub denominator_arm: String,
-    pub denominator_sweep: String,
+    /// The denominator's record comes from this sweep's point; absent: from the numerator's own point (the
+    /// same sweep, label and rep), e.g. each client over the C tool at the same variant.
+    #[serde(default)]
+    pub denominator_sweep: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -261,8 +264,10 @@ fn validate(m: &Matrix) -> std::result::Result<(), String> {
     for r in &m.ratios {
         known_arm(&r.numerator_arm, &format!("ratios.{}.numerator_arm", r.name))?;
         known_arm(&r.denominator_arm, &format!("ratios.{}.denominator_arm", r.name))?;
-        if !sweep_names.contains(&r.denominator_sweep.as_str()) {
-            return Err(format!("ratios.{}.denominator_sweep: unknown sweep {:?}", r.name, r.denominator_sweep));
+        if let Some(sweep) = &r.denominator_sweep
+            && !sweep_names.contains(&sweep.as_str())
+        {
+            return Err(format!("ratios.{}.denominator_sweep: unknown sweep {sweep:?}", r.name));
         }
     }
     Ok(())

@@ -36,6 +36,9 @@ pub struct KnobContract {
     #[serde(rename = "type")]
     pub ty: KnobType,
     pub required: bool,
+    /// The only values a string knob takes (empty: any).
+    #[serde(default)]
+    pub choices: Vec<String>,
 }
 
 /// Whether a matrix value of this TOML type is accepted (a float knob also takes an integer).
@@ -120,6 +123,12 @@ fn check_matrix(m: &Matrix, registry: &Registry) -> std::result::Result<(), Stri
                     c.arm
                 ));
             }
+            if let Some(bad) = outside_choices(read, knob) {
+                return Err(format!(
+                    "knobs.{name}: {bad} is not one of {:?}, the values arm {} takes",
+                    read.choices, c.arm
+                ));
+            }
         }
     }
     for c in &contracts {
@@ -135,6 +144,16 @@ fn check_matrix(m: &Matrix, registry: &Registry) -> std::result::Result<(), Stri
         }
     }
     Ok(())
+}
+
+/// A value the matrix allows for a choice knob (its default or one of its `choices`) that the arm does not take.
+fn outside_choices(read: &KnobContract, knob: &super::matrix::Knob) -> Option<String> {
+    if read.choices.is_empty() {
+        return None;
+    }
+    let default = knob.default.as_str().map(str::to_owned);
+    let allowed = knob.choices.clone().unwrap_or_default();
+    default.into_iter().chain(allowed).find(|v| !read.choices.contains(v)).map(|v| format!("{v:?}"))
 }
 
 /// Check every matrix (the first problem found names its file and key).

@@ -20,8 +20,18 @@ use crate::interrupt;
 /// What became of one harness process.
 pub enum Outcome {
     Measured(Measurement),
-    Failed { reason: String, log_tail: String },
+    Failed {
+        reason: String,
+        log_tail: String,
+    },
+    /// The arm's client cannot run this point (a feature it lacks): a not-run record with the arm's reason.
+    NotRunnable {
+        reason: String,
+    },
 }
+
+/// The harness's exit status for a point its client cannot run (harness/src/arms/clients/mod.rs).
+const NOT_RUNNABLE_EXIT: i32 = 3;
 
 pub fn run_task(
     harness: &Path,
@@ -91,6 +101,11 @@ pub fn run_task(
         std::thread::sleep(Duration::from_millis(100));
     };
     let stdout = reader.join().unwrap_or_default();
+    if status.code() == Some(NOT_RUNNABLE_EXIT) {
+        let tail = process::log_tail(&log_path, 20);
+        let reason = tail.lines().rev().find_map(|l| l.trim().strip_prefix("not runnable: ")).unwrap_or(&tail);
+        return Ok(Outcome::NotRunnable { reason: reason.to_owned() });
+    }
     if !status.success() {
         let tail = process::log_tail(&log_path, 20);
         return Ok(Outcome::Failed {
@@ -186,6 +201,13 @@ pub fn to_record(task: &Task, run: &RunInfo, reproduce: &str, outcome: Outcome) 
             log_tail: Some(log_tail),
             ..base
         },
+        Outcome::NotRunnable { reason } => Record {
+            kind: "not_run".into(),
+            status: Status::NotRun,
+            reason: Some(reason),
+            integrity: Integrity::not_checked("not run"),
+            ..base
+        },
     }
 }
 
@@ -218,11 +240,11 @@ pub fn add_ratios(m: &Matrix, record: &mut Record, written: &[Record]) {
     for r in m.ratios.iter().filter(|r| r.numerator_arm == record.arm) {
         let Some(num) = record.metrics.get(&r.metric).map(|x| x.value) else { continue };
         let base = written.iter().find(|b| {
-            b.bench == m.name
-                && b.arm == r.denominator_arm
-                && b.rep == record.rep
-                && b.variant.sweeps.contains(&r.denominator_sweep)
-                && b.is_publishable()
+            let same_place = match &r.denominator_sweep {
+                Some(sweep) => b.variant.sweeps.contains(sweep),
+                None => b.variant.sweeps == record.variant.sweeps && b.variant.label == record.variant.label,
+            };
+            b.bench == m.name && b.arm == r.denominator_arm && b.rep == record.rep && same_place && b.is_publishable()
         });
         if let Some(den) = base.and_then(|b| b.metrics.get(&r.metric).map(|x| x.value))
             && let Some(ratio) = streamlab_record::stats::ratio(num, den)

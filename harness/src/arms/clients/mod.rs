@@ -1,0 +1,424 @@
+//! The clients matrix (seeds 003 and 002): one adapter per Kafka client, every one reading the same knobs,
+//! talking to the same broker and checked the same way. What the knobs cannot make equal between clients
+//! (connections, requests in flight, partitioner, when the clock starts, payload bytes) each adapter writes
+//! into its record as [`Asymmetries`].
+//!
+//! Workloads:
+//! - produce: `count` records of `payload_bytes` into a fresh topic of `partitions` partitions; the rate is
+//!   acknowledged records over the client's own elapsed time; integrity: the sum of the partitions' high
+//!   watermarks equals `count` and the client acknowledged exactly `count` (a flush that said Ok while the
+//!   broker holds fewer records fails integrity);
+//! - fetch: the topic is filled first (untimed, by rust-rdkafka), then read from offset 0 across all
+//!   partitions; integrity: consumed == the high-watermark sum;
+//! - latency: `latency_warmup` + `latency_samples` sequential produce -> ack round trips on one partition,
+//!   nearest-rank percentiles in microseconds.
+//!
+//! An adapter that cannot run a point (a feature its client lacks) returns [`NotRunnable`]: the harness
+//! exits with [`NOT_RUNNABLE_EXIT`] and the runner records the point as not run, with the reason.
+
+pub mod rdkafka_arm;
+pub mod tools;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use rdkafka::ClientConfig;
+use serde::Deserialize;
+use streamlab_record::descriptor::{Listener, read_secret};
+use streamlab_record::{EnvDescriptor, Integrity, Measurement, Metric};
+
+use crate::arms::spec::{KnobSpec, KnobType};
+use crate::kafka::admin::{fresh_topic, high_watermark_sum};
+use crate::kafka::config::{DEFAULT_LISTENER, client_config};
+
+/// The harness's exit status for "this client cannot run this point" (the reason is the last stderr line).
+pub const NOT_RUNNABLE_EXIT: i32 = 3;
+
+/// A point this client cannot run, and why (e.g. partitionline has no zstd).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct NotRunnable(pub String);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Workload {
+    Produce,
+    Fetch,
+    Latency,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Compression {
+    None,
+    Lz4,
+    Zstd,
+}
+
+impl Compression {
+    /// The name librdkafka, Java and partitionline all use.
+    pub fn name(self) -> &'static str {
+        match self {
+            Compression::None => "none",
+            Compression::Lz4 => "lz4",
+            Compression::Zstd => "zstd",
+        }
+    }
+}
+
+/// Every client arm reads these knobs, with these names and meanings.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Knobs {
+    pub workload: Workload,
+    /// The environment listener: `plaintext`, `ssl`, `scram256`, `scram512` or `oauth`.
+    pub listener: String,
+    pub compression: Compression,
+    /// 1 (leader) or -1 (all).
+    pub acks: i32,
+    pub idempotence: bool,
+    pub count: u64,
+    pub payload_bytes: usize,
+    pub partitions: i32,
+    pub linger_ms: u64,
+    /// Records per batch (librdkafka batch.num.messages, partitionline batch_records); 0 = the client's default.
+    pub batch_messages: u64,
+    /// Bytes per batch (batch.size, partitionline batch_bytes); 0 = the client's default.
+    pub batch_bytes: u64,
+    /// librdkafka queue.buffering.max.messages (the seed's C side locked it at 1,000,000); 0 = default.
+    pub queue_messages: u64,
+    pub fetch_max_wait_ms: u64,
+    pub fetch_min_bytes: u64,
+    pub fetch_max_bytes: u64,
+    pub latency_warmup: u64,
+    pub latency_samples: u64,
+    /// The broker version the runner started for this point (recorded; the runner applies it).
+    pub kafka_version: String,
+}
+
+/// The knob list every client arm declares (held to [`Knobs`] by the registry test).
+pub const KNOBS: &[KnobSpec] = &[
+    KnobSpec::choice("workload", &["produce", "fetch", "latency"]),
+    KnobSpec::required("listener", KnobType::String),
+    KnobSpec::choice("compression", &["none", "lz4", "zstd"]),
+    KnobSpec::required("acks", KnobType::Integer),
+    KnobSpec::required("idempotence", KnobType::Bool),
+    KnobSpec::required("count", KnobType::Integer),
+    KnobSpec::required("payload_bytes", KnobType::Integer),
+    KnobSpec::required("partitions", KnobType::Integer),
+    KnobSpec::required("linger_ms", KnobType::Integer),
+    KnobSpec::required("batch_messages", KnobType::Integer),
+    KnobSpec::required("batch_bytes", KnobType::Integer),
+    KnobSpec::required("queue_messages", KnobType::Integer),
+    KnobSpec::required("fetch_max_wait_ms", KnobType::Integer),
+    KnobSpec::required("fetch_min_bytes", KnobType::Integer),
+    KnobSpec::required("fetch_max_bytes", KnobType::Integer),
+    KnobSpec::required("latency_warmup", KnobType::Integer),
+    KnobSpec::required("latency_samples", KnobType::Integer),
+    KnobSpec::required("kafka_version", KnobType::String),
+];
+
+/// What the knobs cannot make equal between clients; every record carries its own.
+#[derive(Debug, Clone, Default)]
+pub struct Asymmetries {
+    /// e.g. `1 per broker` or `8 per broker (partition p on connection p % 8)`.
+    pub connections: String,
+    /// e.g. `1000000 per connection (5 when idempotent)`.
+    pub in_flight: String,
+    /// How keyless records are spread: `round-robin per record`, `sticky ...`.
+    pub partitioner: String,
+    /// When the client's clock starts and stops.
+    pub clock: String,
+    /// The payload bytes (they decide what lz4 makes of them).
+    pub payload: String,
+}
+
+impl Asymmetries {
+    fn into_verdict(self) -> BTreeMap<String, String> {
+        BTreeMap::from([
+            ("connections".into(), self.connections),
+            ("in_flight".into(), self.in_flight),
+            ("partitioner".into(), self.partitioner),
+            ("clock".into(), self.clock),
+            ("payload".into(), self.payload),
+        ])
+    }
+}
+
+/// What an adapter measured for a produce run.
+#[derive(Debug, Clone)]
+pub struct Produced {
+    /// Records the broker acknowledged, as the client counted them (never merely queued).
+    pub acked: u64,
+    /// Records the client reported as failed.
+    pub failed: u64,
+    /// The client's own elapsed time (see [`Asymmetries::clock`]).
+    pub elapsed: Duration,
+    /// CPU seconds of the client (the harness process, or the tool process it ran).
+    pub client_cpu_s: f64,
+}
+
+/// What an adapter measured for a fetch run.
+#[derive(Debug, Clone)]
+pub struct Fetched {
+    pub consumed: u64,
+    pub bytes: u64,
+    pub elapsed: Duration,
+    pub client_cpu_s: f64,
+    /// Per Fetch request latency samples in microseconds, where the client exposes a fetch call.
+    pub fetch_request_us: Vec<f64>,
+}
+
+/// Everything about the client for the record: its versions, the exact command or config that ran
+/// (secrets masked), and the asymmetries.
+#[derive(Debug, Clone, Default)]
+pub struct ClientInfo {
+    pub versions: BTreeMap<String, String>,
+    pub command: String,
+    pub asymmetries: Asymmetries,
+    pub note: Option<String>,
+}
+
+fn metric(value: f64, unit: &str, higher_is_better: bool) -> Metric {
+    Metric::new(value, unit, higher_is_better)
+}
+
+/// The produce record: rates from acknowledged records, integrity from the broker's high watermarks.
+pub fn produce_measurement(knobs: &Knobs, p: &Produced, high_watermark: u64, info: ClientInfo) -> Measurement {
+    let secs = p.elapsed.as_secs_f64();
+    let mut metrics = BTreeMap::from([
+        ("acked".into(), metric(p.acked as f64, "records", true)),
+        ("high_watermark".into(), metric(high_watermark as f64, "records", true)),
+        ("elapsed_s".into(), metric(secs, "s", false)),
+        ("client_cpu_s".into(), metric(p.client_cpu_s, "CPU s", false)),
+    ]);
+    if secs > 0.0 && p.acked > 0 {
+        metrics.insert("records_per_s".into(), metric(p.acked as f64 / secs, "records/s", true));
+        let mb = p.acked as f64 * knobs.payload_bytes as f64 / 1e6;
+        metrics.insert("mb_per_s".into(), metric(mb / secs, "MB/s", true));
+        metrics.insert(
+            "client_cpu_s_per_m_records".into(),
+            metric(p.client_cpu_s / (p.acked as f64 / 1e6), "CPU s / 1M records", false),
+        );
+    }
+    let integrity = produce_integrity(knobs.count, p, high_watermark);
+    finish("produce", metrics, integrity, info)
+}
+
+/// Verified only if the client acknowledged every record, reported none failed, and the broker holds them all.
+pub fn produce_integrity(count: u64, p: &Produced, high_watermark: u64) -> Integrity {
+    let method = format!(
+        "sum of partition high watermarks == records sent ({count}) == records the client counted as acknowledged \
+         ({}), none failed ({})",
+        p.acked, p.failed
+    );
+    let ok = high_watermark == count && p.acked == count && p.failed == 0;
+    Integrity {
+        status: if ok {
+            streamlab_record::IntegrityStatus::Verified
+        } else {
+            streamlab_record::IntegrityStatus::Failed
+        },
+        expected: Some(count),
+        observed: Some(high_watermark),
+        method,
+    }
+}
+
+/// The fetch record: consumed must equal the high-watermark sum.
+pub fn fetch_measurement(f: &Fetched, high_watermark: u64, info: ClientInfo) -> Measurement {
+    let secs = f.elapsed.as_secs_f64();
+    let mut metrics = BTreeMap::from([
+        ("consumed".into(), metric(f.consumed as f64, "records", true)),
+        ("high_watermark".into(), metric(high_watermark as f64, "records", true)),
+        ("elapsed_s".into(), metric(secs, "s", false)),
+        ("client_cpu_s".into(), metric(f.client_cpu_s, "CPU s", false)),
+    ]);
+    if secs > 0.0 && f.consumed > 0 {
+        metrics.insert("records_per_s".into(), metric(f.consumed as f64 / secs, "records/s", true));
+        metrics.insert("mb_per_s".into(), metric(f.bytes as f64 / 1e6 / secs, "MB/s", true));
+        metrics.insert(
+            "client_cpu_s_per_m_records".into(),
+            metric(f.client_cpu_s / (f.consumed as f64 / 1e6), "CPU s / 1M records", false),
+        );
+    }
+    add_percentiles(&mut metrics, "fetch_request", &f.fetch_request_us);
+    let ok = f.consumed == high_watermark && high_watermark > 0;
+    let integrity = Integrity {
+        status: if ok {
+            streamlab_record::IntegrityStatus::Verified
+        } else {
+            streamlab_record::IntegrityStatus::Failed
+        },
+        expected: Some(high_watermark),
+        observed: Some(f.consumed),
+        method: "records consumed from offset 0 == sum of partition high watermarks".into(),
+    };
+    finish("fetch", metrics, integrity, info)
+}
+
+/// The latency record: nearest-rank p50/p99/p99.9/max of the measured samples (the warm-up is not in them);
+/// integrity: every sample was acknowledged and the partition holds warm-up + samples.
+pub fn latency_measurement(knobs: &Knobs, samples_us: &[f64], high_watermark: u64, info: ClientInfo) -> Measurement {
+    let mut metrics = BTreeMap::from([
+        ("samples".into(), metric(samples_us.len() as f64, "round trips", true)),
+        ("high_watermark".into(), metric(high_watermark as f64, "records", true)),
+    ]);
+    add_percentiles(&mut metrics, "ack", samples_us);
+    let expected = knobs.latency_warmup + knobs.latency_samples;
+    let ok = samples_us.len() as u64 == knobs.latency_samples && high_watermark == expected;
+    let integrity = Integrity {
+        status: if ok {
+            streamlab_record::IntegrityStatus::Verified
+        } else {
+            streamlab_record::IntegrityStatus::Failed
+        },
+        expected: Some(expected),
+        observed: Some(high_watermark),
+        method: format!(
+            "{} sequential round trips measured after {} warm-up ones; the partition's high watermark == their sum",
+            knobs.latency_samples, knobs.latency_warmup
+        ),
+    };
+    finish("latency", metrics, integrity, info)
+}
+
+/// `<name>_p50_us`, `_p99_us`, `_p99_9_us`, `_max_us` by nearest rank, when there are samples.
+fn add_percentiles(metrics: &mut BTreeMap<String, Metric>, name: &str, samples_us: &[f64]) {
+    if samples_us.is_empty() {
+        return;
+    }
+    let mut sorted = samples_us.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    for (suffix, p) in [("p50", 50.0), ("p99", 99.0), ("p99_9", 99.9), ("max", 100.0)] {
+        if let Some(v) = streamlab_record::stats::percentile(&sorted, p) {
+            metrics.insert(format!("{name}_{suffix}_us"), metric(v, "µs", false));
+        }
+    }
+}
+
+fn finish(kind: &str, metrics: BTreeMap<String, Metric>, integrity: Integrity, info: ClientInfo) -> Measurement {
+    let mut verdict = info.asymmetries.into_verdict();
+    verdict.insert("command".into(), info.command);
+    Measurement { kind: kind.into(), metrics, integrity, verdict, note: info.note, versions: info.versions }
+}
+
+/// The listener the knobs name, with its password read (for clients configured outside librdkafka).
+pub fn listener<'e>(env: &'e EnvDescriptor, knobs: &Knobs) -> Result<(&'e Listener, Option<String>)> {
+    let l = env.listener(&knobs.listener).with_context(|| {
+        let known: Vec<_> = env.kafka.listeners.keys().cloned().collect();
+        format!("the environment has no listener {:?}; it has {known:?}", knobs.listener)
+    })?;
+    let password = l.password_file.as_ref().map(|p| read_secret(p)).transpose()?;
+    Ok((l, password))
+}
+
+/// The admin/offsets config: the plaintext listener, whatever listener the client under test uses.
+pub fn admin_config(env: &EnvDescriptor) -> Result<ClientConfig> {
+    client_config(env, DEFAULT_LISTENER)
+}
+
+/// A fresh topic for this run, deleted and created again (one name per arm and workload, so a long matrix
+/// never holds more than one copy of each); `partitions` partitions (1 for latency), replication 1.
+/// Retention is long enough that nothing is deleted before the run has read and counted it.
+pub fn fresh_run_topic(env: &EnvDescriptor, knobs: &Knobs, arm: &str) -> Result<String> {
+    let topic = format!("clients-{arm}-{:?}", knobs.workload).to_lowercase();
+    let partitions = if knobs.workload == Workload::Latency { 1 } else { knobs.partitions };
+    fresh_topic(&admin_config(env)?, &topic, partitions, RUN_RETENTION)?;
+    Ok(topic)
+}
+
+/// Kept for the whole run (segments roll so that a deleted topic frees its disk quickly).
+const RUN_RETENTION: &[(&str, &str)] = &[("retention.ms", "1800000"), ("segment.bytes", "268435456")];
+
+/// The sum of the topic's partition high watermarks, read on the plaintext listener.
+pub fn topic_high_watermark(env: &EnvDescriptor, topic: &str) -> Result<u64> {
+    high_watermark_sum(&admin_config(env)?, topic)
+}
+
+/// Fill `topic` with `knobs.count` records of `knobs.payload_bytes` for a fetch run (untimed; rust-rdkafka on
+/// the plaintext listener, acks=1, no compression). Fails unless the broker holds exactly `count` records.
+pub fn preload(env: &EnvDescriptor, topic: &str, knobs: &Knobs) -> Result<u64> {
+    rdkafka_arm::fill(&admin_config(env)?, topic, knobs.count, knobs.payload_bytes)?;
+    let hw = topic_high_watermark(env, topic)?;
+    anyhow::ensure!(hw == knobs.count, "preloading {topic} left {hw} records, not {}", knobs.count);
+    Ok(hw)
+}
+
+/// The payload every client sends where it can: the same bytes for all, so lz4 sees the same input.
+pub fn payload(bytes: usize) -> Vec<u8> {
+    vec![b'x'; bytes]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn produced(acked: u64, failed: u64) -> Produced {
+        Produced { acked, failed, elapsed: Duration::from_secs(1), client_cpu_s: 0.5 }
+    }
+
+    #[test]
+    fn a_flush_that_said_ok_while_the_broker_holds_fewer_records_fails_integrity() {
+        let short = produce_integrity(1000, &produced(1000, 0), 968);
+        assert_eq!(short.status, streamlab_record::IntegrityStatus::Failed);
+        assert_eq!((short.expected, short.observed), (Some(1000), Some(968)));
+        let counted_short = produce_integrity(1000, &produced(990, 0), 1000);
+        assert_eq!(counted_short.status, streamlab_record::IntegrityStatus::Failed);
+        let with_failures = produce_integrity(1000, &produced(1000, 3), 1000);
+        assert_eq!(with_failures.status, streamlab_record::IntegrityStatus::Failed);
+        assert_eq!(
+            produce_integrity(1000, &produced(1000, 0), 1000).status,
+            streamlab_record::IntegrityStatus::Verified
+        );
+    }
+
+    #[test]
+    fn a_fetch_that_stops_short_or_reads_too_much_fails_integrity() {
+        let fetched = |consumed| Fetched {
+            consumed,
+            bytes: consumed * 100,
+            elapsed: Duration::from_millis(500),
+            client_cpu_s: 0.1,
+            fetch_request_us: vec![],
+        };
+        let ok = fetch_measurement(&fetched(1000), 1000, ClientInfo::default());
+        assert_eq!(ok.integrity.status, streamlab_record::IntegrityStatus::Verified);
+        assert_eq!(ok.metrics["records_per_s"].value, 2000.0);
+        for consumed in [999, 1001] {
+            let bad = fetch_measurement(&fetched(consumed), 1000, ClientInfo::default());
+            assert_eq!(bad.integrity.status, streamlab_record::IntegrityStatus::Failed);
+        }
+    }
+
+    #[test]
+    fn an_empty_run_has_no_rate_rather_than_a_rate_of_zero() {
+        let m = fetch_measurement(
+            &Fetched { consumed: 0, bytes: 0, elapsed: Duration::ZERO, client_cpu_s: 0.0, fetch_request_us: vec![] },
+            0,
+            ClientInfo::default(),
+        );
+        assert!(!m.metrics.contains_key("records_per_s"));
+        assert_eq!(m.integrity.status, streamlab_record::IntegrityStatus::Failed);
+    }
+
+    #[test]
+    fn latency_percentiles_are_nearest_rank_in_microseconds() {
+        let knobs_json = serde_json::json!({
+            "workload": "latency", "listener": "plaintext", "compression": "none", "acks": 1, "idempotence": false,
+            "count": 0, "payload_bytes": 100, "partitions": 1, "linger_ms": 0, "batch_messages": 1,
+            "batch_bytes": 0, "queue_messages": 0, "fetch_max_wait_ms": 100, "fetch_min_bytes": 1,
+            "fetch_max_bytes": 16777216, "latency_warmup": 10, "latency_samples": 100, "kafka_version": "3.9.1"
+        });
+        let knobs: Knobs = serde_json::from_value(knobs_json).unwrap();
+        let samples: Vec<f64> = (1..=100).map(f64::from).collect();
+        let m = latency_measurement(&knobs, &samples, 110, ClientInfo::default());
+        assert_eq!(m.metrics["ack_p50_us"].value, 50.0);
+        assert_eq!(m.metrics["ack_p99_us"].value, 99.0);
+        assert_eq!(m.metrics["ack_max_us"].value, 100.0);
+        assert_eq!(m.integrity.status, streamlab_record::IntegrityStatus::Verified);
+        let short = latency_measurement(&knobs, &samples[..99], 109, ClientInfo::default());
+        assert_eq!(short.integrity.status, streamlab_record::IntegrityStatus::Failed);
+    }
+}

@@ -1,0 +1,319 @@
+//! The rust-rdkafka 0.39 adapter (librdkafka 2.12.1, the library rdkafka-sys 4.10.0 vendors). Its produce loop
+//! is the C tool's: `produce`, `poll(0)` after each record, `poll(10 ms)` on a full queue, the clock from
+//! before the first record to the last delivery report; so C vs rust-rdkafka on the same library shows what
+//! the binding costs and nothing else.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use rdkafka::config::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::KafkaError;
+use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
+use rdkafka::types::RDKafkaErrorCode;
+use rdkafka::{ClientContext, Offset, TopicPartitionList};
+use streamlab_record::Measurement;
+
+use super::{Asymmetries, ClientInfo, Fetched, Knobs, Produced, Workload};
+use crate::arms::ArmContext;
+use crate::arms::spec::{ArmSpec, KnobStruct};
+use crate::kafka::config::client_config;
+
+pub const ARM: ArmSpec =
+    ArmSpec { bench: "clients", arm: "rdkafka", knobs: super::KNOBS, run, knob_struct: KnobStruct::of::<Knobs>() };
+
+/// Give up on a fetch that makes no progress for this long.
+const STALL_TIMEOUT: Duration = Duration::from_secs(60);
+
+pub fn run(ctx: &ArmContext) -> Result<Measurement> {
+    let knobs: Knobs = ctx.knobs()?;
+    let topic = super::fresh_run_topic(&ctx.env, &knobs, "rdkafka")?;
+    let measurement = match knobs.workload {
+        Workload::Produce => produce(ctx, &knobs, &topic),
+        Workload::Fetch => fetch(ctx, &knobs, &topic),
+        Workload::Latency => latency(ctx, &knobs, &topic),
+    };
+    let _ = crate::kafka::admin::delete_topic(&super::admin_config(&ctx.env)?, &topic);
+    measurement
+}
+
+/// Counts delivery reports.
+#[derive(Default)]
+struct Counting {
+    acked: AtomicU64,
+    failed: AtomicU64,
+    first_error: std::sync::Mutex<Option<String>>,
+}
+
+impl ClientContext for Counting {}
+
+impl ProducerContext for Counting {
+    type DeliveryOpaque = ();
+
+    fn delivery(&self, result: &DeliveryResult<'_>, _: ()) {
+        match result {
+            Ok(_) => {
+                self.acked.fetch_add(1, Ordering::Relaxed);
+            }
+            Err((e, _)) => {
+                self.failed.fetch_add(1, Ordering::Relaxed);
+                self.first_error.lock().expect("error lock").get_or_insert_with(|| e.to_string());
+            }
+        }
+    }
+}
+
+/// The producer properties every librdkafka client here gets from the knobs (the C tool takes the same as -X).
+pub fn producer_properties(knobs: &Knobs) -> Vec<(&'static str, String)> {
+    let mut p = vec![
+        ("acks", knobs.acks.to_string()),
+        ("enable.idempotence", knobs.idempotence.to_string()),
+        ("linger.ms", knobs.linger_ms.to_string()),
+        ("compression.codec", knobs.compression.name().to_owned()),
+        ("socket.nagle.disable", "true".to_owned()),
+    ];
+    if knobs.batch_messages > 0 {
+        p.push(("batch.num.messages", knobs.batch_messages.to_string()));
+    }
+    if knobs.batch_bytes > 0 {
+        p.push(("batch.size", knobs.batch_bytes.to_string()));
+    }
+    if knobs.queue_messages > 0 {
+        p.push(("queue.buffering.max.messages", knobs.queue_messages.to_string()));
+    }
+    p
+}
+
+/// The consumer properties for a fetch from offset 0 (the C tool takes the same as -X).
+pub fn fetch_properties(knobs: &Knobs) -> Vec<(&'static str, String)> {
+    vec![
+        ("fetch.wait.max.ms", knobs.fetch_max_wait_ms.to_string()),
+        ("fetch.min.bytes", knobs.fetch_min_bytes.to_string()),
+        ("fetch.message.max.bytes", knobs.fetch_max_bytes.to_string()),
+        ("fetch.max.bytes", knobs.fetch_max_bytes.to_string()),
+        // rdkafka_performance sets this before parsing flags: the same prefetch for both.
+        ("queued.min.messages", "1000000".to_owned()),
+    ]
+}
+
+fn describe(props: &[(&str, String)]) -> String {
+    props.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
+}
+
+fn info(command: String, asymmetries: Asymmetries) -> ClientInfo {
+    let (_, librdkafka) = rdkafka::util::get_rdkafka_version();
+    ClientInfo {
+        versions: crate::versions::client_versions()
+            .into_iter()
+            .chain([("librdkafka".to_owned(), librdkafka)])
+            .collect(),
+        command,
+        asymmetries,
+        note: None,
+    }
+}
+
+fn produce_asymmetries(knobs: &Knobs) -> Asymmetries {
+    Asymmetries {
+        connections: "1 per broker".into(),
+        in_flight: if knobs.idempotence { "5 per connection (idempotence caps it)".into() } else { "1000000 per connection (librdkafka default)".into() },
+        partitioner: "consistent_random: keyless records stick to a partition for 2 x linger.ms".into(),
+        clock: "from before the first produce() (after the client is created, before it has connected) to the last delivery report".into(),
+        payload: "'x' repeated".into(),
+    }
+}
+
+fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
+    let mut cfg = client_config(&ctx.env, &knobs.listener)?;
+    let props = producer_properties(knobs);
+    for (k, v) in &props {
+        cfg.set(*k, v);
+    }
+    let producer: BaseProducer<Counting> =
+        cfg.create_with_context(Counting::default()).context("cannot create the producer")?;
+    let payload = super::payload(knobs.payload_bytes);
+    let cpu_before = crate::cpu::process_cpu_seconds();
+    let started = Instant::now();
+    let mut sent = 0u64;
+    while sent < knobs.count {
+        match producer.send(BaseRecord::<(), [u8]>::to(topic).payload(&payload)) {
+            Ok(()) => {
+                sent += 1;
+                producer.poll(Duration::ZERO);
+            }
+            Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
+                producer.poll(Duration::from_millis(10));
+            }
+            Err((e, _)) => bail!("produce failed after {sent} records: {e}"),
+        }
+    }
+    let ctx_ = producer.context();
+    let deadline = Instant::now() + Duration::from_secs(300);
+    while ctx_.acked.load(Ordering::Relaxed) + ctx_.failed.load(Ordering::Relaxed) < knobs.count {
+        producer.poll(Duration::from_millis(10));
+        if Instant::now() > deadline {
+            break;
+        }
+    }
+    let elapsed = started.elapsed();
+    let produced = Produced {
+        acked: ctx_.acked.load(Ordering::Relaxed),
+        failed: ctx_.failed.load(Ordering::Relaxed),
+        elapsed,
+        client_cpu_s: crate::cpu::process_cpu_seconds() - cpu_before,
+    };
+    drop(producer);
+    let hw = super::topic_high_watermark(&ctx.env, topic)?;
+    let mut info = info(
+        format!("rust-rdkafka BaseProducer on {}: {}", knobs.listener, describe(&props)),
+        produce_asymmetries(knobs),
+    );
+    if let Some(e) = ctx_first_error(&produced, &info) {
+        info.note = Some(e);
+    }
+    Ok(super::produce_measurement(knobs, &produced, hw, info))
+}
+
+fn ctx_first_error(p: &Produced, _info: &ClientInfo) -> Option<String> {
+    (p.failed > 0).then(|| format!("{} records failed", p.failed))
+}
+
+fn fetch(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
+    let hw = super::preload(&ctx.env, topic, knobs)?;
+    let mut cfg = client_config(&ctx.env, &knobs.listener)?;
+    let props = fetch_properties(knobs);
+    for (k, v) in &props {
+        cfg.set(*k, v);
+    }
+    cfg.set("group.id", format!("streamlab-fetch-{topic}")).set("enable.auto.commit", "false");
+    let consumer: BaseConsumer = cfg.create().context("cannot create the consumer")?;
+    let mut tpl = TopicPartitionList::new();
+    for p in 0..knobs.partitions {
+        tpl.add_partition_offset(topic, p, Offset::Beginning)?;
+    }
+    consumer.assign(&tpl)?;
+    let cpu_before = crate::cpu::process_cpu_seconds();
+    let (mut consumed, mut bytes) = (0u64, 0u64);
+    let mut first: Option<Instant> = None;
+    let mut last_progress = Instant::now();
+    while consumed < hw {
+        match consumer.poll(Duration::from_millis(100)) {
+            Some(Ok(msg)) => {
+                first.get_or_insert_with(Instant::now);
+                consumed += 1;
+                bytes += msg.payload_len() as u64;
+                last_progress = Instant::now();
+            }
+            Some(Err(e)) => bail!("fetch failed after {consumed} records: {e}"),
+            None if last_progress.elapsed() > STALL_TIMEOUT => break,
+            None => {}
+        }
+    }
+    let elapsed = first.map_or(Duration::ZERO, |f| f.elapsed());
+    let fetched = Fetched {
+        consumed,
+        bytes,
+        elapsed,
+        client_cpu_s: crate::cpu::process_cpu_seconds() - cpu_before,
+        fetch_request_us: Vec::new(),
+    };
+    let asymmetries = Asymmetries {
+        connections: "1 per broker".into(),
+        in_flight: "1 Fetch per broker at a time".into(),
+        partitioner: "all partitions assigned, from offset 0".into(),
+        clock: "from the first record received to the last (connect, metadata and the first fetch excluded, as the C tool does)".into(),
+        payload: "preloaded by rust-rdkafka: 'x' repeated".into(),
+    };
+    let info = info(
+        format!(
+            "rust-rdkafka BaseConsumer (assign, poll one record at a time) on {}: {}",
+            knobs.listener,
+            describe(&props)
+        ),
+        asymmetries,
+    );
+    Ok(super::fetch_measurement(&fetched, hw, info))
+}
+
+fn latency(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
+    let mut cfg = client_config(&ctx.env, &knobs.listener)?;
+    let props = [
+        ("acks", knobs.acks.to_string()),
+        ("enable.idempotence", knobs.idempotence.to_string()),
+        ("linger.ms", "0".to_owned()),
+        ("batch.num.messages", "1".to_owned()),
+        ("max.in.flight", "1".to_owned()),
+        ("socket.nagle.disable", "true".to_owned()),
+    ];
+    for (k, v) in &props {
+        cfg.set(*k, v);
+    }
+    let producer: BaseProducer<Counting> =
+        cfg.create_with_context(Counting::default()).context("cannot create the producer")?;
+    let payload = super::payload(knobs.payload_bytes);
+    let mut samples = Vec::with_capacity(knobs.latency_samples as usize);
+    for i in 0..knobs.latency_warmup + knobs.latency_samples {
+        let before =
+            producer.context().acked.load(Ordering::Relaxed) + producer.context().failed.load(Ordering::Relaxed);
+        let t = Instant::now();
+        producer
+            .send(BaseRecord::<(), [u8]>::to(topic).partition(0).payload(&payload))
+            .map_err(|(e, _)| e)
+            .with_context(|| format!("round trip {i}"))?;
+        let deadline = t + Duration::from_secs(30);
+        while producer.context().acked.load(Ordering::Relaxed) + producer.context().failed.load(Ordering::Relaxed)
+            == before
+        {
+            producer.poll(Duration::from_millis(1));
+            anyhow::ensure!(Instant::now() < deadline, "round trip {i}: no delivery report within 30 s");
+        }
+        if i >= knobs.latency_warmup {
+            samples.push(t.elapsed().as_secs_f64() * 1e6);
+        }
+    }
+    anyhow::ensure!(producer.context().failed.load(Ordering::Relaxed) == 0, "a round trip failed");
+    drop(producer);
+    let hw = super::topic_high_watermark(&ctx.env, topic)?;
+    let asymmetries = Asymmetries {
+        connections: "1 per broker".into(),
+        in_flight: "1 (max.in.flight=1, one record at a time)".into(),
+        partitioner: "partition 0".into(),
+        clock: "from produce() to its delivery report seen by poll (1 ms poll interval)".into(),
+        payload: "'x' repeated".into(),
+    };
+    let info = info(
+        format!("rust-rdkafka BaseProducer, sequential produce->ack on {}: {}", knobs.listener, describe(&props)),
+        asymmetries,
+    );
+    Ok(super::latency_measurement(knobs, &samples, hw, info))
+}
+
+/// Fill `topic` with `count` records (acks=1, linger 5 ms, 32768-record / 1 MB batches): the fetch
+/// workload's preload. Fails unless every record was acknowledged.
+pub fn fill(cfg: &ClientConfig, topic: &str, count: u64, payload_bytes: usize) -> Result<()> {
+    let mut cfg = cfg.clone();
+    cfg.set("acks", "1")
+        .set("linger.ms", "5")
+        .set("batch.num.messages", "32768")
+        .set("batch.size", "1000000")
+        .set("queue.buffering.max.messages", "1000000");
+    let producer: ThreadedProducer<Counting> =
+        cfg.create_with_context(Counting::default()).context("cannot create the loader")?;
+    let payload = super::payload(payload_bytes);
+    let mut sent = 0u64;
+    while sent < count {
+        match producer.send(BaseRecord::<(), [u8]>::to(topic).payload(&payload)) {
+            Ok(()) => sent += 1,
+            Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
+                std::thread::sleep(Duration::from_millis(1))
+            }
+            Err((e, _)) => bail!("preloading {topic} failed after {sent} records: {e}"),
+        }
+    }
+    producer.flush(Duration::from_secs(300)).context("preload flush")?;
+    let c = producer.context();
+    let (acked, failed) = (c.acked.load(Ordering::Relaxed), c.failed.load(Ordering::Relaxed));
+    anyhow::ensure!(acked == count && failed == 0, "preload acknowledged {acked} of {count} ({failed} failed)");
+    Ok(())
+}

@@ -1,0 +1,69 @@
+//! The client tools the lab builds or pins for the clients matrix, as xtask describes them in the JSON file
+//! that `STREAMLAB_TOOLS` names: the `rdkafka_performance` builds (one per librdkafka version) and the Java
+//! perf tools' classpath.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use serde::{Deserialize, Serialize};
+
+/// The environment variable the runner sets to the tools file.
+pub const TOOLS_ENV: &str = "STREAMLAB_TOOLS";
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct Tools {
+    /// librdkafka version (`2.12.1`, `2.15.0`) -> its `rdkafka_performance` build.
+    #[serde(default)]
+    pub rdkafka_performance: BTreeMap<String, CTool>,
+    #[serde(default)]
+    pub java: Option<JavaTools>,
+}
+
+/// One `rdkafka_performance` binary and how it was made (for provenance).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct CTool {
+    pub path: PathBuf,
+    /// What the library reports at run time (`rd_kafka_version_str`), e.g. `2.15.0`.
+    pub librdkafka_version: String,
+    /// Where the library and the tool's source came from, with their hashes.
+    pub source: String,
+    pub configure: String,
+    pub compiler: String,
+}
+
+/// Kafka's Java perf tools (ProducerPerformance, ConsumerPerformance) on the pinned jars.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct JavaTools {
+    pub java: PathBuf,
+    pub classpath: Vec<PathBuf>,
+    /// e.g. `org.apache.kafka:kafka-tools:4.1.0`.
+    pub kafka_tools: String,
+    /// `java -version`'s first line.
+    pub java_version: String,
+}
+
+impl Tools {
+    /// The tools file the runner wrote; an arm run by hand without it is told where it comes from.
+    pub fn load() -> Result<Tools> {
+        let path = std::env::var_os(TOOLS_ENV).with_context(|| {
+            format!(
+                "{TOOLS_ENV} is not set: the clients arms run the tools `cargo xtask lab run` builds and names there"
+            )
+        })?;
+        let path = PathBuf::from(path);
+        let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
+        serde_json::from_str(&text).with_context(|| format!("{}: not a tools file", path.display()))
+    }
+
+    pub fn c_tool(&self, librdkafka: &str) -> Result<&CTool> {
+        self.rdkafka_performance.get(librdkafka).with_context(|| {
+            let built: Vec<_> = self.rdkafka_performance.keys().collect();
+            format!("no rdkafka_performance built against librdkafka {librdkafka} (built: {built:?})")
+        })
+    }
+
+    pub fn java(&self) -> Result<&JavaTools> {
+        self.java.as_ref().context("the tools file names no Java tools")
+    }
+}
