@@ -1,5 +1,6 @@
 //! `cargo xtask`: streamlab's whole command surface.
 
+mod clients;
 mod clock;
 mod doctor;
 mod env;

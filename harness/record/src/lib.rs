@@ -10,6 +10,7 @@ pub mod provenance;
 pub mod record;
 pub mod run_spec;
 pub mod stats;
+pub mod tools;
 
 pub use descriptor::EnvDescriptor;
 pub use integrity::{Integrity, IntegrityStatus};

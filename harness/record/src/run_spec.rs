@@ -84,6 +84,8 @@ named_enum!(
     Need, "service", {
         Kafka = "kafka",
         Mysql = "mysql",
+        /// The clients matrix's tools: rdkafka_performance builds and Kafka's Java perf tools.
+        ClientTools = "client_tools",
     }
 );
 

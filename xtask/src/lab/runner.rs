@@ -73,6 +73,19 @@ pub fn run(args: RunArgs) -> Result<()> {
     needs.dedup();
     phase("fetch", &backend.prepare_what());
     backend.prepare()?;
+    let logs = paths::repo_root().join("target/streamlab/runs").join(&run_id);
+    std::fs::create_dir_all(&logs)?;
+    let tools = match needs.contains(&Need::ClientTools) {
+        true => {
+            phase(
+                "client tools",
+                "rdkafka_performance against librdkafka 2.12.1 and 2.15.0 (built once into the cache), Kafka's Java perf tools",
+            );
+            let path = logs.join("tools.json");
+            Some((crate::clients::prepare(&path)?, path))
+        }
+        false => None,
+    };
     phase("environment", &format!("bringing the {} environment up", backend.name()));
     let mut env = backend.up(&run_id, &needs)?;
 
@@ -84,9 +97,10 @@ pub fn run(args: RunArgs) -> Result<()> {
     std::fs::create_dir_all(&run_dir.path).with_context(|| format!("cannot create {}", run_dir.path.display()))?;
     run_dir.save_spec(&spec)?;
     write_provenance(&run_dir, &prov)?;
+    if let Some((tools, _)) = &tools {
+        prov.versions.extend(crate::clients::versions(tools));
+    }
     let run_info = run_info(&run_id, &prov);
-    let logs = paths::repo_root().join("target/streamlab/runs").join(&run_id);
-    std::fs::create_dir_all(&logs)?;
 
     phase(
         "tasks",
@@ -120,7 +134,9 @@ pub fn run(args: RunArgs) -> Result<()> {
                 let (client_cpus, placement) = place(task, env.as_ref())?;
                 let probe = Probe::start(env.service_pids());
                 let watch = || env.dead_service();
-                let mut measured = run_task(&harness, task, env.descriptor(), &logs, client_cpus.as_deref(), &watch)?;
+                let tools_file = tools.as_ref().map(|(_, path)| path.as_path());
+                let mut measured =
+                    run_task(&harness, task, env.descriptor(), &logs, client_cpus.as_deref(), tools_file, &watch)?;
                 let conditions = probe.finish(Some(placement));
                 if let Outcome::Measured(m) = &measured {
                     prov.versions.extend(m.versions.clone());

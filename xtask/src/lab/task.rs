@@ -39,6 +39,7 @@ pub fn run_task(
     env: &EnvDescriptor,
     logs: &Path,
     client_cpus: Option<&[usize]>,
+    tools: Option<&Path>,
     watch: &dyn Fn() -> Option<ServiceDown>,
 ) -> Result<Outcome> {
     let log_path =
@@ -57,6 +58,9 @@ pub fn run_task(
         .arg(env.dir.join(DESCRIPTOR_FILE))
         .args(["--knobs", &knobs])
         .stdout(Stdio::piped());
+    if let Some(tools) = tools {
+        cmd.env(streamlab_record::tools::TOOLS_ENV, tools);
+    }
     let mut child = process::spawn_piped(cmd, &log_path)?;
     // Read stdout on a thread so a chatty arm can never block on a full pipe.
     let mut pipe = child.stdout.take().context("no stdout")?;

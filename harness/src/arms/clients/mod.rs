@@ -17,7 +17,8 @@
 //! exits with [`NOT_RUNNABLE_EXIT`] and the runner records the point as not run, with the reason.
 
 pub mod rdkafka_arm;
-pub mod tools;
+
+pub use streamlab_record::tools::{CTool, JavaTools, TOOLS_ENV, Tools};
 
 use std::collections::BTreeMap;
 use std::time::Duration;

@@ -1,11 +1,10 @@
 //! The client tools the lab builds or pins for the clients matrix, as xtask describes them in the JSON file
 //! that `STREAMLAB_TOOLS` names: the `rdkafka_performance` builds (one per librdkafka version) and the Java
-//! perf tools' classpath.
+//! perf tools' classpath. xtask writes it (xtask/src/clients/), the harness's client arms read it.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 /// The environment variable the runner sets to the tools file.
@@ -45,25 +44,31 @@ pub struct JavaTools {
 
 impl Tools {
     /// The tools file the runner wrote; an arm run by hand without it is told where it comes from.
-    pub fn load() -> Result<Tools> {
-        let path = std::env::var_os(TOOLS_ENV).with_context(|| {
+    pub fn load() -> Result<Tools, String> {
+        let path = std::env::var_os(TOOLS_ENV).ok_or_else(|| {
             format!(
                 "{TOOLS_ENV} is not set: the clients arms run the tools `cargo xtask lab run` builds and names there"
             )
         })?;
         let path = PathBuf::from(path);
-        let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
-        serde_json::from_str(&text).with_context(|| format!("{}: not a tools file", path.display()))
+        let text = std::fs::read_to_string(&path).map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        serde_json::from_str(&text).map_err(|e| format!("{}: not a tools file: {e}", path.display()))
     }
 
-    pub fn c_tool(&self, librdkafka: &str) -> Result<&CTool> {
-        self.rdkafka_performance.get(librdkafka).with_context(|| {
+    /// Write the tools file (atomically).
+    pub fn save(&self, path: &std::path::Path) -> std::io::Result<()> {
+        let json = serde_json::to_vec_pretty(self).map_err(std::io::Error::other)?;
+        crate::jsonl::write_atomic(path, &json).map_err(std::io::Error::other)
+    }
+
+    pub fn c_tool(&self, librdkafka: &str) -> Result<&CTool, String> {
+        self.rdkafka_performance.get(librdkafka).ok_or_else(|| {
             let built: Vec<_> = self.rdkafka_performance.keys().collect();
             format!("no rdkafka_performance built against librdkafka {librdkafka} (built: {built:?})")
         })
     }
 
-    pub fn java(&self) -> Result<&JavaTools> {
-        self.java.as_ref().context("the tools file names no Java tools")
+    pub fn java(&self) -> Result<&JavaTools, String> {
+        self.java.as_ref().ok_or_else(|| "the tools file names no Java tools".to_owned())
     }
 }
