@@ -70,8 +70,12 @@ enum EnvCommand {
     Status,
     /// Download the pinned Kafka jars into the cache and verify every checksum.
     Fetch,
-    /// Regenerate env/kafka/jars.lock with Maven (maintainers only).
-    Lock,
+    /// Regenerate the jar locks (env/kafka/jars.lock, env/kafka/<version>/jars.lock) with Maven (maintainers only).
+    Lock {
+        /// Only this Kafka version's lock.
+        #[arg(long)]
+        kafka: Option<String>,
+    },
     /// Have the docker backend's images: pull the pinned ones, or build local equivalents where no registry answers.
     Images,
 }
@@ -102,7 +106,7 @@ fn run() -> Result<()> {
         Command::Env(EnvCommand::Down(args)) => env::down(args),
         Command::Env(EnvCommand::Status) => env::status(),
         Command::Env(EnvCommand::Fetch) => env::pins::fetch_command(),
-        Command::Env(EnvCommand::Lock) => env::pins::lock_command(),
+        Command::Env(EnvCommand::Lock { kafka }) => env::pins::lock_command(kafka.as_deref()),
         Command::Env(EnvCommand::Images) => env::docker::images::images_command(),
         Command::Doctor => doctor::run(),
         Command::Test(args) => testcmd::run(args),

@@ -78,6 +78,7 @@ fn integration(tally: &mut Tally) -> Result<()> {
         root: envs_dir(),
         id: native::new_id("test-"),
         with_mysql: true,
+        kafka: crate::env::pins::default_pin(),
         broker_cpus: None,
         lifetime: process::Lifetime::TiedToParent,
         kafka_ports: None,

@@ -42,6 +42,10 @@ pub struct Provenance {
     /// Environments brought up afresh after a service died mid-run, in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub restarts: Vec<EnvRestart>,
+    /// Every Kafka version the run's brokers ran (points can choose one), in the order they ran, each with
+    /// the lock its jars came from (`pins` is the default version's, whose tools every environment uses).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub kafka_brokers: BTreeMap<String, Pins>,
 }
 
 /// One environment replaced mid-run: which one failed, why, and which took its place.
@@ -172,6 +176,9 @@ impl Provenance {
         for (k, v) in earlier.env.cpu_caps {
             self.env.cpu_caps.entry(k).or_insert(v);
         }
+        for (k, v) in earlier.kafka_brokers {
+            self.kafka_brokers.entry(k).or_insert(v);
+        }
         let note = format!("resumed; first started at {}", earlier.started_ts_ms);
         self.env.note = Some(match self.env.note.take() {
             Some(n) => format!("{n}; {note}"),
@@ -180,6 +187,11 @@ impl Provenance {
     }
 
     /// Record a broker CPU cap that was applied; true if it was new.
+    /// A broker at `version` ran in this run, from the jars `pins` names.
+    pub fn note_kafka_broker(&mut self, version: &str, pins: Pins) {
+        self.kafka_brokers.entry(version.to_owned()).or_insert(pins);
+    }
+
     pub fn note_broker_cap(&mut self, cap: &str) -> bool {
         let entry = self.env.cpu_caps.entry("broker (per broker_cores point)".to_owned()).or_default();
         if entry.split("; ").any(|c| c == cap) {

@@ -11,6 +11,7 @@ use streamlab_record::provenance::EnvInfo;
 use streamlab_record::run_spec::{BackendChoice, Need};
 
 use super::health::{self, ServiceDown};
+use super::pins::KafkaPin;
 use super::{docker, external, native};
 
 pub trait Backend {
@@ -18,12 +19,17 @@ pub trait Backend {
     fn name(&self) -> &'static str;
     /// Whether the broker can be pinned to `cores` CPUs (0 = uncapped); `Err` says why not.
     fn can_cap_broker(&self, cores: usize) -> std::result::Result<(), String>;
+    /// Whether this backend starts the broker at the Kafka version a point asks for; `Err` says why not.
+    fn can_choose_kafka(&self) -> std::result::Result<(), String> {
+        Ok(())
+    }
     /// What [`Backend::prepare`] does, for the line that announces it.
     fn prepare_what(&self) -> String;
     /// Fetch and verify what the services need (pinned artifacts), before anything starts.
     fn prepare(&self) -> Result<()>;
-    /// Bring up the services `needs` asks for; they stop when the environment is dropped.
-    fn up(&self, run_id: &str, needs: &[Need]) -> Result<Box<dyn Environment>>;
+    /// Bring up the services `needs` asks for, the broker at `kafka`'s version; they stop when the environment
+    /// is dropped.
+    fn up(&self, run_id: &str, needs: &[Need], kafka: &'static KafkaPin) -> Result<Box<dyn Environment>>;
 }
 
 pub trait Environment {

@@ -1,6 +1,7 @@
 //! The external backend: services the user already runs. The lab never starts or stops them;
 //! it writes a descriptor so arms find them the same way, and says so in provenance.
 
+use super::pins::KafkaPin;
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -65,6 +66,10 @@ impl Backend for ExternalBackend {
         }
     }
 
+    fn can_choose_kafka(&self) -> std::result::Result<(), String> {
+        Err("an external cluster runs whatever Kafka version it runs; the lab cannot start another".into())
+    }
+
     fn prepare_what(&self) -> String {
         "nothing: the services are yours".to_owned()
     }
@@ -73,7 +78,7 @@ impl Backend for ExternalBackend {
         Ok(())
     }
 
-    fn up(&self, run_id: &str, _needs: &[Need]) -> Result<Box<dyn Environment>> {
+    fn up(&self, run_id: &str, _needs: &[Need], _kafka: &'static KafkaPin) -> Result<Box<dyn Environment>> {
         let dir = crate::paths::envs_dir().join(format!("ext-{run_id}"));
         Ok(Box::new(ExternalEnv { descriptor: describe(&dir, run_id, &self.bootstrap, self.dsn.as_ref())? }))
     }

@@ -10,6 +10,7 @@ use anyhow::{Context, Result, bail};
 use streamlab_record::descriptor::{KafkaEnv, Listener};
 
 use super::host::{Role, ServiceHost};
+use super::pins::KafkaPin;
 use super::process;
 use super::{certs, secrets, templates};
 use crate::paths::repo_root;
@@ -40,8 +41,12 @@ pub struct KafkaStart<'a> {
     pub env_id: &'a str,
     pub ports: KafkaPorts,
     pub cpus: Option<Vec<usize>>,
-    /// The jars as the host's java sees them.
+    /// The Kafka version to run: its jars and log configuration.
+    pub pin: &'static KafkaPin,
+    /// The broker's jars (`pin`'s) as the host's java sees them.
     pub classpath: std::ffi::OsString,
+    /// Kafka's tools (the default pin's jars): readiness probes, whatever the broker's version.
+    pub tools_classpath: std::ffi::OsString,
 }
 
 /// A broker that has been started but may not be ready yet.
@@ -68,19 +73,17 @@ pub fn launch<'h>(host: &'h dyn ServiceHost, s: &KafkaStart) -> Result<Launched<
     std::fs::write(&ca_file, &tls.ca_pem)?;
     let properties = s.dir.join("server.properties");
     secrets::write_secret(&properties, &render_server_properties(s, &tls)?)?;
-    let classpath = s.classpath.clone();
-
-    format_storage(host, &classpath, &properties, &password)?;
+    format_storage(host, s.pin, &s.classpath, &properties, &password)?;
     let log = s.dir.join("kafka.out");
     let mut cmd = Command::new(host.java());
-    cmd.args(jvm_flags(s.dir)).arg("-cp").arg(&classpath).arg("kafka.Kafka").arg(&properties);
+    cmd.args(jvm_flags(s.dir, s.pin)).arg("-cp").arg(&s.classpath).arg("kafka.Kafka").arg(&properties);
     let pid = host.spawn(Role::Kafka, cmd, &log, s.cpus.as_deref())?;
     Ok(Launched {
         host,
         pid,
         log,
         dir: s.dir.to_owned(),
-        classpath,
+        classpath: s.tools_classpath.clone(),
         password,
         listeners: listeners(s.ports, &password_file, &ca_file),
         controller: format!("127.0.0.1:{}", s.ports.controller),
@@ -122,14 +125,14 @@ pub fn java() -> PathBuf {
     std::env::var_os("JAVA_HOME").map(|h| PathBuf::from(h).join("bin").join("java")).unwrap_or_else(|| "java".into())
 }
 
-fn jvm_flags(dir: &Path) -> Vec<String> {
+fn jvm_flags(dir: &Path, pin: &KafkaPin) -> Vec<String> {
     vec![
         "-Xms1g".into(),
         "-Xmx1g".into(),
         "-XX:+UseG1GC".into(),
         "-XX:MaxGCPauseMillis=20".into(),
         "-Djava.awt.headless=true".into(),
-        format!("-Dlog4j2.configurationFile={}", repo_root().join("env/kafka/log4j2.yaml").display()),
+        pin.broker_log_flag(),
         format!("-Dkafka.logs.dir={}", dir.join("logs").display()),
     ]
 }
@@ -155,6 +158,7 @@ fn render_server_properties(s: &KafkaStart, tls: &certs::TlsMaterial) -> Result<
 
 fn format_storage(
     host: &dyn ServiceHost,
+    pin: &KafkaPin,
     classpath: &std::ffi::OsStr,
     properties: &Path,
     password: &str,
@@ -162,7 +166,7 @@ fn format_storage(
     let dir = properties.parent().context("the broker properties have no directory")?;
     let argfile = secrets::write_secret(&dir.join("storage-format.args"), &storage_format_args(properties, password))?;
     let output = host
-        .output(Role::Kafka, storage_format_command(&host.java(), classpath, &argfile), None)
+        .output(Role::Kafka, storage_format_command(&host.java(), &pin.tools_log_flag(), classpath, &argfile), None)
         .context("cannot run java (is a JDK >= 17 installed? see `cargo xtask doctor`)");
     let _ = std::fs::remove_file(&argfile);
     let output = output?;
@@ -180,10 +184,10 @@ fn format_storage(
 /// StorageTool takes its SCRAM credentials as arguments; they go through a java @argfile (owner-only, removed
 /// after the run) so the password never shows on a command line. The launcher expands @argfiles only up to the
 /// main class, so the main class and every argument after it are in the file.
-fn storage_format_command(java: &Path, classpath: &std::ffi::OsStr, argfile: &Path) -> Command {
+fn storage_format_command(java: &Path, log_flag: &str, classpath: &std::ffi::OsStr, argfile: &Path) -> Command {
     let mut cmd = Command::new(java);
     cmd.args(["-Xmx256m", "-XX:TieredStopAtLevel=1"])
-        .arg(tools_log_config())
+        .arg(log_flag)
         .arg("-cp")
         .arg(classpath)
         .arg(format!("@{}", argfile.display()));
@@ -339,6 +343,7 @@ mod tests {
         let password = secrets::random_password();
         let cmd = storage_format_command(
             Path::new("java"),
+            "-Dlog4j2.configurationFile=x",
             "a.jar:b.jar".as_ref(),
             Path::new("/env dir/storage-format.args"),
         );

@@ -39,6 +39,9 @@ pub struct UpArgs {
     /// Pin the broker to this many CPUs, counted from CPU 0 (0 = all).
     #[arg(long, default_value_t = 0)]
     pub broker_cores: usize,
+    /// The Kafka version to run (one the lab pins: see env/kafka/).
+    #[arg(long, default_value = pins::KAFKA_PINS[0].version)]
+    pub kafka: String,
 }
 
 #[derive(clap::Args)]
@@ -71,6 +74,7 @@ pub fn up(args: UpArgs) -> Result<()> {
     let started = std::time::Instant::now();
     let broker_cpus = broker_cpus(args.broker_cores).map_err(|e| anyhow::anyhow!("--broker-cores: {e}"))?;
     let id = native::new_id(HAND_MADE_PREFIX);
+    let kafka = pins::pin(&args.kafka).map_err(|e| anyhow::anyhow!("--kafka: {e}"))?;
     let use_docker = match args.env.as_str() {
         "docker" => true,
         "native" => false,
@@ -81,6 +85,7 @@ pub fn up(args: UpArgs) -> Result<()> {
             root: envs_dir(),
             id,
             with_mysql: args.mysql,
+            kafka,
             broker_cpus,
             detached: true,
             kafka_ports: None,
@@ -98,6 +103,7 @@ pub fn up(args: UpArgs) -> Result<()> {
             root: envs_dir(),
             id,
             with_mysql: args.mysql,
+            kafka,
             broker_cpus,
             lifetime: process::Lifetime::Detached,
             kafka_ports: None,

@@ -15,6 +15,7 @@ use super::backend::{self, Backend, Environment};
 use super::host::NativeHost;
 
 use super::kafka::{self, KafkaPorts, KafkaStart};
+use super::pins::KafkaPin;
 use super::process::{self, Lifetime};
 use super::{mariadb, pins, ports};
 use crate::clock;
@@ -25,6 +26,8 @@ pub struct NativeOptions {
     /// Environment id; also the directory name.
     pub id: String,
     pub with_mysql: bool,
+    /// The Kafka version to run.
+    pub kafka: &'static KafkaPin,
     /// Pin the broker to these CPUs.
     pub broker_cpus: Option<Vec<usize>>,
     pub lifetime: Lifetime,
@@ -58,12 +61,13 @@ impl Backend for NativeBackend {
         pins::kafka_classpath().map(drop)
     }
 
-    fn up(&self, run_id: &str, needs: &[Need]) -> Result<Box<dyn Environment>> {
+    fn up(&self, run_id: &str, needs: &[Need], kafka: &'static KafkaPin) -> Result<Box<dyn Environment>> {
         let opts = NativeOptions {
             root: crate::paths::envs_dir(),
             // A fresh id per attempt: a resumed run never trips over a killed attempt's storage.
             id: format!("lab-{run_id}-{:04x}", rand::random::<u16>()),
             with_mysql: needs.contains(&Need::Mysql),
+            kafka,
             broker_cpus: None,
             lifetime: Lifetime::TiedToParent,
             kafka_ports: None,
@@ -139,8 +143,7 @@ pub fn up(opts: &NativeOptions) -> Result<EnvDescriptor> {
 }
 
 fn start_services(opts: &NativeOptions, dir: &Path) -> Result<EnvDescriptor> {
-    let classpath = pins::kafka_classpath()?;
-    let classpath = std::env::join_paths(&classpath).context("a jar path contains ':'")?;
+    let (classpath, tools_classpath) = classpaths(opts.kafka)?;
     let host = NativeHost { lifetime: opts.lifetime };
     let free = ports::free_loopback_ports(6)?;
     let kafka_ports = opts.kafka_ports.unwrap_or_else(|| KafkaPorts::from_slice(&free));
@@ -155,7 +158,9 @@ fn start_services(opts: &NativeOptions, dir: &Path) -> Result<EnvDescriptor> {
             env_id: &opts.id,
             ports: kafka_ports,
             cpus: opts.broker_cpus.clone(),
+            pin: opts.kafka,
             classpath,
+            tools_classpath,
         },
     )?;
     let mysql = match opts.with_mysql.then(|| mariadb::start(&host, &dir.join("mysql"), mysql_port)) {
@@ -187,6 +192,12 @@ fn start_services(opts: &NativeOptions, dir: &Path) -> Result<EnvDescriptor> {
     let json = serde_json::to_vec_pretty(&descriptor)?;
     streamlab_record::jsonl::write_atomic(&dir.join(DESCRIPTOR_FILE), &json)?;
     Ok(descriptor)
+}
+
+/// The broker's classpath (`pin`'s jars) and the tools' (the default pin's), each as one java argument.
+pub fn classpaths(pin: &KafkaPin) -> Result<(std::ffi::OsString, std::ffi::OsString)> {
+    let join = |jars: Vec<PathBuf>| std::env::join_paths(jars).context("a jar path contains ':'");
+    Ok((join(pin.classpath()?)?, join(pins::kafka_classpath()?)?))
 }
 
 /// Stop every service of the environment; remove its directory unless `keep`.
@@ -243,6 +254,7 @@ mod tests {
             root: root.to_owned(),
             id: new_id("t-"),
             with_mysql,
+            kafka: pins::default_pin(),
             broker_cpus: None,
             lifetime: Lifetime::TiedToParent,
             kafka_ports: None,
@@ -289,6 +301,29 @@ mod tests {
         assert!(running_pids(&env).is_empty());
         assert!(processes_mentioning(&env.dir).is_empty(), "processes left: {:?}", processes_mentioning(&env.dir));
         assert!(!env.dir.exists(), "the environment directory was not removed");
+    }
+
+    #[test]
+    #[ignore = "starts Kafka: cargo xtask test"]
+    fn a_kafka_3_9_1_broker_comes_up_from_its_own_pins_and_serves_every_listener() {
+        let root = tempfile::tempdir().unwrap();
+        let opts = NativeOptions { kafka: pins::pin("3.9.1").unwrap(), ..options(root.path(), false) };
+        let env = up(&opts).unwrap();
+        assert_eq!(env.kafka.version, "3.9.1", "the broker logs the version it runs");
+        let cmdline = std::fs::read(format!("/proc/{}/cmdline", env.kafka.pid.unwrap())).unwrap();
+        let cmdline = String::from_utf8_lossy(&cmdline);
+        assert!(cmdline.contains("kafka_2.13-3.9.1.jar") && !cmdline.contains("kafka_2.13-4.1.0.jar"), "{cmdline}");
+        let probe = std::process::Command::new(harness_binary())
+            .args(["probe", "--env"])
+            .arg(env.dir.join(DESCRIPTOR_FILE))
+            .output()
+            .unwrap();
+        assert!(probe.status.success(), "probe failed: {}", String::from_utf8_lossy(&probe.stderr));
+        let report: std::collections::BTreeMap<String, String> = serde_json::from_slice(&probe.stdout).unwrap();
+        assert_eq!(report.len(), 5);
+        assert!(report.values().all(|v| v == "ok"), "{report:?}");
+        down(&env, false).unwrap();
+        assert!(processes_mentioning(&env.dir).is_empty());
     }
 
     #[test]

@@ -10,6 +10,9 @@ use streamlab_record::run_spec::{Need, Profile};
 
 /// The knob the runner applies to the broker process (CPU affinity) instead of passing it on.
 pub const BROKER_CORES_KNOB: &str = "broker_cores";
+/// The knob that chooses the broker's Kafka version (one the lab pins); the runner brings up an environment
+/// at that version for the point, and the arm gets it too (to record).
+pub const KAFKA_VERSION_KNOB: &str = "kafka_version";
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]

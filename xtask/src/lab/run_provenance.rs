@@ -59,6 +59,7 @@ pub fn collect_provenance(
         pins,
         matrices: matrices.iter().map(matrix_info).collect::<Result<_>>()?,
         restarts: Vec::new(),
+        kafka_brokers: Default::default(),
     })
 }
 

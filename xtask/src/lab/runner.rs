@@ -10,7 +10,7 @@ use streamlab_record::run_spec::Need;
 use super::RunArgs;
 use super::conditions::{Placement, Probe, plan_placement};
 use super::harness;
-use super::matrix::{self, BROKER_CORES_KNOB, Matrix};
+use super::matrix::{self, BROKER_CORES_KNOB, KAFKA_VERSION_KNOB, Matrix};
 use super::plan::{self, PlanOptions, Task};
 use super::registry::{self, Registry};
 use super::reproduce::reproduce_command;
@@ -20,6 +20,7 @@ use super::summary;
 use super::task::{Outcome, add_ratios, not_run_record, run_task, to_record};
 use crate::env::backend::{self, Backend, Environment};
 use crate::env::health::ServiceDown;
+use crate::env::pins::{self, KafkaPin};
 use crate::env::process;
 use crate::provenance::{EnvRestart, PROVENANCE_FILE, Provenance};
 use crate::{clock, interrupt, paths};
@@ -49,6 +50,9 @@ pub fn run(args: RunArgs) -> Result<()> {
     }
     let mut tasks = plan::filter(tasks, &filter)?;
     mark_uncappable(&mut tasks, backend.as_ref());
+    check_kafka_versions(&tasks)?;
+    mark_unswitchable(&mut tasks, backend.as_ref());
+    group_by_kafka_version(&mut tasks);
 
     let run_dir = RunDir::new(out_root.join(&run_id));
     let benches: Vec<String> = matrices.iter().map(|m| m.name.clone()).collect();
@@ -86,8 +90,9 @@ pub fn run(args: RunArgs) -> Result<()> {
         }
         false => None,
     };
-    phase("environment", &format!("bringing the {} environment up", backend.name()));
-    let mut env = backend.up(&run_id, &needs)?;
+    let mut kafka = todo.iter().find(|t| t.not_run.is_none()).map_or(Ok(pins::default_pin()), task_kafka)?;
+    phase("environment", &format!("bringing the {} environment up (Kafka {})", backend.name(), kafka.version));
+    let mut env = backend.up(&run_id, &needs, kafka)?;
 
     // The run directory appears only once there is provenance to put in it.
     let mut prov = collect_provenance(&run_id, &spec, &matrices, env.as_ref(), &harness)?;
@@ -100,6 +105,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     if let Some((tools, _)) = &tools {
         prov.versions.extend(crate::clients::versions(tools));
     }
+    prov.note_kafka_broker(kafka.version, kafka.provenance()?);
     let run_info = run_info(&run_id, &prov);
 
     phase(
@@ -119,7 +125,16 @@ pub fn run(args: RunArgs) -> Result<()> {
             && task.not_run.is_none()
             && let Err(down) = env.health()
         {
-            stopped = replace_env(&mut env, backend.as_ref(), &run_id, &needs, &down, &mut prov, &bar)?;
+            let fresh = EnvRecipe { backend: backend.as_ref(), run_id: &run_id, needs: &needs, kafka };
+            stopped = replace_env(&mut env, &fresh, &down, &mut prov, &bar)?;
+            write_provenance(&run_dir, &prov)?;
+        }
+        // A point on another Kafka version: the environment is brought up again at that version.
+        if stopped.is_none() && task.not_run.is_none() && task_kafka(task)?.version != kafka.version {
+            kafka = task_kafka(task)?;
+            say(&bar, format!("  switching the broker to Kafka {}: bringing up a fresh environment", kafka.version));
+            env = backend.up(&run_id, &needs, kafka)?;
+            prov.note_kafka_broker(kafka.version, kafka.provenance()?);
             write_provenance(&run_dir, &prov)?;
         }
         let record = match (&task.not_run, &stopped) {
@@ -146,7 +161,8 @@ pub fn run(args: RunArgs) -> Result<()> {
                     && let Err(down) = env.health()
                 {
                     blame_service(reason, log_tail, &down);
-                    stopped = replace_env(&mut env, backend.as_ref(), &run_id, &needs, &down, &mut prov, &bar)?;
+                    let fresh = EnvRecipe { backend: backend.as_ref(), run_id: &run_id, needs: &needs, kafka };
+                    stopped = replace_env(&mut env, &fresh, &down, &mut prov, &bar)?;
                     write_provenance(&run_dir, &prov)?;
                 }
                 let mut record = to_record(task, &run_info, &reproduce, measured);
@@ -190,9 +206,7 @@ const MAX_ENV_RESTARTS: usize = 2;
 /// note it in provenance. Returns the reason every remaining task is not run once the restarts are spent.
 fn replace_env(
     env: &mut Box<dyn Environment>,
-    backend: &dyn Backend,
-    run_id: &str,
-    needs: &[Need],
+    fresh: &EnvRecipe,
     down: &ServiceDown,
     prov: &mut Provenance,
     bar: &ProgressBar,
@@ -212,11 +226,11 @@ fn replace_env(
         say(bar, format!("  {down}; {MAX_ENV_RESTARTS} restarts spent, the remaining tasks are not run"));
         return Ok(Some(reason));
     }
-    say(bar, format!("  {down}; bringing up a fresh {} environment", backend.name()));
+    say(bar, format!("  {down}; bringing up a fresh {} environment", fresh.backend.name()));
     let started = Instant::now();
     // The fresh environment takes new ports and a new directory; the failed one is torn down (its survivors
     // stopped, its directory removed) when the assignment drops it.
-    *env = backend.up(run_id, needs).map_err(|e| e.context(format!("replacing environment {failed_env}")))?;
+    *env = fresh.up().map_err(|e| e.context(format!("replacing environment {failed_env}")))?;
     restart.new_env = Some(env.descriptor().id.clone());
     restart.ready_after_ms = Some(started.elapsed().as_millis() as u64);
     say(
@@ -229,6 +243,20 @@ fn replace_env(
     );
     prov.restarts.push(restart);
     Ok(None)
+}
+
+/// How to bring up an environment like the current one.
+struct EnvRecipe<'a> {
+    backend: &'a dyn Backend,
+    run_id: &'a str,
+    needs: &'a [Need],
+    kafka: &'static KafkaPin,
+}
+
+impl EnvRecipe<'_> {
+    fn up(&self) -> Result<Box<dyn Environment>> {
+        self.backend.up(self.run_id, self.needs, self.kafka)
+    }
 }
 
 /// A line above the progress bar, or on stdout when there is no terminal to draw one.
@@ -258,6 +286,39 @@ fn resume_dsn(saved: Option<&str>, given: Option<String>) -> Result<Option<Strin
 /// The task's broker_cores knob, if it has one (0 = uncapped).
 fn broker_cores(task: &Task) -> Option<usize> {
     task.knobs.get(BROKER_CORES_KNOB).and_then(|v| v.as_u64()).map(|c| c as usize)
+}
+
+/// The Kafka version a task's broker runs: its kafka_version knob, else the lab's default.
+fn task_kafka(task: &Task) -> Result<&'static KafkaPin> {
+    match task.knobs.get(KAFKA_VERSION_KNOB).and_then(|v| v.as_str()) {
+        Some(version) => pins::pin(version).with_context(|| format!("{}: knob {KAFKA_VERSION_KNOB}", task.bench)),
+        None => Ok(pins::default_pin()),
+    }
+}
+
+/// Every Kafka version the plan asks for is pinned (checked before anything is provisioned).
+fn check_kafka_versions(tasks: &[Task]) -> Result<()> {
+    tasks.iter().try_for_each(|t| task_kafka(t).map(drop))
+}
+
+/// Points that choose a Kafka version on a backend that cannot start one are recorded as not run.
+fn mark_unswitchable(tasks: &mut [Task], backend: &dyn Backend) {
+    for t in tasks.iter_mut().filter(|t| t.not_run.is_none() && t.knobs.contains_key(KAFKA_VERSION_KNOB)) {
+        t.not_run = backend.can_choose_kafka().err().map(|e| format!("{KAFKA_VERSION_KNOB}: {e}"));
+    }
+}
+
+/// Tasks on one Kafka version run together (in their planned order), versions in order of first appearance,
+/// so the run brings an environment up once per version rather than once per switch.
+fn group_by_kafka_version(tasks: &mut [Task]) {
+    let mut order: Vec<String> = Vec::new();
+    let version = |t: &Task| t.knobs.get(KAFKA_VERSION_KNOB).and_then(|v| v.as_str()).unwrap_or("").to_owned();
+    for t in tasks.iter() {
+        if !order.contains(&version(t)) {
+            order.push(version(t));
+        }
+    }
+    tasks.sort_by_key(|t| order.iter().position(|v| *v == version(t)));
 }
 
 /// Points that ask for a broker CPU cap this run cannot apply are recorded as not run, with the reason.
@@ -349,6 +410,35 @@ mod tests {
         assert!(err.contains("--env") && err.contains("[possible values: auto, native, docker, external]"), "{err}");
         let err = resume_dsn(Some("mysql://u:PASSWORD@h:1"), None).unwrap_err().to_string();
         assert!(err.contains("pass --mysql-dsn again"), "{err}");
+    }
+
+    #[test]
+    fn points_run_grouped_by_kafka_version_and_an_unpinned_or_unswitchable_version_is_refused() {
+        let with_version = |v: Option<&str>, rep| Task {
+            knobs: v.map(|v| BTreeMap::from([(KAFKA_VERSION_KNOB.to_owned(), v.into())])).unwrap_or_default(),
+            rep,
+            ..task()
+        };
+        let mut tasks = vec![
+            with_version(Some("3.9.1"), 1),
+            with_version(Some("4.1.0"), 1),
+            with_version(Some("3.9.1"), 2),
+            with_version(Some("4.1.0"), 2),
+        ];
+        check_kafka_versions(&tasks).unwrap();
+        group_by_kafka_version(&mut tasks);
+        let order: Vec<(&str, u32)> =
+            tasks.iter().map(|t| (t.knobs[KAFKA_VERSION_KNOB].as_str().unwrap(), t.rep)).collect();
+        assert_eq!(order, [("3.9.1", 1), ("3.9.1", 2), ("4.1.0", 1), ("4.1.0", 2)]);
+        assert_eq!(task_kafka(&with_version(None, 1)).unwrap().version, pins::kafka_version());
+
+        let err = check_kafka_versions(&[with_version(Some("2.8.0"), 1)]).unwrap_err();
+        assert!(format!("{err:#}").contains("Kafka 2.8.0 is not pinned"), "{err:#}");
+        let external = backend::choose(BackendChoice::External, Some("127.0.0.1:9092"), None).unwrap();
+        let mut on_external = vec![with_version(Some("3.9.1"), 1), with_version(None, 1)];
+        mark_unswitchable(&mut on_external, external.as_ref());
+        assert!(on_external[0].not_run.as_deref().unwrap().contains("kafka_version"));
+        assert_eq!(on_external[1].not_run, None);
     }
 
     #[test]

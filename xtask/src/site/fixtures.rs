@@ -266,6 +266,7 @@ pub fn provenance(run_id: &str, started_ts_ms: u64) -> Provenance {
         },
         matrices: vec![kafka_sink_info()],
         restarts: Vec::new(),
+        kafka_brokers: Default::default(),
     }
 }
 

@@ -26,6 +26,7 @@ use super::backend::{self, Backend, Environment};
 use super::health::{self, ServiceDown};
 use super::host::{Role, ServiceHost};
 use super::kafka::{self, KafkaPorts, KafkaStart};
+use super::pins::KafkaPin;
 use super::{mariadb, pins, ports};
 use crate::clock;
 
@@ -36,6 +37,8 @@ pub struct DockerOptions {
     pub root: PathBuf,
     pub id: String,
     pub with_mysql: bool,
+    /// The Kafka version to run.
+    pub kafka: &'static KafkaPin,
     pub broker_cpus: Option<Vec<usize>>,
     /// `env up` by hand: never swept while its containers run.
     pub detached: bool,
@@ -72,11 +75,12 @@ impl Backend for DockerBackend {
         Ok(())
     }
 
-    fn up(&self, run_id: &str, needs: &[Need]) -> Result<Box<dyn Environment>> {
+    fn up(&self, run_id: &str, needs: &[Need], kafka: &'static KafkaPin) -> Result<Box<dyn Environment>> {
         let opts = DockerOptions {
             root: crate::paths::envs_dir(),
             id: format!("lab-{run_id}-{:04x}", rand::random::<u16>()),
             with_mysql: needs.contains(&Need::Mysql),
+            kafka,
             broker_cpus: None,
             detached: false,
             kafka_ports: None,
@@ -232,7 +236,7 @@ pub fn up(opts: &DockerOptions) -> Result<DockerEnv> {
 }
 
 fn start_services(opts: &DockerOptions, dir: &Path, host: DockerHost) -> Result<DockerEnv> {
-    let classpath = std::env::join_paths(pins::kafka_classpath()?).context("a jar path contains ':'")?;
+    let (classpath, tools_classpath) = super::native::classpaths(opts.kafka)?;
     let free = ports::free_loopback_ports(6)?;
     let kafka_ports = opts.kafka_ports.unwrap_or_else(|| KafkaPorts::from_slice(&free));
     let mysql_port = free[5];
@@ -243,7 +247,9 @@ fn start_services(opts: &DockerOptions, dir: &Path, host: DockerHost) -> Result<
             env_id: &opts.id,
             ports: kafka_ports,
             cpus: opts.broker_cpus.clone(),
+            pin: opts.kafka,
             classpath,
+            tools_classpath,
         },
     )?;
     let mysql = opts.with_mysql.then(|| mariadb::start(&host, &dir.join("mysql"), mysql_port)).transpose();
@@ -329,6 +335,7 @@ mod tests {
             root: root.to_owned(),
             id: super::super::native::new_id("t-"),
             with_mysql,
+            kafka: pins::default_pin(),
             broker_cpus: None,
             detached: false,
             kafka_ports: None,

@@ -1,4 +1,6 @@
-//! Pinned artifacts: env/kafka/jars.lock (group:artifact:version + SHA-256), fetched into the cache and verified.
+//! Pinned artifacts: one jar lock per Kafka version the lab runs (group:artifact:version + SHA-256), fetched into
+//! the cache and verified. 4.1.0 (the default, with Kafka's tools) is env/kafka/jars.lock; 3.9.1 (seed 003's
+//! broker) is env/kafka/3.9.1/jars.lock.
 //!
 //! The lock is validated as a whole before anything is downloaded. Jars come from Maven Central over HTTPS
 //! (no Maven needed); if that fails, `mvn` fetches the same coordinates and every checksum is verified the
@@ -25,8 +27,6 @@ use crate::paths::{cache_dir, repo_root};
 
 /// The lock, relative to the repository root (also the name recorded in provenance).
 pub const LOCK_FILE: &str = "env/kafka/jars.lock";
-/// The POM `cargo xtask env lock` resolves.
-pub const POM_FILE: &str = "env/kafka/pom.xml";
 pub const DEFAULT_MAVEN_REPO: &str = "https://repo1.maven.org/maven2";
 /// Overrides [`DEFAULT_MAVEN_REPO`], e.g. with an internal mirror of Maven Central.
 pub const MAVEN_REPO_ENV: &str = "STREAMLAB_MAVEN_REPO";
@@ -38,9 +38,107 @@ pub(super) const KAFKA_VERSION: &str = "4.1.0";
 /// The largest pinned jar is ~7 MB; anything far bigger is not the file we pinned.
 pub(super) const MAX_JAR_BYTES: u64 = 128 * 1024 * 1024;
 
-/// The Apache Kafka version the lock pins (org.apache.kafka:kafka_2.13).
+/// The Apache Kafka version the lab runs unless a matrix asks for another (org.apache.kafka:kafka_2.13).
 pub fn kafka_version() -> &'static str {
     KAFKA_VERSION
+}
+
+/// How a Kafka version logs: 4.x through log4j2, 3.x through log4j 1 (reload4j).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Logging {
+    Log4j2,
+    Reload4j,
+}
+
+/// A Kafka version the lab can run: where its lock, POM and log configuration live.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KafkaPin {
+    pub version: &'static str,
+    /// Directory (relative to the repository) holding jars.lock, pom.xml and its log configuration.
+    pub dir: &'static str,
+    pub logging: Logging,
+}
+
+/// Every Kafka version the lab pins; the first is the default.
+pub const KAFKA_PINS: &[KafkaPin] = &[
+    KafkaPin { version: KAFKA_VERSION, dir: "env/kafka", logging: Logging::Log4j2 },
+    KafkaPin { version: "3.9.1", dir: "env/kafka/3.9.1", logging: Logging::Reload4j },
+];
+
+/// The pin of `version`, or an error that lists the versions the lab can run.
+pub fn pin(version: &str) -> anyhow::Result<&'static KafkaPin> {
+    KAFKA_PINS.iter().find(|p| p.version == version).ok_or_else(|| {
+        let known: Vec<&str> = KAFKA_PINS.iter().map(|p| p.version).collect();
+        anyhow::anyhow!(
+            "Kafka {version} is not pinned; the lab runs {known:?} (add env/kafka/<version>/ to pin another)"
+        )
+    })
+}
+
+/// The default pin (the newest Kafka, whose tools every environment uses).
+pub fn default_pin() -> &'static KafkaPin {
+    &KAFKA_PINS[0]
+}
+
+impl KafkaPin {
+    /// `env/kafka[/<version>]/jars.lock`, as provenance names it.
+    pub fn lock_file(&self) -> String {
+        format!("{}/jars.lock", self.dir)
+    }
+
+    pub fn lock_path(&self) -> PathBuf {
+        repo_root().join(self.lock_file())
+    }
+
+    pub fn pom_path(&self) -> PathBuf {
+        repo_root().join(self.dir).join("pom.xml")
+    }
+
+    /// This version's jars, downloaded if missing and verified, in lock order.
+    pub fn classpath(&self) -> anyhow::Result<Vec<PathBuf>> {
+        Ok(self.fetch()?.jars)
+    }
+
+    fn fetch(&self) -> anyhow::Result<Fetched> {
+        let lock = Lock::load(&self.lock_path())?;
+        anyhow::ensure!(
+            lock.kafka_version() == self.version,
+            "{} pins Kafka {}, not {}",
+            self.lock_file(),
+            lock.kafka_version(),
+            self.version
+        );
+        ensure_jars(&lock, &cache_dir(), &maven_repo_url())
+    }
+
+    /// The lock as provenance records it.
+    pub fn provenance(&self) -> anyhow::Result<Pins> {
+        Ok(Lock::load(&self.lock_path())?.pins(&self.lock_file()))
+    }
+
+    /// The JVM flag that points the broker at its log configuration.
+    pub fn broker_log_flag(&self) -> String {
+        let root = repo_root();
+        match self.logging {
+            Logging::Log4j2 => format!("-Dlog4j2.configurationFile={}", root.join("env/kafka/log4j2.yaml").display()),
+            Logging::Reload4j => {
+                format!("-Dlog4j.configuration=file:{}", root.join(self.dir).join("log4j.properties").display())
+            }
+        }
+    }
+
+    /// The JVM flag for this version's command-line tools (StorageTool): warnings to stderr only.
+    pub fn tools_log_flag(&self) -> String {
+        let root = repo_root();
+        match self.logging {
+            Logging::Log4j2 => {
+                format!("-Dlog4j2.configurationFile={}", root.join("env/kafka/tools-log4j2.yaml").display())
+            }
+            Logging::Reload4j => {
+                format!("-Dlog4j.configuration=file:{}", root.join(self.dir).join("tools-log4j.properties").display())
+            }
+        }
+    }
 }
 
 /// `<repo>/env/kafka/jars.lock`.
@@ -57,7 +155,8 @@ pub fn maven_repo_url() -> String {
         .unwrap_or_else(|| DEFAULT_MAVEN_REPO.to_string())
 }
 
-/// Every pinned jar, downloaded if missing and verified, in lock order: the broker's and the tools' classpath.
+/// Every jar of the default Kafka, downloaded if missing and verified, in lock order: the default broker's
+/// classpath and the tools' classpath for every environment.
 pub fn kafka_classpath() -> anyhow::Result<Vec<PathBuf>> {
     Ok(fetch_pinned_jars()?.jars)
 }
@@ -73,34 +172,48 @@ pub fn provenance_pins() -> anyhow::Result<Pins> {
     Ok(Lock::load(&lock_path())?.pins(LOCK_FILE))
 }
 
-/// `cargo xtask env fetch`.
+/// `cargo xtask env fetch`: every pinned Kafka version's jars.
 pub fn fetch_command() -> anyhow::Result<()> {
-    let started = Instant::now();
-    let fetched = fetch_pinned_jars()?;
-    let cache = jar_cache_root(&cache_dir());
-    tracing::info!(
-        "Kafka {}: {} pinned jars verified in {} ({} downloaded, {:.1} MB, via {}) in {:.1} s",
-        kafka_version(),
-        fetched.jars.len(),
-        cache.display(),
-        fetched.downloaded,
-        megabytes(fetched.downloaded_bytes),
-        fetched.method,
-        started.elapsed().as_secs_f64()
-    );
+    for pin in KAFKA_PINS {
+        let started = Instant::now();
+        let fetched = pin.fetch()?;
+        let cache = jar_cache_root(&cache_dir());
+        tracing::info!(
+            "Kafka {}: {} pinned jars verified in {} ({} downloaded, {:.1} MB, via {}) in {:.1} s",
+            pin.version,
+            fetched.jars.len(),
+            cache.display(),
+            fetched.downloaded,
+            megabytes(fetched.downloaded_bytes),
+            fetched.method,
+            started.elapsed().as_secs_f64()
+        );
+    }
     Ok(())
 }
 
-/// `cargo xtask env lock`: resolve env/kafka/pom.xml with Maven and rewrite env/kafka/jars.lock.
-pub fn lock_command() -> anyhow::Result<()> {
-    let root = repo_root();
-    let jars = resolve_with_maven(&root.join(POM_FILE))?;
-    let text = render_lock(&jars);
-    let path = lock_path();
-    // Validate what we are about to write with the same rules every reader applies.
-    let lock = Lock::parse(&text, &path)?;
-    write_atomically(&path, text.as_bytes())?;
-    tracing::info!("wrote {} ({} jars, Kafka {})", path.display(), lock.jars.len(), lock.kafka_version());
+/// `cargo xtask env lock [--kafka VERSION]`: resolve a pinned version's pom.xml (each one's, without a version)
+/// with Maven and rewrite its jars.lock.
+pub fn lock_command(only: Option<&str>) -> anyhow::Result<()> {
+    let pins: Vec<&KafkaPin> = match only {
+        Some(version) => vec![pin(version)?],
+        None => KAFKA_PINS.iter().collect(),
+    };
+    for pin in pins {
+        let jars = resolve_with_maven(&pin.pom_path())?;
+        let text = render_lock(&jars, &format!("{}/pom.xml", pin.dir));
+        let path = pin.lock_path();
+        // Validate what we are about to write with the same rules every reader applies.
+        let lock = Lock::parse(&text, &path)?;
+        anyhow::ensure!(
+            lock.kafka_version() == pin.version,
+            "{} resolved Kafka {}",
+            path.display(),
+            lock.kafka_version()
+        );
+        write_atomically(&path, text.as_bytes())?;
+        tracing::info!("wrote {} ({} jars, Kafka {})", path.display(), lock.jars.len(), lock.kafka_version());
+    }
     Ok(())
 }
 
@@ -134,7 +247,7 @@ pub(crate) mod testutil {
     }
 
     pub(crate) fn lock_text(jars: &[Jar]) -> String {
-        render_lock(jars)
+        render_lock(jars, "env/kafka/pom.xml")
     }
 
     pub(crate) fn write_lock(dir: &Path, text: &str) -> PathBuf {
@@ -160,5 +273,36 @@ pub(crate) mod testutil {
 
     pub(crate) fn leftover_files(dir: &Path) -> Vec<PathBuf> {
         if dir.exists() { files_below(dir).unwrap() } else { Vec::new() }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+
+    #[test]
+    fn every_pinned_kafka_version_has_a_valid_lock_at_that_version_and_a_logging_binding() {
+        for pin in KAFKA_PINS {
+            let lock = Lock::load(&pin.lock_path()).unwrap_or_else(|e| panic!("{}: {e}", pin.lock_file()));
+            assert_eq!(lock.kafka_version(), pin.version, "{}", pin.lock_file());
+            let binding = match pin.logging {
+                Logging::Log4j2 => "log4j-slf4j-impl",
+                Logging::Reload4j => "slf4j-reload4j",
+            };
+            assert!(lock.jars.iter().any(|j| j.artifact == binding), "{} has no {binding}", pin.lock_file());
+            let config = pin.broker_log_flag();
+            let path = config.split_once('=').unwrap().1.trim_start_matches("file:");
+            assert!(Path::new(path).exists(), "{path} is missing");
+        }
+        assert_eq!(default_pin().version, kafka_version());
+    }
+
+    #[test]
+    fn an_unpinned_version_is_refused_naming_the_pinned_ones() {
+        let err = pin("3.7.0").unwrap_err().to_string();
+        assert!(err.contains("3.7.0") && err.contains("4.1.0") && err.contains("3.9.1"), "{err}");
+        assert_eq!(pin("3.9.1").unwrap().dir, "env/kafka/3.9.1");
     }
 }
