@@ -246,7 +246,8 @@ pub fn add_ratios(m: &Matrix, record: &mut Record, written: &[Record]) {
         let base = written.iter().find(|b| {
             let same_place = match &r.denominator_sweep {
                 Some(sweep) => b.variant.sweeps.contains(sweep),
-                None => b.variant.sweeps == record.variant.sweeps && b.variant.label == record.variant.label,
+                // The same point: the same sweep and the same knob values (each client over the C tool).
+                None => b.variant.sweeps == record.variant.sweeps && b.variant.knobs == record.variant.knobs,
             };
             b.bench == m.name && b.arm == r.denominator_arm && b.rep == record.rep && same_place && b.is_publishable()
         });
