@@ -2,6 +2,8 @@
 //! against two librdkafka versions, and Kafka's Java perf tools on the pinned jars. Built or located once
 //! per run (cached across runs), described in a tools file whose path the harness gets as `STREAMLAB_TOOLS`.
 
+mod java;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 
@@ -10,7 +12,7 @@ use streamlab_record::tools::Tools;
 
 /// Build or locate every client tool and write the tools file to `path`.
 pub fn prepare(path: &Path) -> Result<Tools> {
-    let tools = Tools::default();
+    let tools = Tools { java: Some(java::locate()?), ..Tools::default() };
     tools.save(path)?;
     Ok(tools)
 }

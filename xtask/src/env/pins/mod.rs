@@ -141,6 +141,14 @@ impl KafkaPin {
     }
 }
 
+/// The pinned `org.apache.kafka:<artifact>:<version>` (e.g. `kafka-tools`), as the lock names it.
+pub fn kafka_artifact_coordinate(artifact: &str) -> anyhow::Result<String> {
+    let lock = Lock::load(&lock_path())?;
+    let jar = lock.jars.iter().find(|jar| jar.group == KAFKA_GROUP && jar.artifact == artifact);
+    jar.map(|jar| jar.coordinate())
+        .ok_or_else(|| anyhow::anyhow!("{LOCK_FILE} pins no {KAFKA_GROUP}:{artifact}; run `cargo xtask env lock`"))
+}
+
 /// `<repo>/env/kafka/jars.lock`.
 pub fn lock_path() -> PathBuf {
     repo_root().join(LOCK_FILE)

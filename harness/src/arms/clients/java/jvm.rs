@@ -1,0 +1,215 @@
+//! Running one of Kafka's Java tools as `kafka-run-class.sh` would (its heap and JVM flags), on the pinned
+//! classpath the tools file names, with a private directory for the config files it reads.
+
+use std::ffi::OsString;
+use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use streamlab_record::tools::JavaTools;
+
+/// `kafka-producer-perf-test.sh` and `kafka-consumer-perf-test.sh` set this heap.
+const HEAP: &str = "-Xmx512M";
+/// `kafka-run-class.sh`'s KAFKA_JVM_PERFORMANCE_OPTS default in Kafka 4.1.
+const PERFORMANCE_OPTS: &[&str] = &[
+    "-server",
+    "-XX:+UseG1GC",
+    "-XX:MaxGCPauseMillis=20",
+    "-XX:InitiatingHeapOccupancyPercent=35",
+    "-XX:+ExplicitGCInvokesConcurrent",
+    "-XX:MaxInlineLevel=15",
+    "-Djava.awt.headless=true",
+];
+/// env/kafka/tools-log4j2.yaml (WARN and above to stderr), compiled in so that the tools' stdout carries only
+/// their results wherever the harness binary runs from; written into the private directory for each run.
+const TOOLS_LOG_CONFIG: &str = include_str!("../../../../../env/kafka/tools-log4j2.yaml");
+const TOOLS_LOG_CONFIG_FILE: &str = "tools-log4j2.yaml";
+
+/// A run's private directory (owner-only, removed on drop) and the JVM that runs the tools.
+pub struct Jvm<'t> {
+    tools: &'t JavaTools,
+    dir: tempfile::TempDir,
+}
+
+/// What one tool run left behind.
+#[derive(Debug)]
+pub struct ToolRun {
+    pub status: ExitStatus,
+    pub stdout: String,
+    pub stderr: String,
+    /// The JVM process from spawn to exit.
+    pub wall: Duration,
+    /// User + system CPU seconds of the JVM process.
+    pub cpu_s: f64,
+}
+
+impl ToolRun {
+    /// The last `lines` lines of stderr, for errors.
+    pub fn stderr_tail(&self, lines: usize) -> String {
+        let all: Vec<&str> = self.stderr.lines().collect();
+        all[all.len().saturating_sub(lines)..].join("\n")
+    }
+}
+
+impl<'t> Jvm<'t> {
+    pub fn new(tools: &'t JavaTools) -> Result<Self> {
+        let dir = tempfile::Builder::new()
+            .prefix("streamlab-java-")
+            .tempdir()
+            .context("cannot create a private directory for the Java tools' config")?;
+        let jvm = Jvm { tools, dir };
+        jvm.write_private(TOOLS_LOG_CONFIG_FILE, TOOLS_LOG_CONFIG.as_bytes())?;
+        Ok(jvm)
+    }
+
+    /// Writes `name` in the private directory, readable by the owner only.
+    pub fn write_private(&self, name: &str, contents: &[u8]) -> Result<PathBuf> {
+        use std::io::Write;
+        let path = self.dir.path().join(name);
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+            .with_context(|| format!("cannot create {}", path.display()))?;
+        file.write_all(contents).with_context(|| format!("cannot write {}", path.display()))?;
+        Ok(path)
+    }
+
+    /// `java <heap> <perf opts> <log config> -cp <pinned jars> <main class> <args>`.
+    pub fn command(&self, main_class: &str, args: &[OsString]) -> Command {
+        let mut cmd = Command::new(&self.tools.java);
+        cmd.arg(HEAP).args(PERFORMANCE_OPTS);
+        cmd.arg(format!("-Dlog4j2.configurationFile={}", self.dir.path().join(TOOLS_LOG_CONFIG_FILE).display()));
+        cmd.arg("-cp").arg(std::env::join_paths(&self.tools.classpath).unwrap_or_default());
+        cmd.arg(main_class).args(args);
+        cmd
+    }
+
+    /// The command as a record shows it: the classpath summarised, the private directory as `<private>`.
+    pub fn describe(&self, cmd: &Command) -> String {
+        let private = self.dir.path().display().to_string();
+        let classpath = format!(
+            "<{} pinned jars: {} and its dependencies, env/kafka/jars.lock>",
+            self.tools.classpath.len(),
+            self.tools.kafka_tools
+        );
+        let mut words = vec![cmd.get_program().to_string_lossy().into_owned()];
+        let mut after_cp = false;
+        for arg in cmd.get_args() {
+            let arg = arg.to_string_lossy();
+            words.push(if after_cp { classpath.clone() } else { arg.replace(&private, "<private>") });
+            after_cp = arg == "-cp";
+        }
+        words.join(" ")
+    }
+
+    /// Runs the tool to its end (killed after `deadline`), stdout and stderr into the private directory.
+    pub fn run(&self, label: &str, mut cmd: Command, deadline: Duration) -> Result<ToolRun> {
+        let out_path = self.dir.path().join(format!("{label}.stdout"));
+        let err_path = self.dir.path().join(format!("{label}.stderr"));
+        let create = |p: &Path| std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()));
+        cmd.stdin(Stdio::null()).stdout(create(&out_path)?).stderr(create(&err_path)?);
+        // SAFETY: prctl is async-signal-safe; the JVM dies with the harness rather than outliving it.
+        unsafe {
+            cmd.pre_exec(|| {
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                Ok(())
+            });
+        }
+        let cpu_before = crate::cpu::children_cpu_seconds();
+        let started = Instant::now();
+        let mut child = cmd.spawn().with_context(|| format!("cannot start {}", self.tools.java.display()))?;
+        let status = loop {
+            if let Some(status) = child.try_wait().context("cannot wait for the JVM")? {
+                break status;
+            }
+            if started.elapsed() > deadline {
+                let _ = child.kill();
+                let _ = child.wait();
+                bail!("{label}: the JVM was still running after {} s and was killed", deadline.as_secs());
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        let wall = started.elapsed();
+        let cpu_s = crate::cpu::children_cpu_seconds() - cpu_before;
+        let read = |p: &Path| std::fs::read(p).map(|b| String::from_utf8_lossy(&b).into_owned());
+        Ok(ToolRun {
+            status,
+            stdout: read(&out_path).with_context(|| format!("cannot read {}", out_path.display()))?,
+            stderr: read(&err_path).with_context(|| format!("cannot read {}", err_path.display()))?,
+            wall,
+            cpu_s,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tools() -> JavaTools {
+        JavaTools {
+            java: "/usr/bin/java".into(),
+            classpath: vec!["/c/a.jar".into(), "/c/kafka-tools-4.1.0.jar".into()],
+            kafka_tools: "org.apache.kafka:kafka-tools:4.1.0".into(),
+            java_version: "openjdk version \"17.0.15\" 2025-04-15".into(),
+        }
+    }
+
+    #[test]
+    fn the_command_is_kafka_run_class_with_the_repo_log_config_and_is_described_without_paths() {
+        let tools = tools();
+        let jvm = Jvm::new(&tools).unwrap();
+        let config = jvm.write_private("producer.properties", b"acks=1\n").unwrap();
+        let cmd =
+            jvm.command("org.apache.kafka.tools.ProducerPerformance", &["--producer.config".into(), config.into()]);
+        let args: Vec<String> = cmd.get_args().map(|a| a.to_string_lossy().into_owned()).collect();
+        assert_eq!(args[0], "-Xmx512M");
+        assert!(args.contains(&"/c/a.jar:/c/kafka-tools-4.1.0.jar".to_owned()), "{args:?}");
+        let log = args.iter().find_map(|a| a.strip_prefix("-Dlog4j2.configurationFile=")).unwrap();
+        assert_eq!(std::fs::read_to_string(log).unwrap(), TOOLS_LOG_CONFIG);
+        assert!(TOOLS_LOG_CONFIG.contains("target: SYSTEM_ERR"), "the tools log to stderr only");
+        let described = jvm.describe(&cmd);
+        assert!(
+            described.ends_with(
+                "-cp <2 pinned jars: org.apache.kafka:kafka-tools:4.1.0 and its dependencies, env/kafka/jars.lock> \
+             org.apache.kafka.tools.ProducerPerformance --producer.config <private>/producer.properties"
+            ),
+            "{described}"
+        );
+        assert!(described.contains("-Dlog4j2.configurationFile=<private>/tools-log4j2.yaml"), "{described}");
+    }
+
+    #[test]
+    fn private_files_are_owner_only_and_go_with_the_run() {
+        use std::os::unix::fs::PermissionsExt;
+        let tools = tools();
+        let jvm = Jvm::new(&tools).unwrap();
+        let path = jvm.write_private("consumer.properties", b"x=1\n").unwrap();
+        assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o600);
+        assert!(jvm.write_private("consumer.properties", b"again").is_err(), "never overwritten");
+        drop(jvm);
+        assert!(!path.exists());
+    }
+
+    #[test]
+    fn a_tool_run_reports_exit_status_output_and_its_own_cpu() {
+        let tools = JavaTools { java: "/bin/sh".into(), ..tools() };
+        let jvm = Jvm::new(&tools).unwrap();
+        let mut cmd = Command::new("/bin/sh");
+        cmd.args(["-c", "echo out; echo err >&2; i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; exit 4"]);
+        let run = jvm.run("spin", cmd, Duration::from_secs(60)).unwrap();
+        assert_eq!((run.status.code(), run.stdout.as_str(), run.stderr.as_str()), (Some(4), "out\n", "err\n"));
+        // The shell's own CPU, counted once it has been waited for (getrusage is process-wide: another test's
+        // child reaped in the same window would add to it, so no upper bound beyond sanity).
+        assert!(run.cpu_s > 0.0 && run.cpu_s < 30.0, "{run:?}");
+        let mut slow = Command::new("/bin/sh");
+        slow.args(["-c", "sleep 30"]);
+        let e = jvm.run("slow", slow, Duration::from_millis(200)).unwrap_err().to_string();
+        assert!(e.contains("killed"), "{e}");
+    }
+}

@@ -1,0 +1,75 @@
+//! Kafka's Java perf tools (ProducerPerformance, ConsumerPerformance) as the clients matrix runs them: the
+//! kafka-tools jar the broker's lock already pins, with its dependencies, on the system JDK. Nothing is built;
+//! locating them fetches (and verifies) the pinned jars if the cache lacks them.
+
+use std::process::Command;
+
+use anyhow::{Context, Result, bail};
+use streamlab_record::tools::JavaTools;
+
+use crate::env::kafka::java;
+use crate::env::pins::{kafka_artifact_coordinate, kafka_classpath};
+
+/// The artifact that holds `org.apache.kafka.tools.ProducerPerformance` and `ConsumerPerformance`.
+const KAFKA_TOOLS_ARTIFACT: &str = "kafka-tools";
+
+/// The JDK and the pinned jar set, with the versions provenance records.
+pub fn locate() -> Result<JavaTools> {
+    let kafka_tools = kafka_artifact_coordinate(KAFKA_TOOLS_ARTIFACT)?;
+    let classpath = kafka_classpath()?;
+    let tools_jar = format!("{KAFKA_TOOLS_ARTIFACT}-{}.jar", coordinate_version(&kafka_tools));
+    if !classpath.iter().any(|jar| jar.file_name().is_some_and(|name| name == tools_jar.as_str())) {
+        bail!("the pinned classpath has no {tools_jar}, though the lock names {kafka_tools}");
+    }
+    let java = java();
+    let java_version = java_version(&java)?;
+    Ok(JavaTools { java, classpath, kafka_tools, java_version })
+}
+
+fn coordinate_version(coordinate: &str) -> &str {
+    coordinate.rsplit(':').next().unwrap_or(coordinate)
+}
+
+/// `java -version`'s first line (the JVM prints it on stderr), e.g. `openjdk version "17.0.15" 2025-04-15`.
+fn java_version(java: &std::path::Path) -> Result<String> {
+    let out = Command::new(java).arg("-version").output().with_context(|| {
+        format!("cannot run {} -version (is a JDK >= 17 installed? see `cargo xtask doctor`)", java.display())
+    })?;
+    let text = String::from_utf8_lossy(if out.stderr.is_empty() { &out.stdout } else { &out.stderr }).into_owned();
+    match text.lines().next().map(str::trim) {
+        Some(first) if out.status.success() && !first.is_empty() => Ok(first.to_owned()),
+        _ => bail!("{} -version failed ({}): {text}", java.display(), out.status),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::env::pins::kafka_version;
+
+    #[test]
+    fn the_lock_pins_kafka_tools_at_the_pinned_kafka_version() {
+        let coordinate = kafka_artifact_coordinate(KAFKA_TOOLS_ARTIFACT).unwrap();
+        assert_eq!(coordinate, format!("org.apache.kafka:kafka-tools:{}", kafka_version()));
+        assert_eq!(coordinate_version(&coordinate), kafka_version());
+    }
+
+    #[test]
+    #[ignore = "needs a JDK and the pinned jars (fetched if missing): cargo xtask test"]
+    fn locate_finds_the_jdk_and_the_tools_jar() {
+        let tools = locate().unwrap();
+        assert!(tools.java_version.contains("version"), "{}", tools.java_version);
+        assert!(tools.classpath.iter().all(|jar| jar.is_file()), "every jar is in the cache");
+        assert!(tools.classpath.iter().any(|jar| jar.ends_with(format!("kafka-tools-{}.jar", kafka_version()))));
+    }
+
+    /// Writes a tools file naming only the Java tools, for running the harness's java arm by hand:
+    /// `STREAMLAB_JAVA_TOOLS_OUT=/tmp/tools.json cargo test -p xtask -- --ignored write_a_java_tools_file`.
+    #[test]
+    #[ignore = "writes a tools file for manual runs: set STREAMLAB_JAVA_TOOLS_OUT"]
+    fn write_a_java_tools_file() {
+        let out = std::env::var_os("STREAMLAB_JAVA_TOOLS_OUT").expect("STREAMLAB_JAVA_TOOLS_OUT names the file");
+        let tools = streamlab_record::tools::Tools { java: Some(locate().unwrap()), ..Default::default() };
+        tools.save(std::path::Path::new(&out)).unwrap();
+    }
+}
