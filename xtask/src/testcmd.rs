@@ -2,7 +2,6 @@
 //! integration tests against real services (a native environment this command brings up and
 //! down), the site checks and the workflow linter. Ends with one `N passed, N failed` line.
 
-use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result};
@@ -31,7 +30,7 @@ pub fn run(args: TestArgs) -> Result<()> {
     let mut tally = Tally::default();
     step(&mut tally, "rustfmt", cargo(&["fmt", "--all", "--check"]));
     step(&mut tally, "clippy", cargo(&["clippy", "--workspace", "--all-targets", "--release", "--", "-D", "warnings"]));
-    cargo_test(&mut tally, "unit tests", &["test", "--workspace", "--release"], None);
+    cargo_test(&mut tally, "unit tests", &["test", "--workspace", "--release"], &[]);
     if !args.unit {
         // The integration tests start these binaries (the release xtask sits next to its tests). The harness
         // is built on its own, as `lab run` builds it: built together, cargo unifies their dependencies'
@@ -71,7 +70,7 @@ fn integration(tally: &mut Tally) -> Result<()> {
         tally,
         "xtask integration (own environments)",
         &["test", "--release", "-p", "xtask", "--", "--ignored", "--test-threads=1"],
-        None,
+        &[],
     );
     println!("\n== bringing up a native environment for the harness integration tests");
     let opts = native::NativeOptions {
@@ -91,11 +90,16 @@ fn integration(tally: &mut Tally) -> Result<()> {
         }
     };
     let descriptor = env.dir.join(DESCRIPTOR_FILE);
+    // The client arms run the tools a lab run builds (rdkafka_performance, Kafka's Java perf tools).
+    let tools = repo_root().join("target/streamlab/tools.json");
+    if let Err(e) = crate::clients::prepare(&tools) {
+        step(tally, "client tools", Err(e));
+    }
     cargo_test(
         tally,
         "harness integration (shared environment)",
         &["test", "--release", "-p", "harness", "--", "--ignored", "--test-threads=1"],
-        Some(descriptor),
+        &[("STREAMLAB_ENV", descriptor.as_path()), (streamlab_record::tools::TOOLS_ENV, tools.as_path())],
     );
     native::down(&env, false)
 }
@@ -140,12 +144,12 @@ fn step(tally: &mut Tally, name: &str, result: Result<()>) {
 }
 
 /// Run `cargo test`, echoing its output and adding its `test result:` lines to the tally.
-fn cargo_test(tally: &mut Tally, name: &str, args: &[&str], env: Option<PathBuf>) {
+fn cargo_test(tally: &mut Tally, name: &str, args: &[&str], env: &[(&str, &std::path::Path)]) {
     println!("\n== {name}: cargo {}", args.join(" "));
     let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
     cmd.current_dir(repo_root()).args(args).stdout(Stdio::piped());
-    if let Some(env) = env {
-        cmd.env("STREAMLAB_ENV", env);
+    for (key, value) in env {
+        cmd.env(key, value);
     }
     let output = match cmd.spawn().and_then(|c| c.wait_with_output()) {
         Ok(o) => o,

@@ -62,14 +62,4 @@ mod tests {
         assert!(tools.classpath.iter().all(|jar| jar.is_file()), "every jar is in the cache");
         assert!(tools.classpath.iter().any(|jar| jar.ends_with(format!("kafka-tools-{}.jar", kafka_version()))));
     }
-
-    /// Writes a tools file naming only the Java tools, for running the harness's java arm by hand:
-    /// `STREAMLAB_JAVA_TOOLS_OUT=/tmp/tools.json cargo test -p xtask -- --ignored write_a_java_tools_file`.
-    #[test]
-    #[ignore = "writes a tools file for manual runs: set STREAMLAB_JAVA_TOOLS_OUT"]
-    fn write_a_java_tools_file() {
-        let out = std::env::var_os("STREAMLAB_JAVA_TOOLS_OUT").expect("STREAMLAB_JAVA_TOOLS_OUT names the file");
-        let tools = streamlab_record::tools::Tools { java: Some(locate().unwrap()), ..Default::default() };
-        tools.save(std::path::Path::new(&out)).unwrap();
-    }
 }
