@@ -245,7 +245,7 @@ pub fn fetch_measurement(f: &Fetched, high_watermark: u64, info: ClientInfo) -> 
             metric(f.client_cpu_s / (f.consumed as f64 / 1e6), "CPU s / 1M records", false),
         );
     }
-    add_percentiles(&mut metrics, "fetch_request", &f.fetch_request_us);
+    add_percentiles(&mut metrics, "fetch_rpc", &f.fetch_request_us);
     let ok = f.consumed == high_watermark && high_watermark > 0;
     let integrity = Integrity {
         status: if ok {
@@ -267,7 +267,7 @@ pub fn latency_measurement(knobs: &Knobs, samples_us: &[f64], high_watermark: u6
         ("samples".into(), metric(samples_us.len() as f64, "round trips", true)),
         ("high_watermark".into(), metric(high_watermark as f64, "records", true)),
     ]);
-    add_percentiles(&mut metrics, "ack", samples_us);
+    add_percentiles(&mut metrics, "produce_ack", samples_us);
     let expected = knobs.latency_warmup + knobs.latency_samples;
     let ok = samples_us.len() as u64 == knobs.latency_samples && high_watermark == expected;
     let integrity = Integrity {
@@ -416,9 +416,9 @@ mod tests {
         let knobs: Knobs = serde_json::from_value(knobs_json).unwrap();
         let samples: Vec<f64> = (1..=100).map(f64::from).collect();
         let m = latency_measurement(&knobs, &samples, 110, ClientInfo::default());
-        assert_eq!(m.metrics["ack_p50_us"].value, 50.0);
-        assert_eq!(m.metrics["ack_p99_us"].value, 99.0);
-        assert_eq!(m.metrics["ack_max_us"].value, 100.0);
+        assert_eq!(m.metrics["produce_ack_p50_us"].value, 50.0);
+        assert_eq!(m.metrics["produce_ack_p99_us"].value, 99.0);
+        assert_eq!(m.metrics["produce_ack_max_us"].value, 100.0);
         assert_eq!(m.integrity.status, streamlab_record::IntegrityStatus::Verified);
         let short = latency_measurement(&knobs, &samples[..99], 109, ClientInfo::default());
         assert_eq!(short.integrity.status, streamlab_record::IntegrityStatus::Failed);
