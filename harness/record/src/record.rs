@@ -37,6 +37,10 @@ pub struct Record {
     pub verdict: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// How this arm measured where arms cannot be made equal (connections, requests in flight, partitioner,
+    /// when the clock starts, the exact command): facts a reader needs to weigh one arm against another.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub details: BTreeMap<String, String>,
     /// 1-based repetition number.
     pub rep: u32,
     /// The command that reproduces this record.
@@ -139,6 +143,10 @@ pub struct Measurement {
     pub verdict: BTreeMap<String, String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// How this arm measured where arms cannot be made equal (connections, requests in flight, partitioner,
+    /// when the clock starts, the exact command): facts a reader needs to weigh one arm against another.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub details: BTreeMap<String, String>,
     /// Versions the arm observed (crate, librdkafka, broker), merged into provenance.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub versions: BTreeMap<String, String>,

@@ -184,6 +184,7 @@ pub fn to_record(task: &Task, run: &RunInfo, reproduce: &str, outcome: Outcome) 
         integrity: Integrity::not_checked("the arm did not finish"),
         verdict: BTreeMap::new(),
         note: None,
+        details: BTreeMap::new(),
         rep: task.rep,
         reproduce: reproduce.to_owned(),
         conditions: None,
@@ -196,6 +197,7 @@ pub fn to_record(task: &Task, run: &RunInfo, reproduce: &str, outcome: Outcome) 
             integrity: m.integrity,
             verdict: m.verdict,
             note: m.note,
+            details: m.details,
             ..base
         },
         Outcome::Failed { reason, log_tail } => Record {
@@ -230,6 +232,7 @@ pub fn not_run_record(task: &Task, run: &RunInfo, reproduce: &str, reason: &str)
         integrity: Integrity::not_checked("not run"),
         verdict: BTreeMap::new(),
         note: None,
+        details: BTreeMap::new(),
         rep: task.rep,
         reproduce: reproduce.to_owned(),
         conditions: None,
@@ -304,6 +307,7 @@ pub(crate) mod tests {
             integrity: Integrity::compare(1000, 990, "sum of partition high watermarks"),
             verdict: BTreeMap::new(),
             note: None,
+            details: BTreeMap::new(),
             versions: BTreeMap::new(),
         };
         let r = to_record(&task(), &run_info(), "cargo xtask lab run", Outcome::Measured(measured));

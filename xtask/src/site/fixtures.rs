@@ -49,6 +49,7 @@ pub fn record(run_id: &str, arm: &str, label: &str, sweeps: &[&str], default: bo
         integrity: Integrity::compare(acked, acked, HWM),
         verdict: BTreeMap::new(),
         note: None,
+        details: BTreeMap::new(),
         rep,
         reproduce: format!("cargo xtask lab run --matrix kafka_sink --profile standard --resume {run_id}"),
         conditions: None,

@@ -137,7 +137,7 @@ pub struct Asymmetries {
 }
 
 impl Asymmetries {
-    fn into_verdict(self) -> BTreeMap<String, String> {
+    fn into_details(self) -> BTreeMap<String, String> {
         BTreeMap::from([
             ("connections".into(), self.connections),
             ("in_flight".into(), self.in_flight),
@@ -301,9 +301,17 @@ fn add_percentiles(metrics: &mut BTreeMap<String, Metric>, name: &str, samples_u
 }
 
 fn finish(kind: &str, metrics: BTreeMap<String, Metric>, integrity: Integrity, info: ClientInfo) -> Measurement {
-    let mut verdict = info.asymmetries.into_verdict();
-    verdict.insert("command".into(), info.command);
-    Measurement { kind: kind.into(), metrics, integrity, verdict, note: info.note, versions: info.versions }
+    let mut details = info.asymmetries.into_details();
+    details.insert("command".into(), info.command);
+    Measurement {
+        kind: kind.into(),
+        metrics,
+        integrity,
+        verdict: BTreeMap::new(),
+        note: info.note,
+        details,
+        versions: info.versions,
+    }
 }
 
 /// The listener the knobs name, with its password read (for clients configured outside librdkafka).

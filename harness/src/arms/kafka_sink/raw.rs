@@ -233,6 +233,7 @@ pub fn run(ctx: &ArmContext) -> Result<Measurement> {
         ),
         verdict,
         note: Some(note),
+        details: BTreeMap::new(),
         versions: crate::versions::client_versions(),
     })
 }

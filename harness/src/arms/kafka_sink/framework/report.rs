@@ -172,6 +172,7 @@ pub(super) fn measurement(knobs: &Knobs, outcome: &Outcome, observed: u64) -> Re
         integrity,
         verdict,
         note: Some(note),
+        details: BTreeMap::new(),
         versions: crate::versions::client_versions(),
     })
 }
