@@ -123,6 +123,7 @@ mod tests {
             integrity: Integrity::compare(10, 10, "hwm"),
             verdict: BTreeMap::new(),
             note: Some("n".into()),
+            details: BTreeMap::new(),
             rep,
             reproduce: "cargo xtask lab run".into(),
             conditions: None,

@@ -391,10 +391,10 @@ mod tests {
             assert_eq!(m.integrity.status, IntegrityStatus::Verified, "{listener}: {:?} {:?}", m.integrity, m.note);
             assert_eq!(m.metrics["acked"].value, 20000.0, "{listener}");
             assert!(m.metrics["records_per_s"].value > 0.0 && m.metrics["client_cpu_s"].value > 0.0, "{listener}");
-            assert!(m.verdict["command"].contains("--payload-file <private>/payload"), "{}", m.verdict["command"]);
+            assert!(m.details["command"].contains("--payload-file <private>/payload"), "{}", m.details["command"]);
             let protocol = &crate::test_env().kafka.listeners[listener].security_protocol;
-            assert!(m.verdict["command"].contains(&format!("security.protocol={protocol}")), "{listener}");
-            assert!(!m.verdict["command"].contains(&scram_password()), "{listener}: the password is masked");
+            assert!(m.details["command"].contains(&format!("security.protocol={protocol}")), "{listener}");
+            assert!(!m.details["command"].contains(&scram_password()), "{listener}: the password is masked");
             assert!(m.note.as_deref().unwrap().contains("batch_messages=32768 not applied"), "{:?}", m.note);
         }
     }
@@ -413,7 +413,7 @@ mod tests {
         }
         let m = run(&context(k)).unwrap();
         assert_eq!(m.integrity.status, IntegrityStatus::Verified, "{:?}", m.note);
-        assert!(m.verdict["command"].contains("acks=-1 enable.idempotence=true"), "{}", m.verdict["command"]);
+        assert!(m.details["command"].contains("acks=-1 enable.idempotence=true"), "{}", m.details["command"]);
         let note = m.note.unwrap();
         assert!(note.contains("compression-rate-avg 0.") && note.contains("16384"), "lz4 compressed 'x': {note}");
     }

@@ -17,6 +17,7 @@
 //! exits with [`NOT_RUNNABLE_EXIT`] and the runner records the point as not run, with the reason.
 
 pub mod java;
+pub mod partitionline;
 pub mod rdkafka_arm;
 
 pub use streamlab_record::tools::{CTool, JavaTools, TOOLS_ENV, Tools};

@@ -1,0 +1,745 @@
+//! The partitionline 0.1.0 adapter (pure Rust: tokio + rustls, no librdkafka). It runs the seed's own
+//! `examples/bench_*.rs` shapes through the crate's public API, with one correction: a produce run counts what
+//! the broker acknowledged (`metrics().records_acked`), not the `try_send` calls that returned Ok, which is
+//! what the seed's bench_produce printed as "acked".
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use partitionline::{Acks, Consumer, ConsumerConfig, ProduceRecord, Producer, ProducerConfig, Sasl, TlsConfig};
+use streamlab_record::Measurement;
+use streamlab_record::descriptor::Listener;
+
+use super::{Asymmetries, ClientInfo, Compression, Fetched, Knobs, NotRunnable, Produced, Workload};
+use crate::arms::ArmContext;
+use crate::arms::spec::{ArmSpec, KnobStruct};
+
+pub const ARM: ArmSpec = ArmSpec {
+    bench: "clients",
+    arm: "partitionline",
+    knobs: super::KNOBS,
+    run,
+    knob_struct: KnobStruct::of::<Knobs>(),
+};
+
+/// Give up on a produce or fetch that makes no progress for this long.
+const STALL_TIMEOUT: Duration = Duration::from_secs(60);
+/// The longest a produce run's final flush may take (the crate's own flush() deadline is 30 s).
+const FLUSH_TIMEOUT: Duration = Duration::from_secs(300);
+/// How long closing the producer may take once everything is flushed.
+const CLOSE_TIMEOUT: Duration = Duration::from_secs(10);
+/// The seed's bench_produce retries `try_send` this many times on QueueFull before it yields.
+const SPINS_BEFORE_YIELD: u32 = 32;
+/// How often, and how far apart, `Producer::new` is tried again on a retriable broker error.
+const NEW_RETRIES: usize = 40;
+const NEW_RETRY_BACKOFF: Duration = Duration::from_millis(250);
+
+pub fn run(ctx: &ArmContext) -> Result<Measurement> {
+    let knobs: Knobs = ctx.knobs()?;
+    // Refuse what the crate cannot do before a topic is made for it.
+    if knobs.workload == Workload::Produce {
+        compression(knobs.compression)?;
+    }
+    let topic = super::fresh_run_topic(&ctx.env, &knobs, "partitionline")?;
+    let measurement = match knobs.workload {
+        Workload::Produce => produce(ctx, &knobs, &topic),
+        Workload::Fetch => fetch(ctx, &knobs, &topic),
+        Workload::Latency => latency(ctx, &knobs, &topic),
+    };
+    let _ = crate::kafka::admin::delete_topic(&super::admin_config(&ctx.env)?, &topic);
+    measurement
+}
+
+/// The crate's codec for the knob; zstd does not exist in partitionline 0.1.0.
+fn compression(c: Compression) -> Result<partitionline::Compression> {
+    match c {
+        Compression::None => Ok(partitionline::Compression::None),
+        Compression::Lz4 => Ok(partitionline::Compression::Lz4),
+        Compression::Zstd => Err(NotRunnable(
+            "partitionline 0.1.0 has no zstd (Compression::from_name(\"zstd\") is an error; it offers none, gzip, \
+             snappy and lz4)"
+                .into(),
+        )
+        .into()),
+    }
+}
+
+fn acks(knob: i32) -> Result<Acks> {
+    i16::try_from(knob).ok().and_then(Acks::from_i16).with_context(|| format!("acks {knob} is not 0, 1 or -1"))
+}
+
+/// The produce throughput configuration: the knobs where the crate has them, its defaults elsewhere
+/// (8 connections x 16 in flight, as the seed ran). Security comes from [`Security::apply_producer`].
+fn producer_config(knobs: &Knobs, bootstrap: &str) -> Result<ProducerConfig> {
+    let mut cfg = ProducerConfig::bootstrap([bootstrap])
+        .acks(acks(knobs.acks)?)
+        .linger(Duration::from_millis(knobs.linger_ms))
+        .compression(compression(knobs.compression)?)
+        .idempotent(knobs.idempotence);
+    if knobs.batch_messages > 0 {
+        cfg = cfg.batch_records(usize::try_from(knobs.batch_messages)?);
+    }
+    if knobs.batch_bytes > 0 {
+        cfg = cfg.batch_bytes(usize::try_from(knobs.batch_bytes)?);
+    }
+    Ok(cfg)
+}
+
+/// The seed's bench_latency producer: one record per request, one request at a time, on one connection.
+fn latency_producer_config(knobs: &Knobs, bootstrap: &str) -> Result<ProducerConfig> {
+    Ok(ProducerConfig::bootstrap([bootstrap])
+        .acks(acks(knobs.acks)?)
+        .linger(Duration::ZERO)
+        .batch_records(1)
+        // bench_latency's value: room for one record and its framing.
+        .batch_bytes(knobs.payload_bytes.saturating_add(256))
+        .connections(1)
+        .max_in_flight(1)
+        .idempotent(knobs.idempotence))
+}
+
+fn consumer_config(knobs: &Knobs, bootstrap: &str) -> Result<ConsumerConfig> {
+    Ok(ConsumerConfig::bootstrap([bootstrap])
+        .max_wait_ms(i32::try_from(knobs.fetch_max_wait_ms).context("fetch_max_wait_ms")?)
+        .min_bytes(i32::try_from(knobs.fetch_min_bytes).context("fetch_min_bytes")?)
+        // Both fetch.max.bytes and max.partition.fetch.bytes, as the librdkafka arms set both.
+        .max_bytes(i32::try_from(knobs.fetch_max_bytes).context("fetch_max_bytes")?))
+}
+
+/// The listener's TLS and SASL, as partitionline takes them.
+struct Security {
+    tls: Option<TlsConfig>,
+    sasl: Option<Sasl>,
+    /// e.g. `SSL, CA <file>, server name 127.0.0.1` (never the password).
+    described: String,
+}
+
+impl Security {
+    fn of(listener: &Listener, password: Option<String>) -> Result<Self> {
+        let (tls, tls_described) = match &listener.ca_file {
+            Some(ca) => {
+                let pem = std::fs::read(ca).with_context(|| format!("cannot read the CA file {}", ca.display()))?;
+                let name = server_name(&listener.bootstrap)?;
+                let described = format!(", CA {} (PEM bytes), server name {name}", ca.display());
+                (Some(TlsConfig::default().ca_pem(pem).server_name(name)), described)
+            }
+            None => (None, String::new()),
+        };
+        let sasl = sasl(listener, password)?;
+        let sasl_described = match (&listener.sasl_mechanism, &listener.username) {
+            (Some(m), Some(u)) if m == "OAUTHBEARER" => format!(", OAUTHBEARER unsecured JWT, principal {u}"),
+            (Some(m), Some(u)) => format!(", {m} user {u}"),
+            (Some(m), None) => format!(", {m}"),
+            _ => String::new(),
+        };
+        let described = format!("{}{tls_described}{sasl_described}", listener.security_protocol);
+        Ok(Security { tls, sasl, described })
+    }
+
+    fn apply_producer(&self, mut cfg: ProducerConfig) -> ProducerConfig {
+        if let Some(tls) = &self.tls {
+            cfg = cfg.tls(tls.clone());
+        }
+        if let Some(sasl) = &self.sasl {
+            cfg = cfg.sasl(sasl.clone());
+        }
+        cfg
+    }
+
+    fn apply_consumer(&self, mut cfg: ConsumerConfig) -> ConsumerConfig {
+        if let Some(tls) = &self.tls {
+            cfg = cfg.tls(tls.clone());
+        }
+        if let Some(sasl) = &self.sasl {
+            cfg = cfg.sasl(sasl.clone());
+        }
+        cfg
+    }
+}
+
+/// The name the broker certificate is checked against: the host partitionline dials (the broker advertises
+/// the same 127.0.0.1 its certificate names), set explicitly so that the record says which it was.
+fn server_name(bootstrap: &str) -> Result<String> {
+    let (host, _port) =
+        bootstrap.rsplit_once(':').with_context(|| format!("bootstrap {bootstrap:?} is not host:port"))?;
+    Ok(host.trim_start_matches('[').trim_end_matches(']').to_owned())
+}
+
+fn sasl(listener: &Listener, password: Option<String>) -> Result<Option<Sasl>> {
+    let Some(mechanism) = listener.sasl_mechanism.as_deref() else { return Ok(None) };
+    let user = || listener.username.clone().with_context(|| format!("the {mechanism} listener has no username"));
+    let pass = || password.clone().with_context(|| format!("the {mechanism} listener has no password file"));
+    Ok(Some(match mechanism {
+        "SCRAM-SHA-256" => Sasl::scram_sha256(user()?, pass()?),
+        "SCRAM-SHA-512" => Sasl::scram_sha512(user()?, pass()?),
+        "PLAIN" => Sasl::plain(user()?, pass()?),
+        // Unsecured JWT (alg none): the principal is its only claim the crate lets us set.
+        "OAUTHBEARER" => Sasl::oauthbearer(user()?),
+        other => return Err(NotRunnable(format!("partitionline 0.1.0 has no SASL mechanism {other}")).into()),
+    }))
+}
+
+/// A multi-thread runtime like the seed's `#[tokio::main]` (one worker per CPU).
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .enable_io()
+        .enable_time()
+        .build()
+        .context("cannot start the tokio runtime")
+}
+
+/// Stop the runtime without waiting on the crate's background tasks (metadata refresh, idle connections).
+fn stop(rt: tokio::runtime::Runtime) {
+    rt.shutdown_timeout(Duration::from_secs(5));
+}
+
+fn info(command: String, asymmetries: Asymmetries, note: Option<String>) -> ClientInfo {
+    ClientInfo {
+        versions: [("partitionline".to_owned(), partitionline::CLIENT_VERSION.to_owned())].into(),
+        command,
+        asymmetries,
+        note,
+    }
+}
+
+/// The producer settings that decide throughput, as the crate will run them.
+fn describe_producer(cfg: &ProducerConfig) -> String {
+    let effective =
+        if cfg.enable_idempotence { " (idempotence: the crate forces acks=-1 and max_in_flight<=5)" } else { "" };
+    format!(
+        "acks={} linger={}ms batch_records={} batch_bytes={} max_request_size={} buffer_memory={} compression={} \
+         idempotence={} connections={} max_in_flight={}{effective}",
+        cfg.acks,
+        cfg.linger.as_millis(),
+        cfg.batch_records,
+        cfg.batch_bytes,
+        cfg.max_request_size,
+        cfg.buffer_memory,
+        cfg.compression.as_str(),
+        cfg.enable_idempotence,
+        cfg.connections,
+        cfg.max_in_flight,
+    )
+}
+
+fn produce_asymmetries(cfg: &ProducerConfig, partitions: i32) -> Asymmetries {
+    let in_flight = if cfg.enable_idempotence { cfg.max_in_flight.min(5) } else { cfg.max_in_flight };
+    let carrying = usize::try_from(partitions).unwrap_or(0).min(cfg.connections);
+    Asymmetries {
+        connections: format!(
+            "{} per broker for produce (partition p on connection p % {}; {carrying} of them carry the topic's \
+             {partitions} partitions on one broker) + 1 metadata connection; crate default, as the seed ran",
+            cfg.connections, cfg.connections
+        ),
+        in_flight: format!("{in_flight} Produce requests per connection (crate default 16; 5 when idempotent)"),
+        partitioner: "keyless records round-robin per record (DefaultPartitioner)".into(),
+        clock: "from after Producer::new (bootstrap connect, ApiVersions, SASL, InitProducerId excluded; metadata and \
+                leader connections, which try_send waits for through QueueFull, included) to flush returning, as \
+                the seed's bench_produce"
+            .into(),
+        payload: "'x' repeated".into(),
+    }
+}
+
+fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
+    let (listener, password) = super::listener(&ctx.env, knobs)?;
+    let security = Security::of(listener, password)?;
+    let cfg = security.apply_producer(producer_config(knobs, &listener.bootstrap)?);
+    let described = describe_producer(&cfg);
+    let record = ProduceRecord::to(topic).value(super::payload(knobs.payload_bytes));
+    let asymmetries = produce_asymmetries(&cfg, knobs.partitions);
+    let rt = runtime()?;
+    let outcome = rt.block_on(produce_async(cfg, record, knobs.count));
+    stop(rt);
+    let outcome = outcome?;
+    let hw = super::topic_high_watermark(&ctx.env, topic)?;
+    let mut notes: Vec<String> = outcome.setup_note.iter().cloned().collect();
+    if let Some(queued) = outcome.stalled_at {
+        notes.push(format!("try_send refused every record for {}s; stopped after {queued}", STALL_TIMEOUT.as_secs()));
+    }
+    if let Some(e) = &outcome.flush_error {
+        notes.push(format!("flush returned an error: {e}"));
+    }
+    if outcome.produced.failed > 0 {
+        notes.push(format!("{} records failed (produce_errors)", outcome.produced.failed));
+    }
+    if let Some(e) = &outcome.close_error {
+        notes.push(format!("close after flush returned an error: {e}"));
+    }
+    let command = format!(
+        "partitionline {} Producer on {} ({}): {described}; queue_messages={} has no equivalent (buffer_memory \
+         bytes only); try_send, retried {SPINS_BEFORE_YIELD} times then yield_now on QueueFull, then \
+         flush_timeout({}s); acked = metrics().records_acked, failed = metrics().produce_errors",
+        partitionline::CLIENT_VERSION,
+        knobs.listener,
+        security.described,
+        knobs.queue_messages,
+        FLUSH_TIMEOUT.as_secs(),
+    );
+    let note = (!notes.is_empty()).then(|| notes.join("; "));
+    let mut m = super::produce_measurement(knobs, &outcome.produced, hw, info(command, asymmetries, note));
+    // How much of the clock went to metadata and leader connections (the seed's clock includes them).
+    m.metrics.insert(
+        "first_queued_ms".into(),
+        streamlab_record::Metric::new(outcome.first_queued.as_secs_f64() * 1e3, "ms", false),
+    );
+    Ok(m)
+}
+
+struct ProduceOutcome {
+    produced: Produced,
+    /// From the clock's start to the first record `try_send` accepted.
+    first_queued: Duration,
+    setup_note: Option<String>,
+    /// Records queued when try_send had been refusing them for [`STALL_TIMEOUT`].
+    stalled_at: Option<u64>,
+    flush_error: Option<String>,
+    close_error: Option<String>,
+}
+
+/// `Producer::new`, tried again while the broker answers with a retriable error. partitionline 0.1.0 does not
+/// retry a non-transactional InitProducerId, and a fresh Kafka 4.1 broker answers COORDINATOR_LOAD_IN_PROGRESS
+/// until it holds a block of producer ids; Java and librdkafka retry that internally. Outside every clock.
+async fn new_producer(cfg: ProducerConfig) -> Result<(Producer, Option<String>)> {
+    let mut retried: Vec<String> = Vec::new();
+    loop {
+        match Producer::new(cfg.clone()).await {
+            Ok(p) => {
+                let note = retried.last().map(|e| {
+                    format!(
+                        "Producer::new took {} attempts (the crate does not retry it); it answered: {e}",
+                        retried.len() + 1
+                    )
+                });
+                return Ok((p, note));
+            }
+            Err(e) if e.broker_code().is_some() && e.is_retriable() && retried.len() < NEW_RETRIES => {
+                retried.push(e.to_string());
+                tokio::time::sleep(NEW_RETRY_BACKOFF).await;
+            }
+            Err(e) => return Err(e).context("cannot create the producer"),
+        }
+    }
+}
+
+/// The seed's bench_produce loop with COUNT set and no warm-up, counting the broker's acknowledgements.
+/// Each send clones `record` (its topic is an `Arc<str>`, its value `Bytes`: two reference counts, as the
+/// seed's loop).
+async fn produce_async(cfg: ProducerConfig, record: ProduceRecord, count: u64) -> Result<ProduceOutcome> {
+    let (producer, setup_note) = new_producer(cfg).await?;
+    let cpu_before = crate::cpu::process_cpu_seconds();
+    let started = Instant::now();
+    let mut first_queued = Duration::ZERO;
+    let (mut queued, mut spins) = (0u64, 0u32);
+    // Progress is looked at only when the queue is full (the one way this loop stops moving), so the hot
+    // path stays the seed's.
+    let mut stall = Stall::new(STALL_TIMEOUT);
+    let mut stalled = false;
+    while queued < count {
+        match producer.try_send(record.clone()) {
+            Ok(()) => {
+                if queued == 0 {
+                    first_queued = started.elapsed();
+                }
+                queued += 1;
+                spins = 0;
+            }
+            Err(partitionline::Error::QueueFull) => {
+                spins += 1;
+                if spins > SPINS_BEFORE_YIELD {
+                    tokio::task::yield_now().await;
+                    spins = 0;
+                    if stall.is_stuck(queued) {
+                        stalled = true;
+                        break;
+                    }
+                }
+            }
+            Err(e) => bail!("try_send failed after {queued} records were queued: {e}"),
+        }
+    }
+    // A flush error does not end the run: the counts and the high watermark say what reached the broker.
+    let flush_error = producer.flush_timeout(FLUSH_TIMEOUT).await.err().map(|e| e.to_string());
+    let elapsed = started.elapsed();
+    let client_cpu_s = crate::cpu::process_cpu_seconds() - cpu_before;
+    let m = producer.metrics();
+    let close_error = producer.close_timeout(CLOSE_TIMEOUT).await.err().map(|e| e.to_string());
+    Ok(ProduceOutcome {
+        produced: Produced { acked: m.records_acked, failed: m.produce_errors, elapsed, client_cpu_s },
+        first_queued,
+        setup_note,
+        stalled_at: stalled.then_some(queued),
+        flush_error,
+        close_error,
+    })
+}
+
+/// Whether a count has stood still for longer than `limit`.
+struct Stall {
+    limit: Duration,
+    count: u64,
+    since: Instant,
+}
+
+impl Stall {
+    fn new(limit: Duration) -> Self {
+        Stall { limit, count: 0, since: Instant::now() }
+    }
+
+    fn is_stuck(&mut self, count: u64) -> bool {
+        if count != self.count {
+            (self.count, self.since) = (count, Instant::now());
+        }
+        self.since.elapsed() > self.limit
+    }
+}
+
+fn fetch(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
+    let hw = super::preload(&ctx.env, topic, knobs)?;
+    let (listener, password) = super::listener(&ctx.env, knobs)?;
+    let security = Security::of(listener, password)?;
+    let cfg = security.apply_consumer(consumer_config(knobs, &listener.bootstrap)?);
+    let described = format!(
+        "max_wait_ms={} min_bytes={} max_bytes={} max_partition_fetch_bytes={} isolation={}",
+        cfg.max_wait_ms, cfg.min_bytes, cfg.max_bytes, cfg.max_partition_fetch_bytes, cfg.isolation_level
+    );
+    let rt = runtime()?;
+    let fetched = rt.block_on(fetch_async(cfg, topic, hw));
+    stop(rt);
+    let (fetched, stalled) = fetched?;
+    let asymmetries = Asymmetries {
+        connections: "1 per broker (plus the bootstrap connection)".into(),
+        in_flight: "1 Fetch per broker at a time (one fetch() round)".into(),
+        partitioner: "all partitions assigned with assign_topic, from offset 0".into(),
+        clock: "from after Consumer::new and assign_topic (bootstrap connect, SASL, metadata excluded) to the \
+                fetch() that reached the high watermark, as the seed's bench_fetch; the first fetch() opens the \
+                leader connection (TCP, TLS, ApiVersions, SASL), so that is inside the clock and in the first \
+                fetch_request sample"
+            .into(),
+        payload: "preloaded by rust-rdkafka: 'x' repeated".into(),
+    };
+    let command = format!(
+        "partitionline {} Consumer on {} ({}): {described}; assign_topic({topic}, 0), fetch() until consumed == \
+         high watermark ({hw}); every non-empty fetch() timed as fetch_request_us",
+        partitionline::CLIENT_VERSION,
+        knobs.listener,
+        security.described,
+    );
+    let note =
+        stalled.then(|| format!("no progress for {}s; stopped at {}", STALL_TIMEOUT.as_secs(), fetched.consumed));
+    let requests = fetched.fetch_request_us.len() as f64;
+    let mut m = super::fetch_measurement(&fetched, hw, info(command, asymmetries, note));
+    // How many samples the fetch_request percentiles stand on (a 16 MiB fetch returns a lot per round).
+    m.metrics.insert("fetch_requests".into(), streamlab_record::Metric::new(requests, "requests", false));
+    Ok(m)
+}
+
+/// Read every partition from offset 0 until `high_watermark` records have come back; `true` if it stalled.
+async fn fetch_async(cfg: ConsumerConfig, topic: &str, high_watermark: u64) -> Result<(Fetched, bool)> {
+    let mut consumer = Consumer::new(cfg).await.context("cannot create the consumer")?;
+    consumer.assign_topic(topic, 0).await.with_context(|| format!("cannot assign {topic}"))?;
+    let cpu_before = crate::cpu::process_cpu_seconds();
+    let started = Instant::now();
+    let (mut consumed, mut bytes) = (0u64, 0u64);
+    let mut fetch_request_us = Vec::new();
+    let mut stall = Stall::new(STALL_TIMEOUT);
+    let mut stalled = false;
+    while consumed < high_watermark {
+        let t = Instant::now();
+        let records = consumer.fetch().await.with_context(|| format!("fetch failed after {consumed} records"))?;
+        let took = t.elapsed();
+        if records.is_empty() {
+            if stall.is_stuck(consumed) {
+                stalled = true;
+                break;
+            }
+            continue;
+        }
+        fetch_request_us.push(took.as_secs_f64() * 1e6);
+        consumed += records.len() as u64;
+        bytes += records.iter().map(|r| r.value.as_ref().map_or(0, |v| v.len() as u64)).sum::<u64>();
+    }
+    let fetched = Fetched {
+        consumed,
+        bytes,
+        elapsed: started.elapsed(),
+        client_cpu_s: crate::cpu::process_cpu_seconds() - cpu_before,
+        fetch_request_us,
+    };
+    Ok((fetched, stalled))
+}
+
+fn latency(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
+    let (listener, password) = super::listener(&ctx.env, knobs)?;
+    let security = Security::of(listener, password)?;
+    let cfg = security.apply_producer(latency_producer_config(knobs, &listener.bootstrap)?);
+    let described = describe_producer(&cfg);
+    let record = ProduceRecord::to(topic).partition(0).value(super::payload(knobs.payload_bytes));
+    let rt = runtime()?;
+    let samples = rt.block_on(latency_async(cfg, record, knobs.latency_warmup, knobs.latency_samples));
+    stop(rt);
+    let (samples, setup_note) = samples?;
+    let hw = super::topic_high_watermark(&ctx.env, topic)?;
+    let asymmetries = Asymmetries {
+        connections: "1 per broker for produce + 1 metadata connection".into(),
+        in_flight: "1 (max_in_flight=1, one send().await at a time)".into(),
+        partitioner: "partition 0".into(),
+        clock: "from send() to its future resolving with the Produce response (RecordMetadata), as the seed's \
+                bench_latency"
+            .into(),
+        payload: "'x' repeated".into(),
+    };
+    let command = format!(
+        "partitionline {} Producer, sequential send().await to partition 0 on {} ({}): {described}",
+        partitionline::CLIENT_VERSION,
+        knobs.listener,
+        security.described,
+    );
+    Ok(super::latency_measurement(knobs, &samples, hw, info(command, asymmetries, setup_note)))
+}
+
+/// `warmup` then `samples` sequential produce -> ack round trips; the measured ones in microseconds.
+async fn latency_async(
+    cfg: ProducerConfig,
+    record: ProduceRecord,
+    warmup: u64,
+    samples: u64,
+) -> Result<(Vec<f64>, Option<String>)> {
+    let (producer, setup_note) = new_producer(cfg).await?;
+    let mut measured = Vec::with_capacity(usize::try_from(samples)?);
+    for i in 0..warmup + samples {
+        let t = Instant::now();
+        producer.send(record.clone()).await.with_context(|| format!("round trip {i}"))?;
+        if i >= warmup {
+            measured.push(t.elapsed().as_secs_f64() * 1e6);
+        }
+    }
+    producer.close_timeout(CLOSE_TIMEOUT).await.context("closing the latency producer")?;
+    Ok((measured, setup_note))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+
+    use streamlab_record::IntegrityStatus;
+
+    use super::*;
+
+    /// The seed's locked produce knobs at a small count, with `overrides`.
+    fn knobs_json(overrides: serde_json::Value) -> serde_json::Map<String, serde_json::Value> {
+        let mut v = serde_json::json!({
+            "workload": "produce", "listener": "plaintext", "compression": "none", "acks": 1, "idempotence": false,
+            "count": 20000, "payload_bytes": 100, "partitions": 6, "linger_ms": 5, "batch_messages": 32768,
+            "batch_bytes": 1000000, "queue_messages": 1000000, "fetch_max_wait_ms": 100, "fetch_min_bytes": 1,
+            "fetch_max_bytes": 16777216, "latency_warmup": 20, "latency_samples": 200, "kafka_version": "4.1.0"
+        });
+        for (k, val) in overrides.as_object().unwrap() {
+            v[k] = val.clone();
+        }
+        v.as_object().unwrap().clone()
+    }
+
+    fn knobs(overrides: serde_json::Value) -> Knobs {
+        crate::arms::spec::parse_knobs(&knobs_json(overrides)).unwrap()
+    }
+
+    fn listener(security_protocol: &str, mechanism: Option<&str>, user: Option<&str>) -> Listener {
+        Listener {
+            bootstrap: "127.0.0.1:9095".into(),
+            security_protocol: security_protocol.into(),
+            sasl_mechanism: mechanism.map(Into::into),
+            username: user.map(Into::into),
+            password_file: None,
+            ca_file: None,
+        }
+    }
+
+    #[test]
+    fn the_seed_knobs_map_onto_the_producer_config_and_leave_connections_at_the_crate_default() {
+        let cfg = producer_config(&knobs(serde_json::json!({})), "127.0.0.1:9092").unwrap();
+        assert_eq!(
+            (cfg.acks, cfg.linger, cfg.batch_records, cfg.batch_bytes),
+            (1, Duration::from_millis(5), 32768, 1_000_000)
+        );
+        assert_eq!(cfg.compression, partitionline::Compression::None);
+        assert_eq!((cfg.connections, cfg.max_in_flight), (8, 16));
+        assert_eq!(cfg.bootstrap, vec!["127.0.0.1:9092".to_owned()]);
+        let lz4 =
+            producer_config(&knobs(serde_json::json!({"compression": "lz4", "acks": -1, "idempotence": true})), "h:1")
+                .unwrap();
+        assert_eq!((lz4.compression, lz4.acks, lz4.enable_idempotence), (partitionline::Compression::Lz4, -1, true));
+    }
+
+    #[test]
+    fn zero_batch_knobs_keep_the_crate_defaults() {
+        let cfg = producer_config(&knobs(serde_json::json!({"batch_messages": 0, "batch_bytes": 0})), "h:1").unwrap();
+        let default = ProducerConfig::default();
+        assert_eq!((cfg.batch_records, cfg.batch_bytes), (default.batch_records, default.batch_bytes));
+        assert_eq!((default.batch_records, default.batch_bytes), (32_768, 1_000_000));
+        let set =
+            producer_config(&knobs(serde_json::json!({"batch_messages": 500, "batch_bytes": 200000})), "h:1").unwrap();
+        assert_eq!((set.batch_records, set.batch_bytes), (500, 200_000));
+    }
+
+    #[test]
+    fn zstd_is_not_runnable_and_says_why() {
+        let err = producer_config(&knobs(serde_json::json!({"compression": "zstd"})), "h:1").unwrap_err();
+        let not_runnable = err.downcast_ref::<NotRunnable>().expect("a NotRunnable");
+        assert!(not_runnable.0.contains("no zstd"), "{not_runnable}");
+    }
+
+    #[test]
+    fn acks_outside_0_1_and_minus_1_are_refused() {
+        assert!(producer_config(&knobs(serde_json::json!({"acks": 2})), "h:1").is_err());
+        assert_eq!(acks(0).unwrap(), Acks::None);
+        assert_eq!(acks(-1).unwrap(), Acks::All);
+    }
+
+    #[test]
+    fn the_latency_producer_is_one_record_at_a_time_on_one_connection() {
+        let cfg =
+            latency_producer_config(&knobs(serde_json::json!({"workload": "latency", "acks": -1})), "h:1").unwrap();
+        assert_eq!((cfg.linger, cfg.batch_records, cfg.connections, cfg.max_in_flight), (Duration::ZERO, 1, 1, 1));
+        assert_eq!((cfg.acks, cfg.batch_bytes), (-1, 356));
+    }
+
+    #[test]
+    fn the_fetch_knobs_set_both_byte_caps() {
+        let cfg =
+            consumer_config(&knobs(serde_json::json!({"fetch_max_bytes": 1048576, "fetch_max_wait_ms": 50})), "h:1")
+                .unwrap();
+        assert_eq!(
+            (cfg.max_wait_ms, cfg.min_bytes, cfg.max_bytes, cfg.max_partition_fetch_bytes),
+            (50, 1, 1 << 20, 1 << 20)
+        );
+    }
+
+    #[test]
+    fn sasl_follows_the_listener_mechanism_and_never_describes_the_password() {
+        let scram = listener("SASL_PLAINTEXT", Some("SCRAM-SHA-512"), Some("admin"));
+        match sasl(&scram, Some("hunter2".into())).unwrap() {
+            Some(Sasl::ScramSha512 { username, password }) => {
+                assert_eq!((username.as_str(), password.as_str()), ("admin", "hunter2"))
+            }
+            _ => panic!("not SCRAM-SHA-512"),
+        }
+        let described = Security::of(&scram, Some("hunter2".into())).unwrap().described;
+        assert!(described.contains("SCRAM-SHA-512 user admin") && !described.contains("hunter2"), "{described}");
+        let oauth = listener("SASL_PLAINTEXT", Some("OAUTHBEARER"), Some("alice"));
+        assert!(matches!(sasl(&oauth, None).unwrap(), Some(Sasl::OauthBearer { principal }) if principal == "alice"));
+        assert!(sasl(&listener("PLAINTEXT", None, None), None).unwrap().is_none());
+        let gssapi = sasl(&listener("SASL_PLAINTEXT", Some("GSSAPI"), Some("u")), None).unwrap_err();
+        assert!(gssapi.downcast_ref::<NotRunnable>().is_some());
+        assert!(sasl(&listener("SASL_PLAINTEXT", Some("SCRAM-SHA-256"), Some("u")), None).is_err(), "no password");
+    }
+
+    #[test]
+    fn tls_reads_the_ca_file_and_checks_the_host_it_dials() {
+        assert_eq!(server_name("127.0.0.1:9093").unwrap(), "127.0.0.1");
+        assert_eq!(server_name("[::1]:9093").unwrap(), "::1");
+        let dir = tempdir();
+        let ca = dir.join("ca.pem");
+        std::fs::write(&ca, "-----BEGIN CERTIFICATE-----\n").unwrap();
+        let ssl = Listener { ca_file: Some(ca.clone()), ..listener("SSL", None, None) };
+        let s = Security::of(&ssl, None).unwrap();
+        let tls = s.tls.unwrap();
+        assert_eq!(tls.ca_pem.as_deref(), Some(&b"-----BEGIN CERTIFICATE-----\n"[..]));
+        assert_eq!(tls.server_name.as_deref(), Some("127.0.0.1"));
+        let missing = Listener { ca_file: Some(dir.join("nope.pem")), ..ssl };
+        let err = Security::of(&missing, None).err().expect("a missing CA file is an error");
+        assert!(err.to_string().contains("nope.pem"), "{err}");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn a_zstd_produce_is_refused_before_the_broker_is_touched() {
+        // An environment with no listeners at all: reaching for the broker would fail with another error.
+        let env = serde_json::from_value(serde_json::json!({
+            "schema": 1, "id": "t", "backend": "external", "dir": "/nonexistent", "started_ts_ms": 0,
+            "kafka": {"version": "x", "listeners": {}}
+        }))
+        .unwrap();
+        let err = run(&ArmContext { env, knobs: knobs_json(serde_json::json!({"compression": "zstd"})) }).unwrap_err();
+        assert!(err.downcast_ref::<NotRunnable>().is_some(), "{err:#}");
+    }
+
+    #[test]
+    fn a_count_that_moves_is_never_stuck_and_one_that_stands_still_is() {
+        let mut stall = Stall::new(Duration::from_millis(20));
+        assert!(!stall.is_stuck(0));
+        std::thread::sleep(Duration::from_millis(30));
+        assert!(!stall.is_stuck(5), "progress resets the clock");
+        assert!(!stall.is_stuck(5));
+        std::thread::sleep(Duration::from_millis(30));
+        assert!(stall.is_stuck(5));
+    }
+
+    fn tempdir() -> PathBuf {
+        let d = std::env::temp_dir().join(format!("pl-arm-test-{}", std::process::id()));
+        std::fs::create_dir_all(&d).unwrap();
+        d
+    }
+
+    // Against a broker.
+
+    fn run_with(overrides: serde_json::Value) -> Measurement {
+        run(&ArmContext { env: crate::test_env(), knobs: knobs_json(overrides) }).unwrap()
+    }
+
+    fn assert_produced_all(m: &Measurement, count: u64) {
+        assert_eq!(m.integrity.status, IntegrityStatus::Verified, "{:?} {:?}", m.integrity, m.note);
+        assert_eq!(m.metrics["acked"].value, count as f64);
+        assert_eq!(m.metrics["high_watermark"].value, count as f64);
+        assert!(m.metrics["records_per_s"].value > 0.0);
+        assert_eq!(m.versions.get("partitionline").map(String::as_str), Some("0.1.0"));
+    }
+
+    #[test]
+    #[ignore = "needs a broker: cargo xtask test"]
+    fn produce_is_acknowledged_and_verified_on_every_listener() {
+        for listener in ["plaintext", "ssl", "scram256", "scram512", "oauth"] {
+            let m = run_with(serde_json::json!({"listener": listener}));
+            assert_produced_all(&m, 20000);
+            assert!(m.details["command"].contains(listener), "{}", m.details["command"]);
+        }
+    }
+
+    #[test]
+    #[ignore = "needs a broker: cargo xtask test"]
+    fn lz4_produce_is_verified() {
+        let m = run_with(serde_json::json!({"compression": "lz4"}));
+        assert_produced_all(&m, 20000);
+        assert!(m.details["command"].contains("compression=lz4"));
+    }
+
+    #[test]
+    #[ignore = "needs a broker: cargo xtask test"]
+    fn idempotent_produce_is_verified() {
+        let m = run_with(serde_json::json!({"acks": -1, "idempotence": true}));
+        assert_produced_all(&m, 20000);
+        assert!(m.details["command"].contains("acks=-1") && m.details["in_flight"].starts_with("5 "));
+    }
+
+    #[test]
+    #[ignore = "needs a broker: cargo xtask test"]
+    fn fetch_reads_exactly_the_high_watermark_and_times_fetch_requests() {
+        let m = run_with(serde_json::json!({"workload": "fetch", "count": 50000}));
+        assert_eq!(m.integrity.status, IntegrityStatus::Verified, "{:?}", m.integrity);
+        assert_eq!(m.metrics["consumed"].value, 50000.0);
+        // Bytes are the values' lengths: 50000 x 100.
+        let bytes = m.metrics["mb_per_s"].value * m.metrics["elapsed_s"].value * 1e6;
+        assert!((bytes - 5e6).abs() < 1.0, "{bytes}");
+        assert!(m.metrics["fetch_request_p50_us"].value > 0.0 && m.metrics["fetch_requests"].value >= 1.0);
+    }
+
+    #[test]
+    #[ignore = "needs a broker: cargo xtask test"]
+    fn latency_measures_every_sample_in_microseconds() {
+        let m = run_with(serde_json::json!({"workload": "latency"}));
+        assert_eq!(m.integrity.status, IntegrityStatus::Verified, "{:?}", m.integrity);
+        assert_eq!(m.metrics["samples"].value, 200.0);
+        assert!(m.metrics["ack_p50_us"].value > 0.0);
+        assert!(m.metrics["ack_p99_us"].value >= m.metrics["ack_p50_us"].value);
+    }
+}
