@@ -16,7 +16,13 @@ use streamlab_record::{EnvDescriptor, Measurement};
 pub use spec::{ArmSpec, KnobSpec, KnobType, registry_json};
 
 /// Every arm the harness can run.
-pub const REGISTRY: &[&ArmSpec] = &[&kafka_sink::raw::ARM, &kafka_sink::framework::ARM, &clients::rdkafka_arm::ARM];
+pub const REGISTRY: &[&ArmSpec] = &[
+    &kafka_sink::raw::ARM,
+    &kafka_sink::framework::ARM,
+    &clients::rdkafka_arm::ARM,
+    &clients::c_tool::ARM_2_12,
+    &clients::c_tool::ARM_2_15,
+];
 
 /// Everything an arm gets from the runner.
 pub struct ArmContext {
