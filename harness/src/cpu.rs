@@ -1,4 +1,5 @@
-//! Process CPU time, to report client CPU seconds per million records.
+//! CPU time, to report client CPU seconds per million records: this process's own, or that of the tool
+//! processes it ran and waited for.
 
 /// User + system CPU seconds this process has used so far.
 pub fn process_cpu_seconds() -> f64 {

@@ -25,10 +25,25 @@ pub struct CTool {
     pub path: PathBuf,
     /// What the library reports at run time (`rd_kafka_version_str`), e.g. `2.15.0`.
     pub librdkafka_version: String,
-    /// Where the library and the tool's source came from, with their hashes.
+    /// Where the library and the tool's source came from, with their hashes (reads after "librdkafka 2.15.0 ").
     pub source: String,
     pub configure: String,
     pub compiler: String,
+}
+
+impl CTool {
+    /// The provenance key of the build against librdkafka `library` (xtask's run provenance and each record use it).
+    pub fn provenance_key(library: &str) -> String {
+        format!("rdkafka_performance ({library})")
+    }
+
+    /// The provenance value: library version, sources, configure flags, compiler.
+    pub fn describe(&self) -> String {
+        format!(
+            "librdkafka {} {}; configure {}; {}",
+            self.librdkafka_version, self.source, self.configure, self.compiler
+        )
+    }
 }
 
 /// Kafka's Java perf tools (ProducerPerformance, ConsumerPerformance) on the pinned jars.

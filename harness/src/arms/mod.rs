@@ -20,6 +20,8 @@ pub const REGISTRY: &[&ArmSpec] = &[
     &kafka_sink::raw::ARM,
     &kafka_sink::framework::ARM,
     &clients::rdkafka_arm::ARM,
+    &clients::c_tool::ARM_2_12,
+    &clients::c_tool::ARM_2_15,
     &clients::java::ARM,
     &clients::partitionline::ARM,
 ];

@@ -16,6 +16,7 @@
 //! An adapter that cannot run a point (a feature its client lacks) returns [`NotRunnable`]: the harness
 //! exits with [`NOT_RUNNABLE_EXIT`] and the runner records the point as not run, with the reason.
 
+pub mod c_tool;
 pub mod java;
 pub mod partitionline;
 pub mod rdkafka_arm;

@@ -122,7 +122,7 @@ pub(super) fn download_all(jars: &[&Jar], cache_dir: &Path, repo_url: &str) -> a
     Ok(outcome)
 }
 
-pub(super) fn http_agent(timeout: Duration) -> ureq::Agent {
+pub(crate) fn http_agent(timeout: Duration) -> ureq::Agent {
     ureq::Agent::config_builder()
         .timeout_connect(Some(Duration::from_secs(10)))
         .timeout_global(Some(timeout))
@@ -171,7 +171,7 @@ pub(super) fn install_verified(jar: &Jar, bytes: &[u8], origin: &str, cache_dir:
 
 /// Writes `path` via a temp file in the same directory, synced and renamed into place (tempfile removes it
 /// on failure), so the cache never holds a half-written jar.
-pub(super) fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     use std::io::Write;
     let dir = path.parent().context("a file path has a parent")?;
     std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;

@@ -18,7 +18,8 @@ use std::time::Instant;
 use sha2::{Digest, Sha256};
 use streamlab_record::provenance::Pins;
 
-use fetch::{Fetched, ensure_jars, write_atomically};
+use fetch::{Fetched, ensure_jars};
+pub(crate) use fetch::{http_agent, write_atomically};
 use lock::{Lock, jar_cache_root, render_lock};
 use maven::resolve_with_maven;
 pub use route::{FetchRoute, fetch_route};

@@ -1,0 +1,505 @@
+//! librdkafka's C perf tool, `rdkafka_performance`, as two arms: `c_2_12` runs the build against librdkafka
+//! 2.12.1 (the library rust-rdkafka links: C vs rust-rdkafka on the same library shows what the binding costs),
+//! `c_2_15` the build against 2.15.0 (the version seed 003 names). xtask builds both and names them in the
+//! tools file (`STREAMLAB_TOOLS`); both compile the same tool source.
+//!
+//! Produce runs the seed's command shape (`-P -t -s -c -b -a -q`) with every knob as `-X`, the same
+//! properties the rust-rdkafka arm sets, and the listener's security settings in a 0600 file (`-X file=`) so
+//! no secret is on the command line. Fetch reads the preloaded topic from offset 0 on every partition. The
+//! tool has no sequential produce -> ack mode, so latency is not runnable.
+
+mod child;
+mod summary;
+
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail, ensure};
+use streamlab_record::Measurement;
+
+use super::rdkafka_arm::{fetch_properties, producer_properties};
+use super::{Asymmetries, CTool, ClientInfo, Fetched, Knobs, NotRunnable, Produced, Tools, Workload};
+use crate::arms::ArmContext;
+use crate::arms::spec::{ArmSpec, KnobStruct};
+use crate::kafka::config::client_config;
+
+pub const ARM_2_12: ArmSpec = ArmSpec {
+    bench: "clients",
+    arm: "c_2_12",
+    knobs: super::KNOBS,
+    run: run_2_12,
+    knob_struct: KnobStruct::of::<Knobs>(),
+};
+pub const ARM_2_15: ArmSpec = ArmSpec {
+    bench: "clients",
+    arm: "c_2_15",
+    knobs: super::KNOBS,
+    run: run_2_15,
+    knob_struct: KnobStruct::of::<Knobs>(),
+};
+
+/// A tool run that takes longer than this is killed (8M records take seconds; a hang takes forever).
+const TOOL_TIMEOUT: Duration = Duration::from_secs(15 * 60);
+/// The payload pattern: `-m x -s N` makes every record N × 'x', the bytes every other client sends.
+const PAYLOAD_PATTERN: &str = "x";
+/// What the recorded command shows instead of a secret.
+const MASK: &str = "***";
+
+fn run_2_12(ctx: &ArmContext) -> Result<Measurement> {
+    run(ctx, "c_2_12", "2.12.1")
+}
+
+fn run_2_15(ctx: &ArmContext) -> Result<Measurement> {
+    run(ctx, "c_2_15", "2.15.0")
+}
+
+fn run(ctx: &ArmContext, arm: &str, library: &str) -> Result<Measurement> {
+    let knobs: Knobs = ctx.knobs()?;
+    if knobs.workload == Workload::Latency {
+        return Err(NotRunnable(LATENCY_NOT_RUNNABLE.into()).into());
+    }
+    let tools = Tools::load().map_err(anyhow::Error::msg)?;
+    let tool = tools.c_tool(library).map_err(anyhow::Error::msg)?;
+    check_reported_version(tool)?;
+    let topic = super::fresh_run_topic(&ctx.env, &knobs, arm)?;
+    let measurement = match knobs.workload {
+        Workload::Produce => produce(ctx, &knobs, &topic, tool),
+        Workload::Fetch => fetch(ctx, &knobs, &topic, tool),
+        Workload::Latency => unreachable!("answered above"),
+    };
+    let _ = crate::kafka::admin::delete_topic(&super::admin_config(&ctx.env)?, &topic);
+    measurement
+}
+
+const LATENCY_NOT_RUNNABLE: &str = "rdkafka_performance has no sequential produce -> ack mode (one record in flight, \
+    the next sent when its ack arrives). What it can measure instead: -l -A <file> -r <rate> records, per message, \
+    the wall-clock time from just before rd_kafka_produce to its delivery report, with the send rate limited by -r \
+    rather than by the ack; that is a rate-limited latency, not the sequential round trip the other clients measure";
+
+/// The binary the tools file names must still be the build it describes.
+fn check_reported_version(tool: &CTool) -> Result<()> {
+    let usage = std::process::Command::new(&tool.path)
+        .output()
+        .with_context(|| format!("cannot run {}", tool.path.display()))?;
+    let stderr = String::from_utf8_lossy(&usage.stderr);
+    let reported = stderr
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("librdkafka version "))
+        .and_then(|r| r.split_whitespace().next());
+    ensure!(
+        reported == Some(tool.librdkafka_version.as_str()),
+        "{} reports librdkafka {reported:?}, but the tools file says {}",
+        tool.path.display(),
+        tool.librdkafka_version
+    );
+    Ok(())
+}
+
+/// The listener's client settings (security protocol, CA, SASL) in a 0600 file for `-X file=`, removed on
+/// drop; and how the recorded command shows it, secrets masked.
+struct SecurityFile {
+    path: PathBuf,
+    shown: String,
+}
+
+impl SecurityFile {
+    fn write(ctx: &ArmContext, listener: &str) -> Result<SecurityFile> {
+        let cfg = client_config(&ctx.env, listener)?;
+        // bootstrap.servers goes on the command line as -b, as in the seed's commands.
+        let keys: Vec<&str> = cfg.config_map().into_keys().filter(|k| *k != "bootstrap.servers").collect();
+        let props: Vec<(&str, &str)> = keys.iter().map(|k| (*k, cfg.get(k).unwrap_or_default())).collect();
+        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
+        let name = format!("streamlab-rdkafka-{}-{nanos}-{listener}.properties", std::process::id());
+        let path = std::env::temp_dir().join(name);
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+            .with_context(|| format!("cannot create {}", path.display()))?;
+        let guard = SecurityFile { shown: show_properties(&props), path };
+        file.write_all(properties_file(&props).as_bytes())?;
+        Ok(guard)
+    }
+}
+
+impl Drop for SecurityFile {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// `key=value` lines, as the tool's `read_conf_file` takes them.
+fn properties_file(props: &[(&str, &str)]) -> String {
+    props.iter().map(|(k, v)| format!("{k}={v}\n")).collect()
+}
+
+/// The properties as the record shows them: any password or secret masked.
+fn show_properties(props: &[(&str, &str)]) -> String {
+    props
+        .iter()
+        .map(|(k, v)| if is_secret(k) { format!("{k}={MASK}") } else { format!("{k}={v}") })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+fn is_secret(key: &str) -> bool {
+    ["password", "secret"].iter().any(|s| key.contains(s))
+}
+
+/// One tool invocation: its arguments, and the command line the record shows.
+struct Invocation {
+    args: Vec<String>,
+    shown: String,
+}
+
+impl Invocation {
+    fn new(tool: &Path, args: Vec<String>, security: &SecurityFile) -> Invocation {
+        let file_arg = format!("file={}", security.path.display());
+        let shown_file = format!("file=<0600 temp file: {}>", security.shown);
+        let words: Vec<String> = std::iter::once(tool.display().to_string())
+            .chain(args.iter().map(|a| if *a == file_arg { shown_file.clone() } else { a.clone() }))
+            .map(|w| quote(&w))
+            .collect();
+        Invocation { args, shown: words.join(" ") }
+    }
+}
+
+/// A shell word as the record shows it: single-quoted when it holds anything but plain characters.
+fn quote(word: &str) -> String {
+    let plain = |c: char| c.is_ascii_alphanumeric() || "-_.,:/=@+%".contains(c);
+    if !word.is_empty() && word.chars().all(plain) {
+        word.to_owned()
+    } else {
+        format!("'{}'", word.replace('\'', r"'\''"))
+    }
+}
+
+/// `-X key=value` for each property.
+fn x_args(props: &[(&str, String)]) -> Vec<String> {
+    props.iter().flat_map(|(k, v)| ["-X".to_owned(), format!("{k}={v}")]).collect()
+}
+
+/// The seed's produce command (notes §2.3) with the knobs' properties and the security file.
+fn produce_args(knobs: &Knobs, topic: &str, bootstrap: &str, security: &Path) -> Vec<String> {
+    let mut args: Vec<String> = [
+        "-P",
+        "-t",
+        topic,
+        "-s",
+        &knobs.payload_bytes.to_string(),
+        "-c",
+        &knobs.count.to_string(),
+        "-b",
+        bootstrap,
+        "-a",
+        &knobs.acks.to_string(),
+        "-q",
+        "-m",
+        PAYLOAD_PATTERN,
+        "-X",
+        &format!("file={}", security.display()),
+    ]
+    .map(str::to_owned)
+    .to_vec();
+    // acks is already -a; every other property the rust-rdkafka arm sets follows as -X (after the tool's own
+    // defaults, so linger.ms=1000 and the rest are overridden).
+    let props: Vec<_> = producer_properties(knobs).into_iter().filter(|(k, _)| *k != "acks").collect();
+    args.extend(x_args(&props));
+    args
+}
+
+/// The legacy consumer on every partition from offset 0, stopping after `high_watermark` records (or when
+/// every partition reached its end: -e, so a short log ends the run instead of hanging it).
+fn fetch_args(knobs: &Knobs, topic: &str, bootstrap: &str, security: &Path, high_watermark: u64) -> Vec<String> {
+    let mut args: Vec<String> = ["-C", "-t", topic].map(str::to_owned).to_vec();
+    for p in 0..knobs.partitions {
+        args.extend(["-p".to_owned(), p.to_string()]);
+    }
+    args.extend(
+        ["-o", "beginning", "-c", &high_watermark.to_string(), "-e", "-b", bootstrap, "-q", "-X"].map(str::to_owned),
+    );
+    args.push(format!("file={}", security.display()));
+    args.extend(x_args(&fetch_properties(knobs)));
+    args
+}
+
+fn bootstrap(ctx: &ArmContext, knobs: &Knobs) -> Result<String> {
+    Ok(super::listener(&ctx.env, knobs)?.0.bootstrap.clone())
+}
+
+fn versions(tool: &CTool) -> std::collections::BTreeMap<String, String> {
+    std::collections::BTreeMap::from([(CTool::provenance_key(&tool.librdkafka_version), tool.describe())])
+}
+
+/// The tool's counters are C ints: refuse counts it would wrap.
+fn as_tool_count(n: u64) -> Result<u64> {
+    ensure!(n <= i32::MAX as u64, "rdkafka_performance counts in a C int: {n} records is more than it can count");
+    Ok(n)
+}
+
+fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str, tool: &CTool) -> Result<Measurement> {
+    as_tool_count(knobs.count)?;
+    let security = SecurityFile::write(ctx, &knobs.listener)?;
+    let bootstrap = bootstrap(ctx, knobs)?;
+    let call = Invocation::new(&tool.path, produce_args(knobs, topic, &bootstrap, &security.path), &security);
+    let run = child::run(&tool.path, &call.args, TOOL_TIMEOUT)?;
+    drop(security);
+    let s = summary::producer(&run.stdout)
+        .with_context(|| format!("{} ({}) printed no producer summary\n{}", call.shown, run.status, run.tail()))?;
+    // The tool exits 1 unless every record it produced was delivered; a failure it does not count is not ours to
+    // guess at.
+    if !run.status.success() && s.failed == 0 && s.delivered == knobs.count {
+        bail!(
+            "{} exited with {} although its summary says every record was delivered\n{}",
+            call.shown,
+            run.status,
+            run.tail()
+        );
+    }
+    let produced = Produced { acked: s.delivered, failed: s.failed, elapsed: s.elapsed(), client_cpu_s: run.cpu_s };
+    let hw = super::topic_high_watermark(&ctx.env, topic)?;
+    let mut note = vec![format!(
+        "tool summary: {} produced, {} delivered, {} failed in {} ms ({} msgs/s, {:.2} MB/s); {} QUEUE_FULL \
+         backpressure retries; {}",
+        s.produced, s.delivered, s.failed, s.elapsed_ms, s.msgs_per_s, s.mb_per_s, s.backpressures, run.status
+    )];
+    note.push(
+        "the tool's own defaults stay as in seed 003: message.send.max.retries=3 and retry.backoff.ms=500 \
+         (librdkafka and the rust-rdkafka arm: 2147483647 and 100); it polls for delivery reports every 1000 records \
+         and always collects statistics (every 1000 ms)"
+            .into(),
+    );
+    note.extend(summary::notable_lines(&run.stdout, &run.stderr, 5));
+    let info = ClientInfo {
+        versions: versions(tool),
+        command: call.shown,
+        asymmetries: produce_asymmetries(knobs),
+        note: Some(note.join("; ")),
+    };
+    Ok(super::produce_measurement(knobs, &produced, hw, info))
+}
+
+fn produce_asymmetries(knobs: &Knobs) -> Asymmetries {
+    Asymmetries {
+        connections: "1 per broker".into(),
+        in_flight: if knobs.idempotence {
+            "5 per connection (idempotence caps max.in.flight)".into()
+        } else {
+            "1000000 per connection (librdkafka default max.in.flight)".into()
+        },
+        partitioner: "consistent_random (librdkafka default): keyless records stick to one partition for \
+                      sticky.partitioning.linger.ms = 2 x linger.ms"
+            .into(),
+        clock: "the tool's own: from just before its produce loop (after rd_kafka_new, so bootstrap connect, \
+                SASL, metadata and leader connect are inside) to the last delivery report; printed in ms, refined to µs \
+                from its integer msgs/s"
+            .into(),
+        payload: "'x' repeated (-m x -s <payload_bytes>): the same bytes as the other clients".into(),
+    }
+}
+
+fn fetch(ctx: &ArmContext, knobs: &Knobs, topic: &str, tool: &CTool) -> Result<Measurement> {
+    let hw = as_tool_count(super::preload(&ctx.env, topic, knobs)?)?;
+    let security = SecurityFile::write(ctx, &knobs.listener)?;
+    let bootstrap = bootstrap(ctx, knobs)?;
+    let call = Invocation::new(&tool.path, fetch_args(knobs, topic, &bootstrap, &security.path, hw), &security);
+    let run = child::run(&tool.path, &call.args, TOOL_TIMEOUT)?;
+    drop(security);
+    ensure!(run.status.success(), "{} failed ({})\n{}", call.shown, run.status, run.tail());
+    let s = summary::consumer(&run.stdout)
+        .with_context(|| format!("{} printed no consumer summary\n{}", call.shown, run.tail()))?;
+    let fetched = Fetched {
+        consumed: s.consumed,
+        bytes: s.bytes,
+        elapsed: s.elapsed(),
+        client_cpu_s: run.cpu_s,
+        fetch_request_us: Vec::new(),
+    };
+    let mut note = vec![format!(
+        "tool summary: {} messages ({} bytes) consumed in {} ms ({} msgs/s, {:.2} MB/s); no Fetch-request latency \
+         (the tool has none: its \"application fetch latency\" is time spent in the consume callback)",
+        s.consumed, s.bytes, s.elapsed_ms, s.msgs_per_s, s.mb_per_s
+    )];
+    note.extend(summary::notable_lines(&run.stdout, &run.stderr, 5));
+    let asymmetries = Asymmetries {
+        connections: "1 per broker".into(),
+        in_flight: "1 Fetch per broker at a time (librdkafka)".into(),
+        partitioner: format!(
+            "legacy queue consumer (no group) on all {} partitions (-p 0..{}), from offset 0 (-o beginning)",
+            knobs.partitions,
+            knobs.partitions - 1
+        ),
+        clock: "the tool's own: from the first message received to the last (connect, metadata and the first \
+                fetch excluded; printed in ms, refined to µs from its integer msgs/s)"
+            .into(),
+        payload: "preloaded by rust-rdkafka: 'x' repeated".into(),
+    };
+    let info = ClientInfo { versions: versions(tool), command: call.shown, asymmetries, note: Some(note.join("; ")) };
+    Ok(super::fetch_measurement(&fetched, hw, info))
+}
+
+#[cfg(test)]
+mod tests {
+    use streamlab_record::IntegrityStatus;
+
+    use super::*;
+
+    fn knobs(workload: &str, listener: &str, count: u64) -> serde_json::Map<String, serde_json::Value> {
+        let v = serde_json::json!({
+            "workload": workload, "listener": listener, "compression": "lz4", "acks": 1, "idempotence": false,
+            "count": count, "payload_bytes": 100, "partitions": 3, "linger_ms": 5, "batch_messages": 32768,
+            "batch_bytes": 1000000, "queue_messages": 1000000, "fetch_max_wait_ms": 100, "fetch_min_bytes": 1,
+            "fetch_max_bytes": 16777216, "latency_warmup": 10, "latency_samples": 100, "kafka_version": "4.1.0"
+        });
+        v.as_object().unwrap().clone()
+    }
+
+    fn typed(map: &serde_json::Map<String, serde_json::Value>) -> Knobs {
+        serde_json::from_value(serde_json::Value::Object(map.clone())).unwrap()
+    }
+
+    #[test]
+    fn the_produce_command_is_the_seeds_shape_with_every_knob_as_x() {
+        let k = typed(&knobs("produce", "scram512", 8_000_000));
+        let args = produce_args(&k, "t", "127.0.0.1:9095", Path::new("/tmp/sec.properties"));
+        let line = args.join(" ");
+        assert!(
+            line.starts_with("-P -t t -s 100 -c 8000000 -b 127.0.0.1:9095 -a 1 -q -m x -X file=/tmp/sec.properties "),
+            "{line}"
+        );
+        for prop in [
+            "linger.ms=5",
+            "compression.codec=lz4",
+            "batch.num.messages=32768",
+            "batch.size=1000000",
+            "queue.buffering.max.messages=1000000",
+            "socket.nagle.disable=true",
+            "enable.idempotence=false",
+        ] {
+            assert!(line.contains(&format!("-X {prop}")), "{prop} in {line}");
+        }
+        assert!(!line.contains("-X acks="), "acks is -a: {line}");
+    }
+
+    #[test]
+    fn the_fetch_command_reads_every_partition_from_the_beginning_up_to_the_high_watermark() {
+        let k = typed(&knobs("fetch", "plaintext", 0));
+        let line = fetch_args(&k, "t", "127.0.0.1:9092", Path::new("/tmp/s"), 1234).join(" ");
+        assert!(
+            line.starts_with("-C -t t -p 0 -p 1 -p 2 -o beginning -c 1234 -e -b 127.0.0.1:9092 -q -X file=/tmp/s "),
+            "{line}"
+        );
+        for prop in [
+            "fetch.wait.max.ms=100",
+            "fetch.min.bytes=1",
+            "fetch.message.max.bytes=16777216",
+            "fetch.max.bytes=16777216",
+        ] {
+            assert!(line.contains(&format!("-X {prop}")), "{prop} in {line}");
+        }
+    }
+
+    #[test]
+    fn secrets_reach_the_file_but_not_the_recorded_command() {
+        let props =
+            [("security.protocol", "SASL_PLAINTEXT"), ("sasl.username", "alice"), ("sasl.password", "s3cret pw")];
+        assert_eq!(
+            properties_file(&props),
+            "security.protocol=SASL_PLAINTEXT\nsasl.username=alice\nsasl.password=s3cret pw\n"
+        );
+        let shown = show_properties(&props);
+        assert!(
+            !shown.contains("s3cret") && shown.contains("sasl.password=***") && shown.contains("sasl.username=alice"),
+            "{shown}"
+        );
+        let security = SecurityFile { path: "/tmp/streamlab-x.properties".into(), shown };
+        let call = Invocation::new(
+            Path::new("/cache/rdkafka_performance"),
+            vec!["-X".into(), "file=/tmp/streamlab-x.properties".into()],
+            &security,
+        );
+        assert_eq!(call.args[1], "file=/tmp/streamlab-x.properties", "the tool gets the real path");
+        assert!(call.shown.starts_with("/cache/rdkafka_performance -X 'file=<0600 temp file: "), "{}", call.shown);
+        assert!(!call.shown.contains("s3cret"), "{}", call.shown);
+    }
+
+    #[test]
+    fn shell_words_are_quoted_only_when_needed() {
+        assert_eq!(quote("-X"), "-X");
+        assert_eq!(quote("sasl.oauthbearer.config=principal=admin"), "sasl.oauthbearer.config=principal=admin");
+        assert_eq!(quote("a b"), "'a b'");
+        assert_eq!(quote("it's"), r"'it'\''s'");
+    }
+
+    #[test]
+    fn latency_is_not_runnable_and_says_what_the_tool_could_measure() {
+        let env: streamlab_record::EnvDescriptor = serde_json::from_value(serde_json::json!({
+            "schema": 1, "id": "t", "backend": "external", "dir": "/nonexistent", "started_ts_ms": 0,
+            "kafka": {"version": "x", "listeners": {}}
+        }))
+        .unwrap();
+        for spec in [&ARM_2_12, &ARM_2_15] {
+            let ctx = ArmContext { env: env.clone(), knobs: knobs("latency", "plaintext", 0) };
+            let error = (spec.run)(&ctx).unwrap_err();
+            let reason =
+                error.downcast_ref::<NotRunnable>().unwrap_or_else(|| panic!("{}: {error:#}", spec.arm)).0.clone();
+            assert!(reason.contains("no sequential produce -> ack mode") && reason.contains("-l -A"), "{reason}");
+            assert!(reason.contains("rate-limited"), "{reason}");
+        }
+    }
+
+    #[test]
+    fn counts_beyond_the_tools_c_int_are_refused() {
+        assert_eq!(as_tool_count(8_000_000).unwrap(), 8_000_000);
+        assert!(as_tool_count(1 << 31).unwrap_err().to_string().contains("C int"));
+    }
+
+    /// Runs an arm against the test environment with the tools `STREAMLAB_TOOLS` names.
+    fn run_arm(spec: &ArmSpec, workload: &str, listener: &str, count: u64) -> Measurement {
+        let ctx = ArmContext { env: crate::test_env(), knobs: knobs(workload, listener, count) };
+        (spec.run)(&ctx).unwrap_or_else(|e| panic!("{} {workload} on {listener}: {e:#}", spec.arm))
+    }
+
+    fn password(listener: &str) -> Option<String> {
+        let env = crate::test_env();
+        let l = env.listener(listener)?;
+        l.password_file.as_ref().map(|p| streamlab_record::descriptor::read_secret(p).unwrap())
+    }
+
+    #[test]
+    #[ignore = "needs a broker and the built tools: cargo xtask test (STREAMLAB_ENV, STREAMLAB_TOOLS)"]
+    fn both_builds_produce_on_every_listener_with_integrity_verified() {
+        for spec in [&ARM_2_12, &ARM_2_15] {
+            for listener in ["plaintext", "ssl", "scram256", "scram512", "oauth"] {
+                let m = run_arm(spec, "produce", listener, 20_000);
+                let what = format!("{} on {listener}", spec.arm);
+                assert_eq!(m.integrity.status, IntegrityStatus::Verified, "{what}: {:?} {:?}", m.integrity, m.note);
+                assert_eq!(m.metrics["acked"].value, 20_000.0, "{what}");
+                assert!(m.metrics["records_per_s"].value > 0.0 && m.metrics["client_cpu_s"].value > 0.0, "{what}");
+                let command = &m.details["command"];
+                assert!(command.contains(" -P -t ") && command.contains("file=<0600 temp file: "), "{what}: {command}");
+                if let Some(pw) = password(listener) {
+                    assert!(!command.contains(&pw) && command.contains("sasl.password=***"), "{what}: {command}");
+                }
+                let library = if spec.arm == "c_2_12" { "2.12.1" } else { "2.15.0" };
+                assert!(m.versions[&CTool::provenance_key(library)].starts_with(&format!("librdkafka {library} ")));
+            }
+        }
+    }
+
+    #[test]
+    #[ignore = "needs a broker and the built tools: cargo xtask test (STREAMLAB_ENV, STREAMLAB_TOOLS)"]
+    fn both_builds_fetch_every_preloaded_record() {
+        for (spec, listener) in [(&ARM_2_12, "scram256"), (&ARM_2_15, "ssl")] {
+            let m = run_arm(spec, "fetch", listener, 30_000);
+            assert_eq!(m.integrity.status, IntegrityStatus::Verified, "{}: {:?} {:?}", spec.arm, m.integrity, m.note);
+            assert_eq!(m.metrics["consumed"].value, 30_000.0);
+            assert!(
+                m.details["command"].contains(" -C -t ") && m.details["command"].contains(" -o beginning -c 30000 ")
+            );
+        }
+    }
+}
