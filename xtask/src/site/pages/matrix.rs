@@ -26,6 +26,8 @@ pub struct MatrixPage {
     pub footer: String,
     pub figures: Vec<Figure>,
     pub arms: Vec<KeyValue>,
+    /// Where the arms cannot be made equal, from the records' details (absent when no record has any).
+    pub differences: Option<MetricsTable>,
     pub sections: Vec<Section>,
     pub does_not_say: Vec<String>,
     pub metrics: MetricsTable,
@@ -148,6 +150,7 @@ pub fn matrix_page(run: &Run, name: &str, runs: &[Run], cfg: &SiteConfig, latest
         footer: footer(p),
         figures: headline_figures(&data, cfg),
         arms: data.info.arms.iter().map(|a| kv(&a.title, a.description.clone())).collect(),
+        differences: differences_table(&data, &file.records),
         sections,
         does_not_say: data.info.does_not_say.clone(),
         metrics: metrics_table(&data),
@@ -161,6 +164,52 @@ pub fn matrix_page(run: &Run, name: &str, runs: &[Run], cfg: &SiteConfig, latest
         ratio_method: RATIO_METHOD,
         references,
     }
+}
+
+/// One row per arm, one column per detail the records carry (the command aside: it differs per point), each
+/// cell the distinct values that arm's records state.
+fn differences_table(data: &MatrixData, records: &[streamlab_record::Record]) -> Option<MetricsTable> {
+    let mut columns: Vec<String> = Vec::new();
+    for r in records {
+        for key in r.details.keys().filter(|k| *k != "command") {
+            if !columns.contains(key) {
+                columns.push(key.clone());
+            }
+        }
+    }
+    if columns.is_empty() {
+        return None;
+    }
+    let rows = data
+        .info
+        .arms
+        .iter()
+        .map(|arm| {
+            let cells = columns
+                .iter()
+                .map(|column| {
+                    let mut values: Vec<&str> = Vec::new();
+                    for r in records.iter().filter(|r| r.arm == arm.name) {
+                        if let Some(v) = r.details.get(column)
+                            && !values.contains(&v.as_str())
+                        {
+                            values.push(v);
+                        }
+                    }
+                    if values.is_empty() { "—".to_owned() } else { values.join(" · ") }
+                })
+                .collect();
+            MetricsRow {
+                sweep: String::new(),
+                arm: arm.title.clone(),
+                label: String::new(),
+                highlight: false,
+                n: 0,
+                cells,
+            }
+        })
+        .collect();
+    Some(MetricsTable { columns, rows })
 }
 
 fn series_view(r: &Reference) -> SeriesView {
