@@ -730,7 +730,7 @@ mod tests {
         // Bytes are the values' lengths: 50000 x 100.
         let bytes = m.metrics["mb_per_s"].value * m.metrics["elapsed_s"].value * 1e6;
         assert!((bytes - 5e6).abs() < 1.0, "{bytes}");
-        assert!(m.metrics["fetch_request_p50_us"].value > 0.0 && m.metrics["fetch_requests"].value >= 1.0);
+        assert!(m.metrics["fetch_rpc_p50_us"].value > 0.0 && m.metrics["fetch_requests"].value >= 1.0);
     }
 
     #[test]
@@ -739,7 +739,7 @@ mod tests {
         let m = run_with(serde_json::json!({"workload": "latency"}));
         assert_eq!(m.integrity.status, IntegrityStatus::Verified, "{:?}", m.integrity);
         assert_eq!(m.metrics["samples"].value, 200.0);
-        assert!(m.metrics["ack_p50_us"].value > 0.0);
-        assert!(m.metrics["ack_p99_us"].value >= m.metrics["ack_p50_us"].value);
+        assert!(m.metrics["produce_ack_p50_us"].value > 0.0);
+        assert!(m.metrics["produce_ack_p99_us"].value >= m.metrics["produce_ack_p50_us"].value);
     }
 }
