@@ -85,6 +85,8 @@ named_enum!(
         Mysql = "mysql",
         /// The clients matrix's tools: rdkafka_performance builds and Kafka's Java perf tools.
         ClientTools = "client_tools",
+        /// Kafka Connect 4.1.0 with the Debezium plugins (pinned jars), and a Redpanda Connect binary if named.
+        Connect = "connect",
     }
 );
 

@@ -17,6 +17,44 @@ pub struct Tools {
     pub rdkafka_performance: BTreeMap<String, CTool>,
     #[serde(default)]
     pub java: Option<JavaTools>,
+    /// Kafka Connect and the Debezium plugins (the mysql_cdc matrix).
+    #[serde(default)]
+    pub connect: Option<ConnectTools>,
+    /// A Redpanda Connect binary the user pointed the lab at (never fetched or built by the lab).
+    #[serde(default)]
+    pub redpanda_connect: Option<RedpandaConnect>,
+}
+
+/// Kafka Connect on the pinned jars: one classpath per plugin (the worker's jars plus the plugin's), so each
+/// worker the lab starts loads exactly one connector family.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ConnectTools {
+    pub java: PathBuf,
+    /// `java -version`'s first line.
+    pub java_version: String,
+    /// e.g. `org.apache.kafka:connect-runtime:4.1.0`.
+    pub connect_runtime: String,
+    /// Plugin name (`debezium-mariadb`, `debezium-jdbc`) -> its worker classpath.
+    pub plugins: BTreeMap<String, ConnectPlugin>,
+}
+
+/// One connector plugin and the classpath a worker running it gets.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ConnectPlugin {
+    /// e.g. `io.debezium:debezium-connector-mariadb:3.5.0.Final`.
+    pub coordinate: String,
+    /// Every jar, verified against `lock` (worker and plugin), in lock order.
+    pub classpath: Vec<PathBuf>,
+    /// The lock that pins them, relative to the repository (e.g. `env/connect/debezium-mariadb/jars.lock`).
+    pub lock: String,
+}
+
+/// A Redpanda Connect binary the user named (`STREAMLAB_REDPANDA_CONNECT`); the lab only runs it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RedpandaConnect {
+    pub path: PathBuf,
+    /// `<binary> --version` as it answered.
+    pub version: String,
 }
 
 /// One `rdkafka_performance` binary and how it was made (for provenance).
@@ -81,6 +119,12 @@ impl Tools {
             let built: Vec<_> = self.rdkafka_performance.keys().collect();
             format!("no rdkafka_performance built against librdkafka {librdkafka} (built: {built:?})")
         })
+    }
+
+    pub fn connect(&self) -> Result<&ConnectTools, String> {
+        self.connect
+            .as_ref()
+            .ok_or_else(|| "the tools file names no Kafka Connect (the matrix needs \"connect\")".to_owned())
     }
 
     pub fn java(&self) -> Result<&JavaTools, String> {

@@ -14,7 +14,11 @@ use streamlab_record::tools::{CTool, Tools};
 
 /// Build or locate every client tool and write the tools file to `path`.
 pub fn prepare(path: &Path) -> Result<Tools> {
-    let tools = Tools { rdkafka_performance: rdkafka_performance::build_all()?, java: Some(java::locate()?) };
+    let tools = Tools {
+        rdkafka_performance: rdkafka_performance::build_all()?,
+        java: Some(java::locate()?),
+        ..Tools::default()
+    };
     tools.save(path)?;
     Ok(tools)
 }
