@@ -7,6 +7,7 @@
 
 pub mod clients;
 pub mod kafka_sink;
+pub mod mysql_cdc;
 mod spec;
 
 use anyhow::{Result, bail};

@@ -1,0 +1,1 @@
+//! Debezium on Kafka Connect (written next).

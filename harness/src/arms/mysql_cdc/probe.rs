@@ -1,0 +1,160 @@
+//! What the driver watches while an arm runs: a topic's high watermarks, the server's inserted-rows counter,
+//! the binlog dump sessions (an arm is streaming once it holds one), and, for rig C, when each inserted row
+//! became visible (to measure end-to-end lag) and the inserting session itself.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use mysql_async::prelude::Queryable;
+use rdkafka::ClientConfig;
+use rdkafka::consumer::{BaseConsumer, Consumer};
+use tokio::task::JoinHandle;
+
+use super::db::Db;
+
+/// How often the driver looks at a topic's high watermarks.
+pub const TOPIC_POLL: Duration = Duration::from_millis(50);
+/// How often the driver reads `Innodb_rows_inserted` for the sink rig.
+pub const SINK_POLL: Duration = Duration::from_millis(20);
+/// How often rig C's commit clock asks for the newest visible id.
+pub const COMMIT_POLL: Duration = Duration::from_millis(5);
+
+/// Wall-clock milliseconds since the epoch (the clock Kafka's LogAppendTime uses).
+pub fn now_ms() -> f64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs_f64() * 1e3
+}
+
+/// A topic's high-watermark sum, read through one long-lived client.
+pub struct TopicWatch {
+    consumer: BaseConsumer,
+    topic: String,
+    partitions: i32,
+}
+
+impl TopicWatch {
+    pub fn new(cfg: &ClientConfig, topic: &str, partitions: i32) -> Result<Self> {
+        let consumer: BaseConsumer = cfg.create().context("cannot create the progress probe's Kafka client")?;
+        Ok(TopicWatch { consumer, topic: topic.to_owned(), partitions })
+    }
+
+    pub fn count(&self) -> Result<u64> {
+        let mut sum = 0;
+        for p in 0..self.partitions {
+            let (_, high) = self
+                .consumer
+                .fetch_watermarks(&self.topic, p, Duration::from_secs(5))
+                .with_context(|| format!("reading the high watermark of {}/{p}", self.topic))?;
+            sum += high.max(0) as u64;
+        }
+        Ok(sum)
+    }
+}
+
+/// Rows the server inserted since the watch began (`Innodb_rows_inserted`; nothing else writes during a run).
+pub struct SinkWatch {
+    baseline: u64,
+}
+
+impl SinkWatch {
+    pub fn new(db: &Db) -> Result<Self> {
+        Ok(SinkWatch { baseline: db.global_status("Innodb_rows_inserted")? })
+    }
+
+    pub fn count(&self, db: &Db) -> Result<u64> {
+        Ok(db.global_status("Innodb_rows_inserted")?.saturating_sub(self.baseline))
+    }
+}
+
+/// Sessions reading the binlog (`Binlog Dump`, `Binlog Dump GTID`).
+pub fn binlog_dump_sessions(db: &Db) -> Result<u64> {
+    let n: Option<u64> =
+        db.query_first("SELECT COUNT(*) FROM information_schema.processlist WHERE command LIKE 'Binlog Dump%'")?;
+    Ok(n.unwrap_or(0))
+}
+
+/// Rig C: `(poll start ms, newest visible id)` every [`COMMIT_POLL`] while the inserts run. A row with id
+/// `i` committed after the last poll that did not see it started, so `kafka time - that poll's start` is an
+/// upper bound of its end-to-end lag (by at most the poll interval plus one query).
+pub struct CommitClock {
+    stop: Arc<AtomicBool>,
+    task: JoinHandle<Result<Vec<(f64, i64)>>>,
+}
+
+impl CommitClock {
+    pub fn start(db: &Db, table: &str) -> Result<Self> {
+        let mut conn = db.conn()?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let sql = format!("SELECT COALESCE(MAX(id), 0) FROM {table}");
+        let task = db.runtime().spawn(async move {
+            let mut seen = Vec::with_capacity(1 << 16);
+            let mut tick = tokio::time::interval(COMMIT_POLL);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            while !flag.load(Ordering::Relaxed) {
+                tick.tick().await;
+                let at = now_ms();
+                let max: Option<i64> = conn.query_first(&sql).await?;
+                seen.push((at, max.unwrap_or(0)));
+            }
+            Ok(seen)
+        });
+        Ok(CommitClock { stop, task })
+    }
+
+    pub fn finish(self, db: &Db) -> Result<Vec<(f64, i64)>> {
+        self.stop.store(true, Ordering::Relaxed);
+        db.block_on(self.task).context("the commit clock panicked")?
+    }
+}
+
+/// The commit-visibility bound of id `id`: the start of the last poll that had not seen it yet.
+pub fn committed_after(polls: &[(f64, i64)], id: i64) -> Option<f64> {
+    let first_seen = polls.partition_point(|&(_, max)| max < id);
+    if first_seen == polls.len() {
+        return None;
+    }
+    Some(if first_seen == 0 { polls[0].0 } else { polls[first_seen - 1].0 })
+}
+
+/// Rig C's inserting session: the seed's procedure on a connection of its own, started and finished at
+/// known times.
+pub struct Inserter {
+    task: JoinHandle<Result<(f64, f64)>>,
+}
+
+impl Inserter {
+    pub fn start(db: &Db, statement: String) -> Result<Self> {
+        let mut conn = db.conn()?;
+        let task = db.runtime().spawn(async move {
+            let began = now_ms();
+            conn.query_drop(&statement).await.with_context(|| format!("{statement} failed"))?;
+            Ok((began, now_ms()))
+        });
+        Ok(Inserter { task })
+    }
+
+    pub fn is_finished(&self) -> bool {
+        self.task.is_finished()
+    }
+
+    /// `(began ms, ended ms)` of the inserts.
+    pub fn finish(self, db: &Db) -> Result<(f64, f64)> {
+        db.block_on(self.task).context("the inserting session panicked")?
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_rows_commit_bound_is_the_last_poll_that_did_not_see_it() {
+        let polls = [(100.0, 0), (105.0, 0), (110.0, 10_000), (115.0, 20_000)];
+        assert_eq!(committed_after(&polls, 1), Some(105.0));
+        assert_eq!(committed_after(&polls, 10_000), Some(105.0));
+        assert_eq!(committed_after(&polls, 10_001), Some(110.0));
+        assert_eq!(committed_after(&polls, 20_001), None, "never seen: no bound");
+    }
+}

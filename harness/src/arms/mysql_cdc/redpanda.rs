@@ -1,0 +1,1 @@
+//! Redpanda Connect (written next).

@@ -1,0 +1,385 @@
+//! The driver: prepares a rig, starts the arm, watches it to the last record, stops it, reads back what
+//! landed and writes the record. Everything here is the same for every arm.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use streamlab_record::{EnvDescriptor, Integrity, IntegrityStatus, Measurement, Metric};
+
+use super::data::{self, Loaded};
+use super::db::Db;
+use super::ids::IdSet;
+use super::probe::{self, CommitClock, Inserter, SinkWatch, TopicWatch, now_ms};
+use super::procs::CpuRoles;
+use super::verify::{self, TopicReport};
+use super::{ArmInfo, CdcArm, Job, Knobs, Rig};
+use crate::kafka::admin::{delete_topic, fresh_topic};
+use crate::kafka::config::{DEFAULT_LISTENER, client_config};
+
+/// How long an arm may take to open its binlog stream before rig C's inserts start.
+const STREAM_START_TIMEOUT: Duration = Duration::from_secs(180);
+/// After the last expected record, how long the driver keeps watching for extra (doubled) ones.
+const SETTLE: Duration = Duration::from_millis(1000);
+/// The source rigs' output topic: one partition, as the seed's auto-created topics had; the broker stamps
+/// every batch with its append time, the clock every arm is measured by.
+const OUTPUT_TOPIC_CONFIG: &[(&str, &str)] =
+    &[("message.timestamp.type", "LogAppendTime"), ("retention.ms", "-1"), ("segment.bytes", "268435456")];
+
+/// What the watch loop saw.
+#[derive(Debug, Default)]
+struct Watched {
+    started_ms: f64,
+    /// The driver saw every expected record (ms).
+    done_ms: Option<f64>,
+    /// Sink rig: the first poll that saw a row, and the one that saw them all.
+    sink_first_ms: Option<f64>,
+    sink_last_ms: Option<f64>,
+    /// Rig C: the inserting session's start and end, and the commit clock.
+    inserts: Option<(f64, f64)>,
+    commits: Vec<(f64, i64)>,
+}
+
+pub fn run(env: &EnvDescriptor, knobs: &Knobs, arm: &dyn CdcArm) -> Result<Measurement> {
+    let db = Db::connect(env)?;
+    let admin = client_config(env, DEFAULT_LISTENER)?;
+    let work = tempfile::Builder::new().prefix("streamlab-cdc-").tempdir()?;
+    let rig = knobs.rig;
+    let src = data::source(rig);
+    let topic_prefix = format!("{}-{}", arm.name(), rig.name()).replace('_', "-");
+    let topic = match rig {
+        Rig::KafkaToMysql => data::event_topic(arm.event_format()),
+        _ => format!("{topic_prefix}.{}.{}", src.database, src.table),
+    };
+
+    let loaded = prepare(&db, &admin, knobs, arm, &topic)?;
+    let job = Job {
+        rig,
+        knobs: knobs.clone(),
+        env: env.clone(),
+        table: src.clone(),
+        topic: topic.clone(),
+        topic_prefix,
+        work_dir: work.path().to_owned(),
+    };
+    let mysql_pid = env.mysql.as_ref().and_then(|m| m.pid);
+    let roles = CpuRoles::new()
+        .with("server", mysql_pid.into_iter().collect())
+        .with("broker", env.kafka.pid.into_iter().collect());
+    let cpu_before = roles.read();
+    let dumps_before = probe::binlog_dump_sessions(&db)?;
+
+    let mut watched = Watched { started_ms: now_ms(), ..Default::default() };
+    let mut running = arm.start(&job)?;
+    let arm_roles = CpuRoles::new().with("arm", running.pids());
+    let outcome = watch(&db, &admin, knobs, &topic, dumps_before, running.as_mut(), &mut watched);
+    // Read before stopping: a stopped JVM's CPU is gone from /proc.
+    let cpu_after = roles.read();
+    let arm_cpu = arm_roles.read();
+    let self_count = running.self_count();
+    let in_process = running.in_process();
+    let stopped = running.stop();
+    outcome?;
+    let info = stopped.context("stopping the arm")?;
+
+    let mut cpu = cpu_before.until(&cpu_after);
+    let harness_cpu = cpu.get("harness").copied();
+    // A process started for this run (a Connect JVM): all of its CPU is this run's.
+    let arm_cpu_s = if in_process { harness_cpu } else { arm_cpu.get("arm") };
+    if let Some(a) = arm_cpu_s {
+        cpu.insert("arm", a);
+    }
+
+    let landed = read_back(&db, &admin, knobs, &topic, self_count, &watched)?;
+    if matches!(rig, Rig::SnapshotKafka | Rig::CdcKafka) {
+        let _ = delete_topic(&admin, &topic);
+    }
+    let mut versions = db.server_facts()?;
+    versions.extend(info.versions.clone());
+    Ok(measurement(knobs, &loaded, &watched, &landed, &cpu, info, versions))
+}
+
+/// Load or reset what the rig reads and writes; the source rigs get a fresh output topic.
+fn prepare(db: &Db, admin: &rdkafka::ClientConfig, knobs: &Knobs, arm: &dyn CdcArm, topic: &str) -> Result<Loaded> {
+    let loaded = match knobs.rig {
+        Rig::SnapshotDrop | Rig::SnapshotKafka => data::load_snapshot_table(db, knobs.rig, knobs.rows)?,
+        Rig::CdcKafka => {
+            data::reset_cdc_table(db)?;
+            Loaded { rows: 0, elapsed: Duration::ZERO, reused: false }
+        }
+        Rig::KafkaToMysql => {
+            let (_, loaded) = data::load_events(admin, arm.event_format(), knobs.rows)?;
+            data::reset_sink_table(db)?;
+            loaded
+        }
+    };
+    if matches!(knobs.rig, Rig::SnapshotKafka | Rig::CdcKafka) {
+        fresh_topic(admin, topic, 1, OUTPUT_TOPIC_CONFIG)?;
+    }
+    Ok(loaded)
+}
+
+/// Watch the arm until every expected record has landed (then [`SETTLE`] more), it fails, or the timeout.
+fn watch(
+    db: &Db,
+    admin: &rdkafka::ClientConfig,
+    knobs: &Knobs,
+    topic: &str,
+    dumps_before: u64,
+    running: &mut dyn super::Running,
+    w: &mut Watched,
+) -> Result<()> {
+    let started = Instant::now();
+    let deadline = started + knobs.timeout();
+    let rows = knobs.rows;
+    let mut clock_and_inserts = None;
+    if knobs.rig == Rig::CdcKafka {
+        // The inserts start once the arm reads the binlog, so none can precede its start position.
+        loop {
+            running.check()?;
+            if probe::binlog_dump_sessions(db)? > dumps_before {
+                break;
+            }
+            if started.elapsed() > STREAM_START_TIMEOUT {
+                bail!("the arm opened no binlog stream within {} s", STREAM_START_TIMEOUT.as_secs());
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let clock = CommitClock::start(db, &format!("{}.cart", data::source(Rig::CdcKafka).database))?;
+        let inserter = Inserter::start(db, data::cdc_insert_statement(rows))?;
+        clock_and_inserts = Some((clock, inserter));
+    }
+    let topic_watch = match knobs.rig {
+        Rig::SnapshotKafka | Rig::CdcKafka => Some(TopicWatch::new(admin, topic, 1)?),
+        _ => None,
+    };
+    let sink_watch = match knobs.rig {
+        Rig::KafkaToMysql => Some(SinkWatch::new(db)?),
+        _ => None,
+    };
+    let poll = if sink_watch.is_some() { probe::SINK_POLL } else { probe::TOPIC_POLL };
+    let result = loop {
+        if let Err(e) = running.check() {
+            break Err(e);
+        }
+        let at = now_ms();
+        let landed = match (&topic_watch, &sink_watch) {
+            (Some(t), _) => t.count()?,
+            (_, Some(s)) => s.count(db)?,
+            _ => running.self_count().map_or(0, |c| if c.done { c.rows } else { 0 }),
+        };
+        if sink_watch.is_some() && landed > 0 && w.sink_first_ms.is_none() {
+            w.sink_first_ms = Some(at);
+        }
+        let inserts_running = clock_and_inserts.as_ref().is_some_and(|(_, i)| !i.is_finished());
+        if landed >= rows.max(1) && !inserts_running {
+            w.done_ms = Some(at);
+            if sink_watch.is_some() {
+                w.sink_last_ms = Some(at);
+            }
+            break Ok(());
+        }
+        if Instant::now() > deadline {
+            break Err(anyhow::anyhow!(
+                "timed out after {} s with {landed} of {rows} records landed (timeout_s)",
+                knobs.timeout_s
+            ));
+        }
+        std::thread::sleep(poll);
+    };
+    if let Some((clock, inserter)) = clock_and_inserts {
+        let inserted = inserter.finish(db);
+        w.commits = clock.finish(db)?;
+        w.inserts = Some(inserted?);
+    }
+    result?;
+    if topic_watch.is_some() || sink_watch.is_some() {
+        std::thread::sleep(SETTLE);
+        running.check()?;
+    }
+    Ok(())
+}
+
+/// What landed, read back from the topic, the sink table or the arm's own count.
+struct Landed {
+    messages: u64,
+    bytes: u64,
+    ids: IdSet,
+    first_ms: Option<f64>,
+    last_ms: Option<f64>,
+    /// Rig C: per-row end-to-end lag bounds (ms).
+    lags_ms: Vec<f64>,
+    method: String,
+}
+
+fn read_back(
+    db: &Db,
+    admin: &rdkafka::ClientConfig,
+    knobs: &Knobs,
+    topic: &str,
+    self_count: Option<super::SelfCount>,
+    w: &Watched,
+) -> Result<Landed> {
+    let rows = knobs.rows;
+    match knobs.rig {
+        Rig::SnapshotDrop => {
+            let c = self_count.context("the arm kept no count of the rows it read")?;
+            Ok(Landed {
+                messages: c.rows,
+                bytes: c.bytes,
+                ids: c.ids,
+                first_ms: c.first_ms,
+                last_ms: c.last_ms,
+                lags_ms: vec![],
+                method: format!("rows the arm read == rows in the table ({rows}); every id 1..={rows} exactly once"),
+            })
+        }
+        Rig::SnapshotKafka | Rig::CdcKafka => {
+            let mut lags_ms = Vec::new();
+            let commits = &w.commits;
+            let TopicReport { messages, bytes, ids, first_ms, last_ms } =
+                verify::read_topic(admin, topic, 1, rows, |id, ms| {
+                    if let Some(committed) = probe::committed_after(commits, id) {
+                        lags_ms.push(ms - committed);
+                    }
+                })?;
+            Ok(Landed {
+                messages,
+                bytes,
+                ids,
+                first_ms,
+                last_ms,
+                lags_ms,
+                method: format!(
+                    "messages in {topic} (read back to its high watermark) == rows ({rows}); every id 1..={rows} \
+                     exactly once"
+                ),
+            })
+        }
+        Rig::KafkaToMysql => {
+            let table = "benchdb.bench_events";
+            let ids = verify::read_sink_ids(db, table, rows)?;
+            Ok(Landed {
+                messages: ids.count,
+                bytes: 0,
+                ids,
+                first_ms: w.sink_first_ms,
+                last_ms: w.sink_last_ms,
+                lags_ms: vec![],
+                method: format!("COUNT of {table} == events ({rows}); every id 1..={rows} exactly once"),
+            })
+        }
+    }
+}
+
+fn metric(value: f64, unit: &str, higher_is_better: bool) -> Metric {
+    Metric::new(value, unit, higher_is_better)
+}
+
+fn measurement(
+    knobs: &Knobs,
+    loaded: &Loaded,
+    w: &Watched,
+    landed: &Landed,
+    cpu: &BTreeMap<&'static str, f64>,
+    info: ArmInfo,
+    versions: BTreeMap<String, String>,
+) -> Measurement {
+    let mut metrics = BTreeMap::from([
+        ("rows".into(), metric(knobs.rows as f64, "rows", true)),
+        ("landed".into(), metric(landed.messages as f64, "records", true)),
+    ]);
+    if !loaded.reused && loaded.rows > 0 {
+        metrics.insert("load_s".into(), metric(loaded.elapsed.as_secs_f64(), "s", false));
+    }
+    let window_s = match (landed.first_ms, landed.last_ms) {
+        (Some(f), Some(l)) if l > f => Some((l - f) / 1e3),
+        _ => None,
+    };
+    if let Some(first) = landed.first_ms {
+        metrics.insert("startup_s".into(), metric((first - w.started_ms).max(0.0) / 1e3, "s", false));
+    }
+    if let (Some(done), Some(last)) = (w.done_ms, landed.last_ms) {
+        metrics.insert("idle_tail_s".into(), metric((done - last).max(0.0) / 1e3, "s", false));
+    }
+    // A window with nothing in it is a failed measurement, never a rate of zero.
+    if let Some(secs) = window_s.filter(|_| landed.messages > 0) {
+        metrics.insert("window_s".into(), metric(secs, "s", false));
+        metrics.insert("records_per_s".into(), metric(landed.messages as f64 / secs, "rows/s", true));
+        if landed.bytes > 0 {
+            metrics.insert("mb_per_s".into(), metric(landed.bytes as f64 / 1e6 / secs, "MB/s", true));
+            metrics.insert("bytes_per_record".into(), metric(landed.bytes as f64 / landed.messages as f64, "B", false));
+        }
+    }
+    let millions = knobs.rows as f64 / 1e6;
+    for (role, secs) in cpu {
+        metrics.insert(format!("{role}_cpu_s"), metric(*secs, "CPU s", false));
+    }
+    let involved: f64 = ["arm", "server", "broker"].iter().filter_map(|r| cpu.get(r)).sum();
+    let total = involved;
+    metrics.insert("total_cpu_s".into(), metric(total, "CPU s", false));
+    if millions > 0.0 {
+        if let Some(a) = cpu.get("arm") {
+            metrics.insert("arm_cpu_s_per_m_rows".into(), metric(a / millions, "CPU s / 1M rows", false));
+        }
+        metrics.insert("total_cpu_s_per_m_rows".into(), metric(total / millions, "CPU s / 1M rows", false));
+    }
+    if let Some((began, ended)) = w.inserts
+        && ended > began
+    {
+        metrics.insert("insert_rows_per_s".into(), metric(knobs.rows as f64 / ((ended - began) / 1e3), "rows/s", true));
+    }
+    add_lag(&mut metrics, &landed.lags_ms);
+
+    let exact = landed.ids.is_exact() && landed.messages == knobs.rows;
+    let integrity = Integrity {
+        status: if exact { IntegrityStatus::Verified } else { IntegrityStatus::Failed },
+        expected: Some(knobs.rows),
+        observed: Some(landed.messages),
+        method: format!("{}: {}", landed.method, landed.ids.describe()),
+    };
+    let mut details = info.details;
+    details.insert("config".into(), info.config);
+    details.insert(
+        "load".into(),
+        if loaded.reused {
+            format!("{} rows already loaded by this loader: reused", loaded.rows)
+        } else {
+            format!("{} rows loaded in {:.1} s (not in the arm's time)", loaded.rows, loaded.elapsed.as_secs_f64())
+        },
+    );
+    details.insert(
+        "clock".into(),
+        match knobs.rig {
+            Rig::SnapshotDrop => "the arm's own first and last row (ms)".into(),
+            Rig::KafkaToMysql => format!(
+                "first and last inserted row as Innodb_rows_inserted showed them, polled every {} ms",
+                probe::SINK_POLL.as_millis()
+            ),
+            _ => "the broker's LogAppendTime of the first and last message (ms)".into(),
+        },
+    );
+    Measurement {
+        kind: knobs.rig.name().into(),
+        metrics,
+        integrity,
+        verdict: BTreeMap::new(),
+        note: info.note,
+        details,
+        versions,
+    }
+}
+
+/// End-to-end lag bounds (rig C): nearest-rank p50/p99/max in ms.
+fn add_lag(metrics: &mut BTreeMap<String, Metric>, lags_ms: &[f64]) {
+    if lags_ms.is_empty() {
+        return;
+    }
+    let mut sorted = lags_ms.to_vec();
+    sorted.sort_by(f64::total_cmp);
+    for (suffix, p) in [("p50", 50.0), ("p99", 99.0), ("max", 100.0)] {
+        if let Some(v) = streamlab_record::stats::percentile(&sorted, p) {
+            metrics.insert(format!("lag_{suffix}_ms"), metric(v, "ms", false));
+        }
+    }
+}
