@@ -25,6 +25,9 @@ pub const REGISTRY: &[&ArmSpec] = &[
     &clients::c_tool::ARM_2_15,
     &clients::java::ARM,
     &clients::partitionline::ARM,
+    &mysql_cdc::debezium::SOURCE_ARM,
+    &mysql_cdc::debezium::SINK_ARM,
+    &mysql_cdc::redpanda::ARM,
 ];
 
 /// Everything an arm gets from the runner.

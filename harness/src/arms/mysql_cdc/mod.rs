@@ -17,6 +17,7 @@
 //! counted by `Innodb_rows_inserted`, polled every [`probe::SINK_POLL`]). Start-up (arm started -> first record)
 //! and the idle tail (last record -> the driver saw completion) are reported beside it, not hidden in it.
 
+pub mod child;
 pub mod data;
 pub mod db;
 pub mod debezium;
@@ -69,7 +70,7 @@ pub struct Knobs {
     /// Debezium `max.batch.size`; JDBC sink `batch.size`; Redpanda Connect `batching.count`; the Rust arm's
     /// snapshot page, produce batch and insert batch.
     pub batch_size: u64,
-    /// Debezium `snapshot.fetch.size` (0: unset).
+    /// Debezium `snapshot.fetch.size` (0: batch_size, as the seed's published sweeps set it).
     pub fetch_size: u64,
     /// Debezium `max.queue.size` (0: 4 x batch_size, as the seed set it).
     pub queue_size: u64,
@@ -98,6 +99,11 @@ pub const KNOBS: &[KnobSpec] = &[
 impl Knobs {
     pub fn timeout(&self) -> Duration {
         Duration::from_secs(self.timeout_s)
+    }
+
+    /// Debezium's snapshot fetch size: the knob, or the batch size as the seed swept them together.
+    pub fn fetch(&self) -> u64 {
+        if self.fetch_size > 0 { self.fetch_size } else { self.batch_size }
     }
 
     /// Debezium's queue: the knob, or 4 x the batch as the seed's Taskfiles set it.

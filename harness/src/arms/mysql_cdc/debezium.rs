@@ -1,1 +1,0 @@
-//! Debezium on Kafka Connect (written next).

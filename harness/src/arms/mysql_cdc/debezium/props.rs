@@ -1,0 +1,202 @@
+//! The worker and connector properties, as the seed set them (mysql-cdc-seed-config.md §2.3, §5.1, §6.1, §7.1,
+//! mapped to MariaDB and Debezium 3.5 as §11.2 and §11.3 say). Where the seed left a setting alone, it is left
+//! alone here too, so the framework's default applies.
+
+use super::super::{Job, Rig};
+
+pub type Props = Vec<(String, String)>;
+
+const JSON: &str = "org.apache.kafka.connect.json.JsonConverter";
+const STRING: &str = "org.apache.kafka.connect.storage.StringConverter";
+pub const MARIADB_SOURCE: &str = "io.debezium.connector.mariadb.MariaDbConnector";
+pub const JDBC_SINK: &str = "io.debezium.connector.jdbc.JdbcSinkConnector";
+
+fn p(k: &str, v: impl ToString) -> (String, String) {
+    (k.to_owned(), v.to_string())
+}
+
+/// The standalone worker: the seed's distributed worker's converters (source rigs: JsonConverter with schemas
+/// for key and value; sink rig: StringConverter keys, schemaless JsonConverter values), its offset flush
+/// interval, REST on loopback, offsets in a file of this run's own.
+pub fn worker(job: &Job, bootstrap: &str, rest_port: u16) -> Props {
+    let (key, value_schemas) = match job.rig {
+        Rig::KafkaToMysql => (STRING, false),
+        _ => (JSON, true),
+    };
+    let mut props = vec![
+        p("bootstrap.servers", bootstrap),
+        p("key.converter", key),
+        p("value.converter", JSON),
+        p("value.converter.schemas.enable", value_schemas),
+        p("offset.storage.file.filename", job.work_dir.join("connect.offsets").display()),
+        p("offset.flush.interval.ms", 60000),
+        p("listeners", format!("http://127.0.0.1:{rest_port}")),
+        p("plugin.discovery", "hybrid_warn"),
+    ];
+    if key == JSON {
+        props.insert(2, p("key.converter.schemas.enable", true));
+    }
+    props
+}
+
+/// The MariaDB source connector for rig B (snapshot.mode initial; fetch/batch/queue from the knobs) or rig C
+/// (snapshot.mode no_data, the 3.x name of the seed's schema_only; the connector's own converters).
+pub fn mariadb_source(job: &Job, name: &str, password: &str, server_id: u32, bootstrap: &str) -> Props {
+    let m = job.env.mysql.as_ref().expect("the driver checked the server");
+    let k = &job.knobs;
+    let db = job.table.database;
+    let mut props = vec![
+        p("name", name),
+        p("connector.class", MARIADB_SOURCE),
+        p("tasks.max", 1),
+        p("database.hostname", &m.host),
+        p("database.port", m.port),
+        p("database.user", &m.user),
+        p("database.password", password),
+        p("database.server.id", server_id),
+        p("topic.prefix", &job.topic_prefix),
+    ];
+    if job.rig == Rig::SnapshotKafka {
+        props.push(p("database.include.list", db));
+    }
+    props.push(p("table.include.list", format!("{db}.{}", job.table.table)));
+    props.push(p("snapshot.mode", if job.rig == Rig::SnapshotKafka { "initial" } else { "no_data" }));
+    if job.rig == Rig::SnapshotKafka {
+        props.push(p("snapshot.fetch.size", k.fetch()));
+    }
+    props.extend([
+        p("max.batch.size", k.batch_size),
+        p("max.queue.size", k.queue()),
+        p("schema.history.internal.kafka.bootstrap.servers", bootstrap),
+        p("schema.history.internal.kafka.topic", format!("{}-schema-history", job.topic_prefix)),
+    ]);
+    // Rig B took the worker's converters; rig C set its own (schemaless in the seed). The knob decides both.
+    props.extend([
+        p("key.converter", JSON),
+        p("key.converter.schemas.enable", k.schemas),
+        p("value.converter", JSON),
+        p("value.converter.schemas.enable", k.schemas),
+    ]);
+    props
+}
+
+/// Debezium's JDBC sink in place of the Confluent JDBC sink (not on Maven Central), with the seed's settings
+/// mapped: insert mode, no primary key, the pre-created table, batch size and tasks from the knobs, the
+/// seed's three consumer overrides, schemas on for the value.
+pub fn jdbc_sink(job: &Job, name: &str, password: &str) -> Props {
+    let m = job.env.mysql.as_ref().expect("the driver checked the server");
+    let k = &job.knobs;
+    vec![
+        p("name", name),
+        p("connector.class", JDBC_SINK),
+        p("tasks.max", k.tasks),
+        p("topics", &job.topic),
+        p("connection.url", format!("jdbc:mariadb://{}:{}/{}", m.host, m.port, job.table.database)),
+        p("connection.username", &m.user),
+        p("connection.password", password),
+        p("insert.mode", "insert"),
+        p("primary.key.mode", "none"),
+        p("schema.evolution", "none"),
+        p("collection.name.format", job.table.table),
+        p("batch.size", k.batch_size),
+        p("value.converter", JSON),
+        p("value.converter.schemas.enable", true),
+        p("consumer.override.fetch.min.bytes", 1048576),
+        p("consumer.override.fetch.max.wait.ms", 500),
+        p("consumer.override.max.poll.records", 5000),
+        p("consumer.override.auto.offset.reset", "earliest"),
+    ]
+}
+
+/// `key=value` lines (Java properties: the values here need no escaping beyond what `escape` does).
+pub fn render(props: &Props) -> String {
+    props.iter().map(|(k, v)| format!("{k}={}\n", escape(v))).collect()
+}
+
+/// The properties as a record shows them: passwords masked, this run's private paths abbreviated.
+pub fn describe(props: &Props, private: &std::path::Path) -> String {
+    let private = private.display().to_string();
+    props
+        .iter()
+        .map(|(k, v)| {
+            let v = if k.contains("password") { "<masked>".to_owned() } else { v.replace(&private, "<private>") };
+            format!("{k}={v}")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn escape(v: &str) -> String {
+    v.replace('\\', "\\\\").replace('\n', "\\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::arms::mysql_cdc::{Knobs, Source};
+
+    fn job(rig: Rig, schemas: bool) -> Job {
+        let env: streamlab_record::EnvDescriptor = serde_json::from_value(serde_json::json!({
+            "schema": 1, "id": "t", "backend": "native", "dir": "/tmp/x", "started_ts_ms": 0,
+            "kafka": {"version": "4.1.0", "listeners": {}},
+            "mysql": {"flavour": "mariadb", "version": "10.11", "host": "127.0.0.1", "port": 3307,
+                      "user": "root", "password_file": "/tmp/x/pw"}
+        }))
+        .unwrap();
+        let knobs = Knobs {
+            rig,
+            rows: 10,
+            batch_size: 5000,
+            fetch_size: 5000,
+            queue_size: 0,
+            tasks: 16,
+            schemas,
+            cores: 0,
+            timeout_s: 60,
+        };
+        Job {
+            rig,
+            knobs,
+            env,
+            table: Source { database: "benchdb", table: "cart" },
+            topic: "t".into(),
+            topic_prefix: "debezium-snapshot-kafka".into(),
+            work_dir: "/tmp/private".into(),
+        }
+    }
+
+    fn get<'a>(props: &'a Props, k: &str) -> Option<&'a str> {
+        props.iter().find(|(key, _)| key == k).map(|(_, v)| v.as_str())
+    }
+
+    #[test]
+    fn the_snapshot_rig_runs_the_seeds_initial_snapshot_with_queue_four_times_the_batch() {
+        let props = mariadb_source(&job(Rig::SnapshotKafka, true), "n", "secret", 223344, "127.0.0.1:9092");
+        assert_eq!(get(&props, "snapshot.mode"), Some("initial"));
+        assert_eq!(get(&props, "snapshot.fetch.size"), Some("5000"));
+        assert_eq!(get(&props, "max.queue.size"), Some("20000"));
+        assert_eq!(get(&props, "value.converter.schemas.enable"), Some("true"));
+        assert_eq!(get(&props, "decimal.handling.mode"), None, "left at Debezium's default, precise");
+        let shown = describe(&props, std::path::Path::new("/tmp/private"));
+        assert!(shown.contains("database.password=<masked>") && !shown.contains("secret"));
+    }
+
+    #[test]
+    fn the_cdc_rig_starts_from_the_current_position_without_schemas() {
+        let props = mariadb_source(&job(Rig::CdcKafka, false), "n", "pw", 334455, "b:1");
+        assert_eq!(get(&props, "snapshot.mode"), Some("no_data"));
+        assert_eq!(get(&props, "snapshot.fetch.size"), None);
+        assert_eq!(get(&props, "database.include.list"), None);
+        assert_eq!(get(&props, "key.converter.schemas.enable"), Some("false"));
+    }
+
+    #[test]
+    fn the_sink_takes_the_seeds_consumer_overrides_and_string_keys() {
+        let j = job(Rig::KafkaToMysql, true);
+        let props = jdbc_sink(&j, "n", "pw");
+        assert_eq!(get(&props, "consumer.override.max.poll.records"), Some("5000"));
+        assert_eq!(get(&props, "tasks.max"), Some("16"));
+        assert_eq!(get(&props, "insert.mode"), Some("insert"));
+        assert_eq!(get(&worker(&j, "b:1", 8083), "key.converter"), Some(STRING));
+    }
+}
