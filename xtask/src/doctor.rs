@@ -5,6 +5,7 @@ use std::path::Path;
 
 use anyhow::Result;
 
+use crate::clients::redpanda_connect;
 use crate::env::pins::{self, FetchRoute};
 use crate::tools::first_line_of;
 
@@ -33,6 +34,9 @@ pub fn run() -> Result<()> {
         println!("{mark} {:<34} {detail}", c.what);
     }
     println!("{}", jar_route_line());
+    if let Err(e) = redpanda_connect::from_env() {
+        println!("warning: {e:#}");
+    }
     if missing_required > 0 {
         anyhow::bail!("{missing_required} required item(s) missing; run the fixes above (as root)");
     }
@@ -139,6 +143,13 @@ fn checks() -> Vec<Check> {
             found: crate::env::docker::engine::Engine::answers(),
             fix: "apt-get install -y docker.io && dockerd --bridge=none --iptables=false --ip-masq=false & \
                   (no bridge: containers use the host's network; `--env auto` then picks docker)",
+            required: false,
+        },
+        Check {
+            what: "Redpanda Connect (mysql_cdc arms)",
+            found: redpanda_connect::from_env().ok().flatten().map(|r| format!("{} ({})", r.version, r.path.display())),
+            fix: "set STREAMLAB_REDPANDA_CONNECT=/path/to/redpanda-connect, a binary you have (its mysql_cdc input \
+                  needs an enterprise licence; the lab never fetches or builds it); unset, its arms are not run",
             required: false,
         },
         Check {

@@ -68,13 +68,17 @@ enum EnvCommand {
     Down(env::DownArgs),
     /// Tell which environments are running.
     Status,
-    /// Download the pinned Kafka jars into the cache and verify every checksum.
+    /// Download the pinned Kafka and Kafka Connect jars into the cache and verify every checksum.
     Fetch,
-    /// Regenerate the jar locks (env/kafka/jars.lock, env/kafka/<version>/jars.lock) with Maven (maintainers only).
+    /// Regenerate the jar locks (env/kafka/jars.lock, env/kafka/<version>/jars.lock, env/connect/<plugin>/jars.lock)
+    /// with Maven (maintainers only).
     Lock {
         /// Only this Kafka version's lock.
-        #[arg(long)]
+        #[arg(long, conflicts_with = "connect")]
         kafka: Option<String>,
+        /// Only the Kafka Connect plugins' locks.
+        #[arg(long)]
+        connect: bool,
     },
     /// Have the docker backend's images: pull the pinned ones, or build local equivalents where no registry answers.
     Images,
@@ -106,7 +110,13 @@ fn run() -> Result<()> {
         Command::Env(EnvCommand::Down(args)) => env::down(args),
         Command::Env(EnvCommand::Status) => env::status(),
         Command::Env(EnvCommand::Fetch) => env::pins::fetch_command(),
-        Command::Env(EnvCommand::Lock { kafka }) => env::pins::lock_command(kafka.as_deref()),
+        Command::Env(EnvCommand::Lock { kafka, connect }) => {
+            env::pins::lock_command(match (kafka.as_deref(), connect) {
+                (Some(version), _) => env::pins::LockScope::Kafka(version),
+                (None, true) => env::pins::LockScope::Connect,
+                (None, false) => env::pins::LockScope::All,
+            })
+        }
         Command::Env(EnvCommand::Images) => env::docker::images::images_command(),
         Command::Doctor => doctor::run(),
         Command::Test(args) => testcmd::run(args),

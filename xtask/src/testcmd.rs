@@ -90,10 +90,14 @@ fn integration(tally: &mut Tally) -> Result<()> {
         }
     };
     let descriptor = env.dir.join(DESCRIPTOR_FILE);
-    // The client arms run the tools a lab run builds (rdkafka_performance, Kafka's Java perf tools).
+    // The client and CDC arms run the tools a lab run builds or locates (rdkafka_performance, Kafka's Java perf
+    // tools, Kafka Connect with the Debezium plugins, the user's Redpanda Connect if STREAMLAB_REDPANDA_CONNECT
+    // names one).
     let tools = repo_root().join("target/streamlab/tools.json");
-    if let Err(e) = crate::clients::prepare(&tools) {
-        step(tally, "client tools", Err(e));
+    let prepared = crate::clients::redpanda_connect::from_env()
+        .and_then(|redpanda| crate::clients::prepare(&tools, &crate::clients::TOOL_NEEDS, redpanda));
+    if let Err(e) = prepared {
+        step(tally, "tools", Err(e));
     }
     cargo_test(
         tally,

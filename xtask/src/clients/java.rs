@@ -2,13 +2,12 @@
 //! kafka-tools jar the broker's lock already pins, with its dependencies, on the system JDK. Nothing is built;
 //! locating them fetches (and verifies) the pinned jars if the cache lacks them.
 
-use std::process::Command;
-
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use streamlab_record::tools::JavaTools;
 
 use crate::env::kafka::java;
 use crate::env::pins::{kafka_artifact_coordinate, kafka_classpath};
+use crate::tools::java_version;
 
 /// The artifact that holds `org.apache.kafka.tools.ProducerPerformance` and `ConsumerPerformance`.
 const KAFKA_TOOLS_ARTIFACT: &str = "kafka-tools";
@@ -28,18 +27,6 @@ pub fn locate() -> Result<JavaTools> {
 
 fn coordinate_version(coordinate: &str) -> &str {
     coordinate.rsplit(':').next().unwrap_or(coordinate)
-}
-
-/// `java -version`'s first line (the JVM prints it on stderr), e.g. `openjdk version "17.0.15" 2025-04-15`.
-fn java_version(java: &std::path::Path) -> Result<String> {
-    let out = Command::new(java).arg("-version").output().with_context(|| {
-        format!("cannot run {} -version (is a JDK >= 17 installed? see `cargo xtask doctor`)", java.display())
-    })?;
-    let text = String::from_utf8_lossy(if out.stderr.is_empty() { &out.stdout } else { &out.stderr }).into_owned();
-    match text.lines().next().map(str::trim) {
-        Some(first) if out.status.success() && !first.is_empty() => Ok(first.to_owned()),
-        _ => bail!("{} -version failed ({}): {text}", java.display(), out.status),
-    }
 }
 
 #[cfg(test)]

@@ -1,30 +1,43 @@
-//! The client tools the clients matrix runs besides the harness's own crates: `rdkafka_performance` built
-//! against two librdkafka versions, and Kafka's Java perf tools on the pinned jars. Built or located once
-//! per run (cached across runs), described in a tools file whose path the harness gets as `STREAMLAB_TOOLS`.
+//! The programs the matrices run besides the harness's own crates: for the clients matrix (`Need::ClientTools`)
+//! `rdkafka_performance` built against two librdkafka versions and Kafka's Java perf tools on the pinned jars;
+//! for mysql_cdc (`Need::Connect`) Kafka Connect with the Debezium plugins and, if the user names one, a Redpanda
+//! Connect binary. Built or located once per run (cached across runs), described in one tools file whose path
+//! the harness gets as `STREAMLAB_TOOLS`.
 
+pub mod connect;
 mod java;
 mod librdkafka_source;
 mod rdkafka_performance;
+pub mod redpanda_connect;
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::Result;
-use streamlab_record::tools::{CTool, Tools};
+use streamlab_record::run_spec::Need;
+use streamlab_record::tools::{CTool, RedpandaConnect, Tools};
 
-/// Build or locate every client tool and write the tools file to `path`.
-pub fn prepare(path: &Path) -> Result<Tools> {
-    let tools = Tools {
-        rdkafka_performance: rdkafka_performance::build_all()?,
-        java: Some(java::locate()?),
-        ..Tools::default()
-    };
+/// The needs [`prepare`] serves; a run with none of them writes no tools file.
+pub const TOOL_NEEDS: [Need; 2] = [Need::ClientTools, Need::Connect];
+
+/// Build or locate the tools `needs` asks for and write the tools file to `path`. `redpanda_connect` is the
+/// user's binary, checked beforehand ([`redpanda_connect::from_env`]); it is recorded with Connect.
+pub fn prepare(path: &Path, needs: &[Need], redpanda_connect: Option<RedpandaConnect>) -> Result<Tools> {
+    let mut tools = Tools::default();
+    if needs.contains(&Need::ClientTools) {
+        tools.rdkafka_performance = rdkafka_performance::build_all()?;
+        tools.java = Some(java::locate()?);
+    }
+    if needs.contains(&Need::Connect) {
+        tools.connect = Some(connect::locate()?);
+        tools.redpanda_connect = redpanda_connect;
+    }
     tools.save(path)?;
     Ok(tools)
 }
 
 /// What provenance records of the tools: each build's library version, source, configure flags and compiler;
-/// the Java tools' jar and JVM.
+/// the Java tools' jar and JVM; Kafka Connect, its plugins and Redpanda Connect.
 pub fn versions(tools: &Tools) -> BTreeMap<String, String> {
     let mut v = BTreeMap::new();
     for (library, c) in &tools.rdkafka_performance {
@@ -33,23 +46,50 @@ pub fn versions(tools: &Tools) -> BTreeMap<String, String> {
     if let Some(j) = &tools.java {
         v.insert("java perf tools".into(), format!("{} on {}", j.kafka_tools, j.java_version));
     }
+    if let Some(c) = &tools.connect {
+        v.extend(connect::versions(c));
+        let redpanda = tools.redpanda_connect.as_ref();
+        let described = redpanda
+            .map_or(redpanda_connect::NOT_PROVIDED.to_owned(), |r| format!("{} ({})", r.version, r.path.display()));
+        v.insert("redpanda connect".into(), described);
+    }
     v
 }
 
 #[cfg(test)]
 mod tests {
+    use std::path::PathBuf;
+
     use super::*;
+
+    #[test]
+    fn connect_provenance_says_when_redpanda_connect_was_not_provided() {
+        let connect = streamlab_record::tools::ConnectTools {
+            java: "java".into(),
+            java_version: "openjdk version \"17.0.15\"".into(),
+            connect_runtime: "org.apache.kafka:connect-runtime:4.1.0".into(),
+            plugins: BTreeMap::new(),
+        };
+        let mut tools = Tools { connect: Some(connect), ..Tools::default() };
+        let v = versions(&tools);
+        assert_eq!(v["kafka connect"], "org.apache.kafka:connect-runtime:4.1.0 on openjdk version \"17.0.15\"");
+        assert_eq!(v["redpanda connect"], redpanda_connect::NOT_PROVIDED);
+        tools.redpanda_connect = Some(RedpandaConnect { path: PathBuf::from("/opt/rpc"), version: "4.99.0".into() });
+        assert_eq!(versions(&tools)["redpanda connect"], "4.99.0 (/opt/rpc)");
+        assert!(versions(&Tools::default()).is_empty());
+    }
 
     /// The tools file the harness's ignored client tests and manual arm runs use (`STREAMLAB_TOOLS`).
     #[test]
-    #[ignore = "builds every client tool into the cache (minutes when cold): writes target/streamlab/tools.json"]
+    #[ignore = "builds every tool into the cache (minutes when cold): writes target/streamlab/tools.json"]
     fn writes_the_tools_file_for_manual_runs() {
         let path = crate::paths::repo_root().join("target/streamlab/tools.json");
-        let tools = prepare(&path).unwrap();
+        let tools = prepare(&path, &TOOL_NEEDS, redpanda_connect::from_env().unwrap()).unwrap();
         let written: Tools = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         assert_eq!(written.rdkafka_performance.len(), tools.rdkafka_performance.len());
         let v = versions(&tools);
         assert!(v.keys().any(|k| k == &CTool::provenance_key("2.15.0")), "{v:?}");
+        assert!(v.contains_key("kafka connect") && v.contains_key("redpanda connect"), "{v:?}");
         eprintln!("wrote {}", path.display());
     }
 }

@@ -72,14 +72,19 @@ pub fn start(host: &dyn ServiceHost, dir: &Path, port: u16) -> Result<MysqlEnv> 
 
     let password = secrets::random_password();
     let password_file = secrets::write_secret(&dir.join("root.password"), &password)?;
-    // Root over TCP from loopback only; the socket account gets the same password.
+    // Root over TCP from loopback only; the socket account gets the same password. The anonymous accounts
+    // mariadb-install-db creates (''@localhost, ''@<hostname>) go: with skip-name-resolve a new user's TCP
+    // login from 127.0.0.1 can match ''@localhost first and be refused.
+    let anonymous = query_socket(host, &server, &socket, "SELECT Host FROM mysql.user WHERE User = ''");
     let setup = format!(
-        "CREATE USER IF NOT EXISTS 'root'@'127.0.0.1' IDENTIFIED BY '{password}';\
+        "{}CREATE USER IF NOT EXISTS 'root'@'127.0.0.1' IDENTIFIED BY '{password}';\
          ALTER USER 'root'@'127.0.0.1' IDENTIFIED BY '{password}';\
          GRANT ALL PRIVILEGES ON *.* TO 'root'@'127.0.0.1' WITH GRANT OPTION;\
-         ALTER USER 'root'@'localhost' IDENTIFIED BY '{password}';"
+         ALTER USER 'root'@'localhost' IDENTIFIED BY '{password}';",
+        drop_anonymous_users(anonymous.as_deref().unwrap_or_default())
     );
-    let after_setup = query_socket(host, &server, &socket, &setup)
+    let after_setup = anonymous
+        .and_then(|_| query_socket(host, &server, &socket, &setup))
         .and_then(|_| query_tcp(host, &server, port, &password, "SELECT VERSION()"))
         .context("setting the root password failed");
     let version = match after_setup {
@@ -100,6 +105,15 @@ pub fn start(host: &dyn ServiceHost, dir: &Path, port: u16) -> Result<MysqlEnv> 
         pid: Some(pid),
         log_file: Some(error_log),
     })
+}
+
+/// `DROP USER` for every anonymous account, given the hosts `SELECT Host FROM mysql.user WHERE User = ''` listed.
+fn drop_anonymous_users(hosts: &str) -> String {
+    hosts
+        .lines()
+        .filter(|host| !host.is_empty())
+        .map(|host| format!("DROP USER IF EXISTS ''@'{}';", host.replace('\\', "\\\\").replace('\'', "\\'")))
+        .collect()
 }
 
 /// The server's Unix socket: inside the env dir unless that path passes the 107-byte limit of
@@ -205,4 +219,79 @@ fn run_client(host: &dyn ServiceHost, cmd: Command, sql: &str) -> Result<String>
         bail!("{}", String::from_utf8_lossy(&out.stderr).trim());
     }
     Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_anonymous_account_is_dropped_with_its_host_quoted() {
+        assert_eq!(drop_anonymous_users(""), "");
+        assert_eq!(
+            drop_anonymous_users("localhost\nbox-1\nit's\n"),
+            "DROP USER IF EXISTS ''@'localhost';DROP USER IF EXISTS ''@'box-1';DROP USER IF EXISTS ''@'it\\'s';"
+        );
+    }
+
+    #[test]
+    fn my_cnf_sets_the_seed_servers_defaults() {
+        let dir = Path::new("/tmp/env");
+        let cnf = render_my_cnf(dir, &dir.join("s.sock"), 3307, "mariadb").unwrap();
+        for line in [
+            "server_id=1",
+            "log-bin=/tmp/env/binlog",
+            "binlog_format=ROW",
+            "binlog_row_image=FULL",
+            "binlog_checksum=CRC32",
+            "sync_binlog=1",
+            "innodb_flush_log_at_trx_commit=1",
+            "innodb_buffer_pool_size=128M",
+            "innodb_log_file_size=100M",
+            "max_allowed_packet=64M",
+            "character_set_server=utf8mb4",
+            "collation_server=utf8mb4_unicode_520_ci",
+            "binlog_row_metadata=FULL",
+        ] {
+            assert!(cnf.lines().any(|l| l == line), "{line} in:\n{cnf}");
+        }
+        let mysql = render_my_cnf(dir, &dir.join("s.sock"), 3307, "mysql").unwrap();
+        assert!(mysql.lines().any(|l| l == "innodb_redo_log_capacity=100M"), "{mysql}");
+        assert!(!mysql.contains("log_bin_compress") && !mysql.contains("utf8mb4_unicode_520_ci"), "{mysql}");
+    }
+
+    /// The seed's server settings take effect, and a user created over TCP can log in over TCP (which an
+    /// anonymous ''@localhost account would shadow).
+    #[test]
+    #[ignore = "starts MariaDB: cargo xtask test"]
+    fn the_server_runs_with_the_seed_settings_and_new_users_log_in_over_tcp() {
+        use super::super::host::NativeHost;
+        let host = NativeHost { lifetime: process::Lifetime::TiedToParent };
+        let dir = tempfile::tempdir().unwrap();
+        let port = super::super::ports::free_loopback_ports(1).unwrap()[0];
+        let m = start(&host, &dir.path().join("mysql"), port).unwrap();
+        let password = streamlab_record::descriptor::read_secret(&m.password_file).unwrap();
+        let query = |sql: &str| query_tcp_on(&host, &m.flavour, port, &password, sql);
+        let result = (|| -> Result<()> {
+            let settings = query(
+                "SELECT @@server_id, @@log_bin, @@binlog_format, @@binlog_row_image, @@binlog_checksum, @@sync_binlog, \
+                 @@innodb_flush_log_at_trx_commit, @@innodb_buffer_pool_size, @@max_allowed_packet, \
+                 @@character_set_server",
+            )?;
+            assert_eq!(settings.trim(), "1\t1\tROW\tFULL\tCRC32\t1\t1\t134217728\t67108864\tutf8mb4");
+            if m.flavour == "mariadb" {
+                let more = query("SELECT @@innodb_log_file_size, @@collation_server, @@binlog_row_metadata")?;
+                assert_eq!(more.trim(), "104857600\tutf8mb4_unicode_520_ci\tFULL");
+            }
+            assert_eq!(query("SELECT COUNT(*) FROM mysql.user WHERE User = ''")?.trim(), "0");
+            query("CREATE USER 'cdc'@'%' IDENTIFIED BY 'cdc-pass'; GRANT SELECT ON *.* TO 'cdc'@'%'")?;
+            let mut cmd = Command::new(client_for(&m.flavour));
+            cmd.env("MYSQL_PWD", "cdc-pass").arg("--no-defaults").args(["-h", "127.0.0.1", "--protocol=TCP"]);
+            cmd.args(["-P", &port.to_string(), "-ucdc", "-N", "-B"]);
+            assert_eq!(run_client(&host, cmd, "SELECT CURRENT_USER()")?.trim(), "cdc@%");
+            Ok(())
+        })();
+        host.stop(Role::Mysql, m.pid.unwrap(), Duration::from_secs(10));
+        result.unwrap();
+    }
 }

@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
 use streamlab_record::run_spec::Need;
+use streamlab_record::tools::RedpandaConnect;
 
 use super::RunArgs;
 use super::conditions::{Placement, Probe, plan_placement};
@@ -68,27 +69,31 @@ pub fn run(args: RunArgs) -> Result<()> {
         }
     }
 
+    let mut needs: Vec<Need> = matrices.iter().flat_map(|m| m.needs.iter().copied()).collect();
+    needs.sort();
+    needs.dedup();
+    // The user's Redpanda Connect binary, if named, is checked before anything is built or provisioned.
+    let redpanda_connect = match needs.contains(&Need::Connect) {
+        true => crate::clients::redpanda_connect::from_env()?,
+        false => None,
+    };
+
     let started = Instant::now();
     println!("run {run_id}: {} tasks, profile {}, {} environment", todo.len(), spec.profile, backend.name());
     let harness = harness::build()?;
     registry::check_all(&matrices, &Registry::from_harness(&harness)?)?;
-    let mut needs: Vec<Need> = matrices.iter().flat_map(|m| m.needs.iter().copied()).collect();
-    needs.sort();
-    needs.dedup();
     phase("fetch", &backend.prepare_what());
     backend.prepare()?;
     let logs = paths::repo_root().join("target/streamlab/runs").join(&run_id);
     std::fs::create_dir_all(&logs)?;
-    let tools = match needs.contains(&Need::ClientTools) {
-        true => {
-            phase(
-                "client tools",
-                "rdkafka_performance against librdkafka 2.12.1 and 2.15.0 (built once into the cache), Kafka's Java perf tools",
-            );
+    // One tools file for every tool the matrices need; its path reaches each harness process as STREAMLAB_TOOLS.
+    let tools = match tools_phase(&needs, redpanda_connect.as_ref()) {
+        Some(what) => {
+            phase("tools", &what);
             let path = logs.join("tools.json");
-            Some((crate::clients::prepare(&path)?, path))
+            Some((crate::clients::prepare(&path, &needs, redpanda_connect)?, path))
         }
-        false => None,
+        None => None,
     };
     let mut kafka = todo.iter().find(|t| t.not_run.is_none()).map_or(Ok(pins::default_pin()), task_kafka)?;
     phase("environment", &format!("bringing the {} environment up (Kafka {})", backend.name(), kafka.version));
@@ -197,6 +202,31 @@ pub fn run(args: RunArgs) -> Result<()> {
         bail!("the run stopped early: {reason}");
     }
     Ok(())
+}
+
+/// What the tools phase prepares for these needs, or `None` when they need no tools file.
+fn tools_phase(needs: &[Need], redpanda_connect: Option<&RedpandaConnect>) -> Option<String> {
+    let mut what = Vec::new();
+    if needs.contains(&Need::ClientTools) {
+        what.push(
+            "rdkafka_performance against librdkafka 2.12.1 and 2.15.0 (built once into the cache), Kafka's Java perf tools"
+                .to_owned(),
+        );
+    }
+    if needs.contains(&Need::Connect) {
+        what.push(format!(
+            "Kafka Connect {} with the Debezium MariaDB source and JDBC sink (pinned jars); Redpanda Connect {}",
+            pins::kafka_version(),
+            redpanda_connect.map_or_else(
+                || format!(
+                    "not provided ({} unset: its arms are not run)",
+                    crate::clients::redpanda_connect::REDPANDA_CONNECT_ENV
+                ),
+                |r| format!("{} from {}", r.version, r.path.display()),
+            )
+        ));
+    }
+    (!what.is_empty()).then(|| what.join("; "))
 }
 
 /// Environments a run may bring up again after a service died; past that the run stops.
@@ -390,6 +420,18 @@ mod tests {
     use streamlab_record::Record;
 
     use super::*;
+
+    #[test]
+    fn the_tools_phase_covers_client_tools_and_connect_and_nothing_else() {
+        assert_eq!(tools_phase(&[Need::Kafka, Need::Mysql], None), None);
+        let clients = tools_phase(&[Need::Kafka, Need::ClientTools], None).unwrap();
+        assert!(clients.contains("rdkafka_performance") && !clients.contains("Connect"), "{clients}");
+        let cdc = tools_phase(&[Need::Kafka, Need::Mysql, Need::Connect], None).unwrap();
+        assert!(cdc.contains("Kafka Connect 4.1.0") && cdc.contains("STREAMLAB_REDPANDA_CONNECT unset"), "{cdc}");
+        let named = RedpandaConnect { path: "/opt/rpc".into(), version: "4.99.0".into() };
+        let both = tools_phase(&[Need::ClientTools, Need::Connect], Some(&named)).unwrap();
+        assert!(both.contains("rdkafka_performance") && both.contains("4.99.0 from /opt/rpc"), "{both}");
+    }
     use crate::lab::task::tests::task;
 
     /// The xtask binary next to this test binary (built by `cargo xtask test`).

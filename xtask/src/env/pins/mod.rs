@@ -1,13 +1,16 @@
 //! Pinned artifacts: one jar lock per Kafka version the lab runs (group:artifact:version + SHA-256), fetched into
 //! the cache and verified. 4.1.0 (the default, with Kafka's tools) is env/kafka/jars.lock; 3.9.1 (seed 003's
-//! broker) is env/kafka/3.9.1/jars.lock.
+//! broker) is env/kafka/3.9.1/jars.lock. Kafka Connect workers, one per connector plugin, are locked the same
+//! way under env/connect/<plugin>/ ([`connect`]).
 //!
 //! The lock is validated as a whole before anything is downloaded. Jars come from Maven Central over HTTPS
 //! (no Maven needed); if that fails, `mvn` fetches the same coordinates and every checksum is verified the
 //! same way. Nothing reaches the cache unverified: a jar is written to a temp file and renamed only after its
 //! SHA-256 matched, and a cached jar whose hash no longer matches is downloaded again.
 
+pub mod connect;
 mod fetch;
+mod jar_set;
 mod lock;
 mod maven;
 mod route;
@@ -18,10 +21,11 @@ use std::time::Instant;
 use sha2::{Digest, Sha256};
 use streamlab_record::provenance::Pins;
 
+pub use connect::CONNECT_PINS;
 use fetch::{Fetched, ensure_jars};
 pub(crate) use fetch::{http_agent, write_atomically};
-use lock::{Lock, jar_cache_root, render_lock};
-use maven::resolve_with_maven;
+use jar_set::JarSet;
+use lock::{Lock, jar_cache_root};
 pub use route::{FetchRoute, fetch_route};
 
 use crate::paths::{cache_dir, repo_root};
@@ -82,17 +86,22 @@ pub fn default_pin() -> &'static KafkaPin {
 }
 
 impl KafkaPin {
+    /// The jar set: this directory's lock must pin the broker at this version.
+    fn jar_set(&self) -> JarSet {
+        JarSet {
+            dir: self.dir,
+            required: vec![format!("{KAFKA_GROUP}:{KAFKA_BROKER_ARTIFACT}:{}", self.version)],
+            about: format!(
+                "Apache Kafka {} from Maven Central: the KRaft broker (kafka_2.13), its runtime dependencies and\n\
+                 its SLF4J binding (and Kafka's tools where the POM asks for them).",
+                self.version
+            ),
+        }
+    }
+
     /// `env/kafka[/<version>]/jars.lock`, as provenance names it.
     pub fn lock_file(&self) -> String {
-        format!("{}/jars.lock", self.dir)
-    }
-
-    pub fn lock_path(&self) -> PathBuf {
-        repo_root().join(self.lock_file())
-    }
-
-    pub fn pom_path(&self) -> PathBuf {
-        repo_root().join(self.dir).join("pom.xml")
+        self.jar_set().lock_file()
     }
 
     /// This version's jars, downloaded if missing and verified, in lock order.
@@ -101,20 +110,12 @@ impl KafkaPin {
     }
 
     fn fetch(&self) -> anyhow::Result<Fetched> {
-        let lock = Lock::load(&self.lock_path())?;
-        anyhow::ensure!(
-            lock.kafka_version() == self.version,
-            "{} pins Kafka {}, not {}",
-            self.lock_file(),
-            lock.kafka_version(),
-            self.version
-        );
-        ensure_jars(&lock, &cache_dir(), &maven_repo_url())
+        self.jar_set().fetch()
     }
 
     /// The lock as provenance records it.
     pub fn provenance(&self) -> anyhow::Result<Pins> {
-        Ok(Lock::load(&self.lock_path())?.pins(&self.lock_file()))
+        Ok(self.jar_set().load()?.pins(&self.lock_file()))
     }
 
     /// The JVM flag that points the broker at its log configuration.
@@ -181,15 +182,12 @@ pub fn provenance_pins() -> anyhow::Result<Pins> {
     Ok(Lock::load(&lock_path())?.pins(LOCK_FILE))
 }
 
-/// `cargo xtask env fetch`: every pinned Kafka version's jars.
+/// `cargo xtask env fetch`: every pinned Kafka version's jars and every Connect plugin's worker classpath.
 pub fn fetch_command() -> anyhow::Result<()> {
-    for pin in KAFKA_PINS {
-        let started = Instant::now();
-        let fetched = pin.fetch()?;
-        let cache = jar_cache_root(&cache_dir());
+    let cache = jar_cache_root(&cache_dir());
+    let report = |what: &str, fetched: Fetched, started: Instant| {
         tracing::info!(
-            "Kafka {}: {} pinned jars verified in {} ({} downloaded, {:.1} MB, via {}) in {:.1} s",
-            pin.version,
+            "{what}: {} pinned jars verified in {} ({} downloaded, {:.1} MB, via {}) in {:.1} s",
             fetched.jars.len(),
             cache.display(),
             fetched.downloaded,
@@ -197,31 +195,51 @@ pub fn fetch_command() -> anyhow::Result<()> {
             fetched.method,
             started.elapsed().as_secs_f64()
         );
+    };
+    for pin in KAFKA_PINS {
+        let started = Instant::now();
+        report(&format!("Kafka {}", pin.version), pin.fetch()?, started);
+    }
+    for pin in CONNECT_PINS {
+        let started = Instant::now();
+        report(&format!("Kafka Connect with {}", pin.name), pin.fetch()?, started);
     }
     Ok(())
 }
 
-/// `cargo xtask env lock [--kafka VERSION]`: resolve a pinned version's pom.xml (each one's, without a version)
-/// with Maven and rewrite its jars.lock.
-pub fn lock_command(only: Option<&str>) -> anyhow::Result<()> {
-    let pins: Vec<&KafkaPin> = match only {
-        Some(version) => vec![pin(version)?],
-        None => KAFKA_PINS.iter().collect(),
+/// Which locks `env lock` regenerates.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockScope<'a> {
+    /// Every Kafka version's and every Connect plugin's.
+    All,
+    /// One Kafka version's.
+    Kafka(&'a str),
+    /// Every Connect plugin's.
+    Connect,
+}
+
+/// `cargo xtask env lock [--kafka VERSION | --connect]`: resolve each pom.xml with Maven and rewrite its
+/// jars.lock, refusing one that would not pin what its readers check.
+pub fn lock_command(scope: LockScope<'_>) -> anyhow::Result<()> {
+    let kafka: Vec<&KafkaPin> = match scope {
+        LockScope::All => KAFKA_PINS.iter().collect(),
+        LockScope::Kafka(version) => vec![pin(version)?],
+        LockScope::Connect => Vec::new(),
     };
-    for pin in pins {
-        let jars = resolve_with_maven(&pin.pom_path())?;
-        let text = render_lock(&jars, &format!("{}/pom.xml", pin.dir));
-        let path = pin.lock_path();
-        // Validate what we are about to write with the same rules every reader applies.
-        let lock = Lock::parse(&text, &path)?;
-        anyhow::ensure!(
-            lock.kafka_version() == pin.version,
-            "{} resolved Kafka {}",
-            path.display(),
-            lock.kafka_version()
-        );
-        write_atomically(&path, text.as_bytes())?;
-        tracing::info!("wrote {} ({} jars, Kafka {})", path.display(), lock.jars.len(), lock.kafka_version());
+    for pin in kafka {
+        let lock = pin.jar_set().regenerate()?;
+        tracing::info!("wrote {} ({} jars, Kafka {})", pin.lock_file(), lock.jars.len(), lock.kafka_version());
+    }
+    if matches!(scope, LockScope::All | LockScope::Connect) {
+        for pin in CONNECT_PINS {
+            let jars = pin.regenerate()?;
+            tracing::info!(
+                "wrote {} ({jars} jars, {} on {})",
+                pin.lock_file(),
+                pin.coordinate,
+                connect::connect_runtime_coordinate()
+            );
+        }
     }
     Ok(())
 }
@@ -256,7 +274,7 @@ pub(crate) mod testutil {
     }
 
     pub(crate) fn lock_text(jars: &[Jar]) -> String {
-        render_lock(jars, "env/kafka/pom.xml")
+        render_lock("test lock", jars, "env/kafka/pom.xml")
     }
 
     pub(crate) fn write_lock(dir: &Path, text: &str) -> PathBuf {
@@ -294,7 +312,7 @@ mod tests {
     #[test]
     fn every_pinned_kafka_version_has_a_valid_lock_at_that_version_and_a_logging_binding() {
         for pin in KAFKA_PINS {
-            let lock = Lock::load(&pin.lock_path()).unwrap_or_else(|e| panic!("{}: {e}", pin.lock_file()));
+            let lock = Lock::load(&pin.jar_set().lock_path()).unwrap_or_else(|e| panic!("{}: {e}", pin.lock_file()));
             assert_eq!(lock.kafka_version(), pin.version, "{}", pin.lock_file());
             let binding = match pin.logging {
                 Logging::Log4j2 => "log4j-slf4j-impl",
