@@ -25,6 +25,7 @@ pub const REGISTRY: &[&ArmSpec] = &[
     &clients::c_tool::ARM_2_15,
     &clients::java::ARM,
     &clients::partitionline::ARM,
+    &mysql_cdc::rust_arm::ARM,
 ];
 
 /// Everything an arm gets from the runner.
