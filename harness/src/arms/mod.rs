@@ -27,6 +27,7 @@ pub const REGISTRY: &[&ArmSpec] = &[
     &clients::partitionline::ARM,
     &mysql_cdc::debezium::SOURCE_ARM,
     &mysql_cdc::debezium::SINK_ARM,
+    &mysql_cdc::rust_arm::ARM,
     &mysql_cdc::redpanda::ARM,
 ];
 

@@ -160,6 +160,8 @@ const EVENT_SCHEMA: &str = r#"{"type":"struct","fields":[{"type":"int64","option
 pub struct SplitMix64(pub u64);
 
 impl SplitMix64 {
+    // An endless generator, not an iterator (clippy would have it implement Iterator).
+    #[allow(clippy::should_implement_trait)]
     pub fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9e37_79b9_7f4a_7c15);
         let mut z = self.0;

@@ -26,6 +26,7 @@ pub mod probe;
 pub mod procs;
 pub mod redpanda;
 pub mod rig;
+pub mod rust_arm;
 pub mod verify;
 
 use std::collections::BTreeMap;

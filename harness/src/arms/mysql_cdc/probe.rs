@@ -52,20 +52,30 @@ impl TopicWatch {
     }
 }
 
-/// Rows the server inserted since the watch began (`Innodb_rows_inserted`; nothing else writes during a run).
+/// Rows the server inserted since the watch began (`Innodb_rows_inserted`, or `Handler_write` on servers
+/// without it: MariaDB 10.11 has no `Innodb_rows_*` counters; nothing else writes during a run).
 pub struct SinkWatch {
+    counter: &'static str,
     baseline: u64,
 }
 
 impl SinkWatch {
     pub fn new(db: &Db) -> Result<Self> {
-        Ok(SinkWatch { baseline: db.global_status("Innodb_rows_inserted")? })
+        let counter = SINK_COUNTERS
+            .iter()
+            .copied()
+            .find(|c| db.global_status(c).is_ok())
+            .with_context(|| format!("the server has none of the status counters {SINK_COUNTERS:?}"))?;
+        Ok(SinkWatch { counter, baseline: db.global_status(counter)? })
     }
 
     pub fn count(&self, db: &Db) -> Result<u64> {
-        Ok(db.global_status("Innodb_rows_inserted")?.saturating_sub(self.baseline))
+        Ok(db.global_status(self.counter)?.saturating_sub(self.baseline))
     }
 }
+
+/// The counters of inserted rows [`SinkWatch`] reads, the first the server has.
+const SINK_COUNTERS: &[&str] = &["Innodb_rows_inserted", "Handler_write"];
 
 /// Sessions reading the binlog (`Binlog Dump`, `Binlog Dump GTID`).
 pub fn binlog_dump_sessions(db: &Db) -> Result<u64> {
