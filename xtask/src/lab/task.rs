@@ -150,10 +150,11 @@ pub fn service_and_arm_tail(down: &ServiceDown, arm_tail: &str) -> String {
     format!("--- the {}'s log:\n{}\n--- the arm's log:\n{arm_tail}", down.service, down.log_tail)
 }
 
-/// Generous: warm-up + window, plus set-up and drain time.
+/// Generous: warm-up + window, plus set-up and drain time; an arm with its own `timeout_s` (the mysql_cdc arms)
+/// gets twice that on top, for its loading and read-back.
 pub fn task_timeout(task: &Task) -> Duration {
     let secs = |k: &str| task.knobs.get(k).and_then(|v| v.as_f64()).unwrap_or(0.0);
-    Duration::from_secs_f64(180.0 + 3.0 * (secs("warmup_s") + secs("window_s")))
+    Duration::from_secs_f64(180.0 + 3.0 * (secs("warmup_s") + secs("window_s")) + 2.0 * secs("timeout_s"))
 }
 
 pub fn slug(s: &str) -> String {

@@ -36,11 +36,11 @@ pub const SINK_ARM: ArmSpec = ArmSpec {
 };
 
 fn run_source(ctx: &ArmContext) -> Result<Measurement> {
-    super::run(ctx, &Debezium { sink: false })
+    super::run(ctx, &Debezium { sink: false, tools: None })
 }
 
 fn run_sink(ctx: &ArmContext) -> Result<Measurement> {
-    super::run(ctx, &Debezium { sink: true })
+    super::run(ctx, &Debezium { sink: true, tools: None })
 }
 
 /// The tools-file name of each plugin's classpath.
@@ -49,6 +49,8 @@ const SINK_PLUGIN: &str = "debezium-jdbc";
 
 struct Debezium {
     sink: bool,
+    /// The tools file's contents; None: read it from `STREAMLAB_TOOLS` (tests pass a broken one).
+    tools: Option<Tools>,
 }
 
 impl CdcArm for Debezium {
@@ -78,7 +80,10 @@ impl CdcArm for Debezium {
     }
 
     fn start(&self, job: &Job) -> Result<Box<dyn Running>> {
-        let tools = Tools::load().map_err(anyhow::Error::msg)?;
+        let tools = match &self.tools {
+            Some(t) => t.clone(),
+            None => Tools::load().map_err(anyhow::Error::msg)?,
+        };
         let connect = tools.connect().map_err(anyhow::Error::msg)?;
         let plugin_name = if self.sink { SINK_PLUGIN } else { SOURCE_PLUGIN };
         let plugin = connect.plugins.get(plugin_name).ok_or_else(|| {
@@ -94,6 +99,9 @@ impl CdcArm for Debezium {
         // A connector name of its own per run: the sink's consumer group starts from the beginning.
         let name = format!("{}-{}", job.topic_prefix, std::process::id());
         let rest_port = worker::free_port()?;
+        let admin = crate::kafka::config::client_config(&job.env, DEFAULT_LISTENER)?;
+        let side_topics = if self.sink { vec![] } else { props::side_topics(job) };
+        delete_topics(&admin, &side_topics);
         let worker_props = props::worker(job, &bootstrap, rest_port);
         let connector_props = if self.sink {
             props::jdbc_sink(job, &name, &password)
@@ -136,13 +144,20 @@ impl CdcArm for Debezium {
                 },
             ),
         ]);
-        Ok(Box::new(RunningWorker { worker: Some(worker), info: ArmInfo { versions, config, details, note: None } }))
+        Ok(Box::new(RunningWorker {
+            worker: Some(worker),
+            info: ArmInfo { versions, config, details, note: None },
+            admin,
+            side_topics,
+        }))
     }
 }
 
 struct RunningWorker {
     worker: Option<Worker>,
     info: ArmInfo,
+    admin: rdkafka::ClientConfig,
+    side_topics: Vec<String>,
 }
 
 impl Running for RunningWorker {
@@ -162,11 +177,104 @@ impl Running for RunningWorker {
         if let Some(w) = self.worker.take() {
             w.stop()?;
         }
+        delete_topics(&self.admin, &self.side_topics);
         Ok(self.info)
+    }
+}
+
+/// Best effort: a topic that is already gone is what we wanted.
+fn delete_topics(admin: &rdkafka::ClientConfig, topics: &[String]) {
+    for t in topics {
+        if let Err(e) = crate::kafka::admin::delete_topic(admin, t) {
+            tracing::warn!("could not delete {t}: {e:#}");
+        }
     }
 }
 
 fn rand_below(n: u32) -> u32 {
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().subsec_nanos();
     (nanos ^ std::process::id()) % n
+}
+
+#[cfg(test)]
+mod tests {
+    use streamlab_record::IntegrityStatus;
+
+    use super::*;
+
+    fn ctx(rig: &str, rows: u64, timeout_s: u64) -> ArmContext {
+        let knobs = serde_json::json!({
+            "rig": rig, "rows": rows, "batch_size": 1000, "fetch_size": 0, "queue_size": 0, "tasks": 4,
+            "schemas": rig == "snapshot_kafka", "cores": 0, "timeout_s": timeout_s,
+        });
+        ArmContext { env: crate::test_env(), knobs: knobs.as_object().unwrap().clone() }
+    }
+
+    fn verified(rig: &str, sink: bool) -> Measurement {
+        let m = super::super::run(&ctx(rig, 5_000, 180), &Debezium { sink, tools: None }).unwrap();
+        assert_eq!(m.integrity.status, IntegrityStatus::Verified, "{:?}", m.integrity);
+        assert!(m.metrics["records_per_s"].value > 0.0 && m.metrics.contains_key("arm_cpu_s"), "{:?}", m.metrics);
+        assert!(m.metrics["startup_s"].value > 0.5, "a JVM's start-up is reported apart: {:?}", m.metrics);
+        assert!(m.details["config"].contains("<masked>") && m.details["command"].contains("ConnectStandalone"));
+        m
+    }
+
+    #[test]
+    fn the_arms_refuse_the_rigs_they_cannot_run_with_the_reason() {
+        let knobs = |rig| Knobs {
+            rig,
+            rows: 1,
+            batch_size: 1,
+            fetch_size: 0,
+            queue_size: 0,
+            tasks: 1,
+            schemas: true,
+            cores: 0,
+            timeout_s: 10,
+        };
+        let source = Debezium { sink: false, tools: None };
+        let sink = Debezium { sink: true, tools: None };
+        assert!(source.check(&knobs(Rig::SnapshotKafka)).is_ok() && source.check(&knobs(Rig::CdcKafka)).is_ok());
+        assert!(source.check(&knobs(Rig::SnapshotDrop)).unwrap_err().0.contains("no drop output"));
+        assert!(sink.check(&knobs(Rig::KafkaToMysql)).is_ok());
+        assert!(sink.check(&knobs(Rig::CdcKafka)).is_err());
+    }
+
+    #[test]
+    #[ignore = "needs the lab's MariaDB, Kafka and the Connect jars: cargo xtask test"]
+    fn debezium_snapshots_every_row_into_kafka_once() {
+        let m = verified("snapshot_kafka", false);
+        assert!(m.metrics["bytes_per_record"].value > 1000.0, "the schema envelope: {:?}", m.metrics);
+    }
+
+    #[test]
+    #[ignore = "needs the lab's MariaDB, Kafka and the Connect jars: cargo xtask test"]
+    fn debezium_streams_every_insert_with_its_lag() {
+        let m = verified("cdc_kafka", false);
+        assert!(m.metrics.contains_key("lag_p99_ms") && m.metrics.contains_key("insert_rows_per_s"));
+    }
+
+    #[test]
+    #[ignore = "needs the lab's MariaDB, Kafka and the Connect jars: cargo xtask test"]
+    fn the_jdbc_sink_writes_every_event_once() {
+        verified("kafka_to_mysql", true);
+    }
+
+    #[test]
+    #[ignore = "needs the lab's MariaDB, Kafka and the Connect jars: cargo xtask test"]
+    fn a_worker_that_cannot_load_its_connector_fails_the_run_with_its_log() {
+        // The worker's jars without Debezium's: Connect starts, cannot find the connector class, and exits.
+        let mut tools = Tools::load().expect("the tools file cargo xtask test writes");
+        let connect = tools.connect.as_mut().expect("Kafka Connect in the tools file");
+        for plugin in connect.plugins.values_mut() {
+            plugin.classpath.retain(|jar| !jar.to_string_lossy().contains("/io/debezium/"));
+        }
+        let started = std::time::Instant::now();
+        let err = super::super::run(&ctx("snapshot_kafka", 1_000, 120), &Debezium { sink: false, tools: Some(tools) })
+            .unwrap_err();
+        let text = format!("{err:#}");
+        assert!(text.contains("the Kafka Connect worker exited"), "{text}");
+        assert!(text.contains("MariaDbConnector"), "the log tail names what failed: {text}");
+        assert!(started.elapsed() < std::time::Duration::from_secs(100), "failed fast, not by the timeout");
+    }
 }

@@ -68,7 +68,11 @@ pub fn mariadb_source(job: &Job, name: &str, password: &str, server_id: u32, boo
         p("max.batch.size", k.batch_size),
         p("max.queue.size", k.queue()),
         p("schema.history.internal.kafka.bootstrap.servers", bootstrap),
-        p("schema.history.internal.kafka.topic", format!("{}-schema-history", job.topic_prefix)),
+        p("schema.history.internal.kafka.topic", schema_history_topic(job)),
+        // The seed's broker auto-created the topics the connector writes to (1 partition); this lab's broker does
+        // not, so Connect creates them the same way (the data topic already exists, made by the driver).
+        p("topic.creation.default.partitions", 1),
+        p("topic.creation.default.replication.factor", 1),
     ]);
     // Rig B took the worker's converters; rig C set its own (schemaless in the seed). The knob decides both.
     props.extend([
@@ -78,6 +82,17 @@ pub fn mariadb_source(job: &Job, name: &str, password: &str, server_id: u32, boo
         p("value.converter.schemas.enable", k.schemas),
     ]);
     props
+}
+
+/// Where the source connector keeps its schema history.
+pub fn schema_history_topic(job: &Job) -> String {
+    format!("{}-schema-history", job.topic_prefix)
+}
+
+/// Topics the source connector writes besides the data topic: schema changes (named by the prefix) and its
+/// schema history. Deleted before and after every run, so each run starts without history.
+pub fn side_topics(job: &Job) -> Vec<String> {
+    vec![job.topic_prefix.clone(), schema_history_topic(job)]
 }
 
 /// Debezium's JDBC sink in place of the Confluent JDBC sink (not on Maven Central), with the seed's settings
