@@ -10,6 +10,9 @@ use streamlab_record::run_spec::{Need, Profile};
 
 /// The knob the runner applies to the broker process (CPU affinity) instead of passing it on.
 pub const BROKER_CORES_KNOB: &str = "broker_cores";
+/// Cap the broker to this many CPUs only where the machine has more (the seed's `cpus: 3` on a 12-CPU host);
+/// on a smaller machine the broker is left uncapped, and provenance says so.
+pub const BROKER_CORES_AT_MOST_KNOB: &str = "broker_cores_at_most";
 /// The knob that chooses the broker's Kafka version (one the lab pins); the runner brings up an environment
 /// at that version for the point, and the arm gets it too (to record).
 pub const KAFKA_VERSION_KNOB: &str = "kafka_version";

@@ -11,7 +11,7 @@ use streamlab_record::tools::RedpandaConnect;
 use super::RunArgs;
 use super::conditions::{Placement, Probe, plan_placement};
 use super::harness;
-use super::matrix::{self, BROKER_CORES_KNOB, KAFKA_VERSION_KNOB, Matrix};
+use super::matrix::{self, BROKER_CORES_AT_MOST_KNOB, BROKER_CORES_KNOB, KAFKA_VERSION_KNOB, Matrix};
 use super::plan::{self, PlanOptions, Task};
 use super::registry::{self, Registry};
 use super::reproduce::reproduce_command;
@@ -148,6 +148,11 @@ pub fn run(args: RunArgs) -> Result<()> {
                 if let Some(cores) = broker_cores(task)
                     && let Some(cap) = env.cap_broker(cores)?
                     && prov.note_broker_cap(&cap)
+                {
+                    write_provenance(&run_dir, &prov)?;
+                }
+                if let Some(why) = uncapped_broker(task)
+                    && prov.note_broker_cap(&why)
                 {
                     write_provenance(&run_dir, &prov)?;
                 }
@@ -315,7 +320,17 @@ fn resume_dsn(saved: Option<&str>, given: Option<String>) -> Result<Option<Strin
 
 /// The task's broker_cores knob, if it has one (0 = uncapped).
 fn broker_cores(task: &Task) -> Option<usize> {
-    task.knobs.get(BROKER_CORES_KNOB).and_then(|v| v.as_u64()).map(|c| c as usize)
+    let knob = |name: &str| task.knobs.get(name).and_then(|v| v.as_u64()).map(|c| c as usize);
+    knob(BROKER_CORES_KNOB).or_else(|| knob(BROKER_CORES_AT_MOST_KNOB).filter(|&n| process::allowed_cpus().len() > n))
+}
+
+/// Why a point that asks for `broker_cores_at_most` runs with the broker uncapped (a machine without more CPUs).
+fn uncapped_broker(task: &Task) -> Option<String> {
+    let at_most = task.knobs.get(BROKER_CORES_AT_MOST_KNOB).and_then(|v| v.as_u64())? as usize;
+    let allowed = process::allowed_cpus().len();
+    (allowed <= at_most).then(|| {
+        format!("not capped: {BROKER_CORES_AT_MOST_KNOB} = {at_most}, and this machine lets us use only {allowed} CPUs")
+    })
 }
 
 /// The Kafka version a task's broker runs: its kafka_version knob, else the lab's default.

@@ -18,6 +18,10 @@ pub struct MatrixHeadline {
     pub sweep_metrics: BTreeMap<String, Vec<String>>,
     #[serde(default)]
     pub ratios: Vec<RatioSpec>,
+    /// A knob whose points are different workloads (mysql_cdc's `rig`): an arm's best point is sought only
+    /// among points with the same value of it as the point it is set beside.
+    #[serde(default)]
+    pub best_within: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]

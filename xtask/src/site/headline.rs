@@ -72,7 +72,7 @@ pub fn headline_figures(data: &MatrixData, cfg: &SiteConfig) -> Vec<Figure> {
     let mut out = Vec::new();
     for spec in &ratios {
         out.extend(ratio_figures(data, cfg, spec, &metric));
-        out.extend(best_ratio_figure(data, spec, &metric));
+        out.extend(best_ratio_figure(data, cfg, spec, &metric));
     }
     let median_sweep =
         ratios.first().map(|r| r.sweep.clone()).or_else(|| data.info.sweeps.first().map(|s| s.name.clone()));
@@ -212,13 +212,13 @@ fn set_ratio(f: &mut Figure, r: &PairedRatio) {
 
 /// The ratio again with the numerator at its best point, against the denominator's point of the ratio's
 /// sweep; `None` when the best point is the one the ratio already uses.
-fn best_ratio_figure(data: &MatrixData, spec: &RatioSpec, metric: &str) -> Option<Figure> {
+fn best_ratio_figure(data: &MatrixData, cfg: &SiteConfig, spec: &RatioSpec, metric: &str) -> Option<Figure> {
     let sweep = data.sweep(&spec.sweep)?;
     let points = data.points(sweep);
     let hib = data.metric_meta(metric).is_none_or(|(_, h)| h);
     let base = arm_point(&points, &spec.numerator)?;
     let den = arm_point(&points, &spec.denominator)?;
-    let best = best_point(data, &spec.numerator, metric, hib)?;
+    let best = best_point(data, &spec.numerator, metric, hib, within(data, cfg, base))?;
     if same_point(&best.point, base) {
         return None;
     }
@@ -253,10 +253,28 @@ impl Best<'_> {
     }
 }
 
-fn best_point<'r>(data: &MatrixData<'r>, arm: &str, metric: &str, higher_is_better: bool) -> Option<Best<'r>> {
+/// The knob and value a best point must share with `point` (the matrix's `best_within`), if any.
+fn within<'p>(data: &MatrixData, cfg: &SiteConfig, point: &'p Point) -> Option<(String, &'p serde_json::Value)> {
+    let knob = cfg.headline(&data.info.name)?.best_within.clone()?;
+    let value = point.records.first()?.variant.knobs.get(&knob)?;
+    Some((knob, value))
+}
+
+fn best_point<'r>(
+    data: &MatrixData<'r>,
+    arm: &str,
+    metric: &str,
+    higher_is_better: bool,
+    within: Option<(String, &serde_json::Value)>,
+) -> Option<Best<'r>> {
     let mut best: Option<Best> = None;
+    let comparable = |p: &Point| {
+        within
+            .as_ref()
+            .is_none_or(|(knob, value)| p.records.first().and_then(|r| r.variant.knobs.get(knob)) == Some(*value))
+    };
     for sweep in &data.info.sweeps {
-        for point in data.points(sweep).into_iter().filter(|p| p.arm == arm) {
+        for point in data.points(sweep).into_iter().filter(|p| p.arm == arm && comparable(p)) {
             let Outcome::Measured { summary, .. } = outcome(&point.records, metric) else { continue };
             // Ties keep the first point met, in the matrix's sweep order.
             let better = best.as_ref().is_none_or(|b| {
@@ -353,7 +371,8 @@ fn arm_figures(data: &MatrixData, cfg: &SiteConfig, sweep: &SweepInfo, metric: &
             format!("ran at point “{variant}” of sweep “{}”", sweep.title)
         };
         set_median(&mut f, &outcome(&point.records, metric), metric, &unit);
-        let best = best_point(data, arm, metric, hib).filter(|b| !same_point(&b.point, point));
+        let best =
+            best_point(data, arm, metric, hib, within(data, cfg, point)).filter(|b| !same_point(&b.point, point));
         if best.is_none() && f.value.is_some() {
             f.config.push_str("; the best point this arm measured in this run");
         }

@@ -83,6 +83,8 @@ pub struct Knobs {
     pub cores: u64,
     /// Give up waiting for the last record after this many seconds (the record then fails, with the reason).
     pub timeout_s: u64,
+    /// The broker's CPU cap where the machine has more CPUs (the seed's 3); the runner applies it, recorded here.
+    pub broker_cores_at_most: u64,
 }
 
 pub const KNOBS: &[KnobSpec] = &[
@@ -95,6 +97,7 @@ pub const KNOBS: &[KnobSpec] = &[
     KnobSpec::required("schemas", KnobType::Bool),
     KnobSpec::required("cores", KnobType::Integer),
     KnobSpec::required("timeout_s", KnobType::Integer),
+    KnobSpec::required("broker_cores_at_most", KnobType::Integer),
 ];
 
 impl Knobs {

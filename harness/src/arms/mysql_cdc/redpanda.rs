@@ -203,6 +203,7 @@ mod tests {
             schemas: false,
             cores: 0,
             timeout_s: 9,
+            broker_cores_at_most: 3,
         }
     }
 

@@ -76,7 +76,8 @@ pub fn run(env: &EnvDescriptor, knobs: &Knobs, arm: &dyn CdcArm) -> Result<Measu
     let mut watched = Watched { started_ms: now_ms(), ..Default::default() };
     let mut running = arm.start(&job)?;
     let roles = roles.with("arm", running.pids());
-    let outcome = watch(&db, &admin, knobs, &topic, dumps_before, running.as_mut(), &roles, &mut watched);
+    let plan = Watch { db: &db, admin: &admin, knobs, topic: &topic, dumps_before, roles: &roles };
+    let outcome = watch(&plan, running.as_mut(), &mut watched);
     let self_count = running.self_count();
     let in_process = running.in_process();
     let stopped = running.stop();
@@ -111,10 +112,10 @@ fn cpu_split(before: &CpuReading, w: &Watched, in_process: bool) -> BTreeMap<&'s
         if let Some(h) = cpu.get("harness").copied() {
             cpu.insert("arm", h);
         }
-    } else if w.cpu_first.is_none() {
-        if let Some(a) = done.get("arm") {
-            cpu.insert("arm", a);
-        }
+    } else if w.cpu_first.is_none()
+        && let Some(a) = done.get("arm")
+    {
+        cpu.insert("arm", a);
     }
     if let Some(s) = arm_startup.filter(|_| w.cpu_first.is_some()) {
         cpu.insert("arm_startup", s);
@@ -143,16 +144,19 @@ fn prepare(db: &Db, admin: &rdkafka::ClientConfig, knobs: &Knobs, arm: &dyn CdcA
 }
 
 /// Watch the arm until every expected record has landed (then [`SETTLE`] more), it fails, or the timeout.
-fn watch(
-    db: &Db,
-    admin: &rdkafka::ClientConfig,
-    knobs: &Knobs,
-    topic: &str,
+/// What the watch loop looks at.
+struct Watch<'a> {
+    db: &'a Db,
+    admin: &'a rdkafka::ClientConfig,
+    knobs: &'a Knobs,
+    topic: &'a str,
+    /// Binlog dump sessions before the arm started (rig C waits for one more).
     dumps_before: u64,
-    running: &mut dyn super::Running,
-    roles: &CpuRoles,
-    w: &mut Watched,
-) -> Result<()> {
+    roles: &'a CpuRoles,
+}
+
+fn watch(plan: &Watch, running: &mut dyn super::Running, w: &mut Watched) -> Result<()> {
+    let Watch { db, admin, knobs, topic, dumps_before, roles } = *plan;
     let started = Instant::now();
     let deadline = started + knobs.timeout();
     let rows = knobs.rows;
@@ -486,6 +490,7 @@ mod tests {
             schemas: false,
             cores: 0,
             timeout_s,
+            broker_cores_at_most: 3,
         }
     }
 

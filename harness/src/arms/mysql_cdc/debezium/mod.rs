@@ -205,7 +205,7 @@ mod tests {
     fn ctx(rig: &str, rows: u64, timeout_s: u64) -> ArmContext {
         let knobs = serde_json::json!({
             "rig": rig, "rows": rows, "batch_size": 1000, "fetch_size": 0, "queue_size": 0, "tasks": 4,
-            "schemas": rig == "snapshot_kafka", "cores": 0, "timeout_s": timeout_s,
+            "schemas": rig == "snapshot_kafka", "cores": 0, "timeout_s": timeout_s, "broker_cores_at_most": 3,
         });
         ArmContext { env: crate::test_env(), knobs: knobs.as_object().unwrap().clone() }
     }
@@ -231,6 +231,7 @@ mod tests {
             schemas: true,
             cores: 0,
             timeout_s: 10,
+            broker_cores_at_most: 3,
         };
         let source = Debezium { sink: false, tools: None };
         let sink = Debezium { sink: true, tools: None };

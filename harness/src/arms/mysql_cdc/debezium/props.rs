@@ -168,6 +168,7 @@ mod tests {
             schemas,
             cores: 0,
             timeout_s: 60,
+            broker_cores_at_most: 3,
         };
         Job {
             rig,

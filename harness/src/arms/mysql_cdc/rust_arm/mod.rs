@@ -281,7 +281,7 @@ mod tests {
     fn run_rig(rig: &str, rows: u64) -> streamlab_record::Measurement {
         let knobs = serde_json::json!({
             "rig": rig, "rows": rows, "batch_size": 1000, "fetch_size": 0, "queue_size": 0, "tasks": 8,
-            "schemas": false, "cores": 0, "timeout_s": 120,
+            "schemas": false, "cores": 0, "timeout_s": 120, "broker_cores_at_most": 3,
         });
         let ctx = ArmContext { env: crate::test_env(), knobs: knobs.as_object().unwrap().clone() };
         let m = super::super::run(&ctx, &RustArm).unwrap();
