@@ -499,6 +499,25 @@ mod tests {
     }
 
     #[test]
+    fn best_points_stay_among_points_of_the_same_workload_knob() {
+        let records = fixtures::kafka_sink_records("run-a");
+        let info = fixtures::kafka_sink_info();
+        let data = MatrixData::new("kafka_sink", Some(&info), &records);
+        let headlines = r#"
+            [kafka_sink]
+            metric = "records_per_s"
+            best_within = "queue_buffering_max_messages"
+            ratios = [{ sweep = "mode", numerator = "framework", denominator = "raw" }]
+        "#;
+        let cfg = SiteConfig::parse(headlines, include_str!("../../../site/seeds.toml")).unwrap();
+        let figs = headline_figures(&data, &cfg);
+        // The 1M-queue point beats the default, but it is another value of the knob: no best point, no best ratio.
+        assert!(figs.iter().all(|f| f.id != "best-framework-records-per-s" && f.id != "ratio-best-framework-raw"));
+        let fw = figs.iter().find(|f| f.id == "median-mode-framework-records-per-s").unwrap();
+        assert!(fw.config.ends_with("the best point this arm measured in this run"), "{}", fw.config);
+    }
+
+    #[test]
     fn a_rep_under_foreign_load_leaves_the_median_and_its_pair() {
         let mut records = fixtures::kafka_sink_records("run-a");
         for r in records.iter_mut().filter(|r| r.arm == "raw" && r.variant.label == "default" && r.rep == 3) {
