@@ -108,14 +108,20 @@ pub fn matrix_page(run: &Run, name: &str, runs: &[Run], cfg: &SiteConfig, latest
     let mut sections = Vec::new();
     for sweep in &data.info.sweeps {
         let metrics = data.sweep_metrics(cfg, sweep);
-        let charts = metrics
+        // A run made with --point/--arm may hold nothing for a sweep or a metric: a chart with no row (no
+        // record, no published figure) is left out rather than drawn empty.
+        let charts: Vec<ChartView> = metrics
             .iter()
-            .map(|metric| {
-                chart_no += 1;
+            .filter_map(|metric| {
                 let heading = (metrics.len() > 1).then(|| metric.clone());
-                chart_view(&data, cfg, sweep, metric, format!("c{chart_no}"), heading)
+                let view = chart_view(&data, cfg, sweep, metric, format!("c{}", chart_no + 1), heading);
+                chart_no += usize::from(!view.rows.is_empty());
+                (!view.rows.is_empty()).then_some(view)
             })
             .collect();
+        if charts.is_empty() {
+            continue;
+        }
         sections.push(Section {
             anchor: format!("sweep-{}", format::slug(&sweep.name)),
             title: sweep.title.clone(),
