@@ -3,6 +3,7 @@
 pub mod arms;
 pub mod cpu;
 pub mod kafka;
+pub mod private_files;
 pub mod probe;
 pub mod versions;
 

@@ -6,6 +6,9 @@
 //! Latency is not runnable: neither tool measures a sequential produce -> ack round trip in microseconds.
 
 mod jvm;
+
+/// Kafka's JVM flags, shared with the Kafka Connect workers the mysql_cdc arms start.
+pub use jvm::PERFORMANCE_OPTS;
 mod output;
 mod props;
 

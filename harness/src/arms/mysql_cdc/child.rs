@@ -2,10 +2,8 @@
 //! output into a log file in the run's private directory, dead with the harness (PR_SET_PDEATHSIG), stopped
 //! with SIGTERM then SIGKILL, and its log's end quoted when it fails.
 
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -83,19 +81,6 @@ impl Drop for PipelineProcess {
     }
 }
 
-/// Write `contents` to `dir/name`, owner-only (configs carry the database password).
-pub fn write_private(dir: &Path, name: &str, contents: &str) -> Result<PathBuf> {
-    let path = dir.join(name);
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&path)
-        .with_context(|| format!("cannot create {}", path.display()))?;
-    file.write_all(contents.as_bytes())?;
-    Ok(path)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -119,7 +104,7 @@ mod tests {
         p.stop().unwrap();
         assert!(started.elapsed() < GRACE);
         assert!(
-            !Path::new(&format!("/proc/{pid}")).exists()
+            !std::path::Path::new(&format!("/proc/{pid}")).exists()
                 || std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default().contains(" Z ")
         );
     }

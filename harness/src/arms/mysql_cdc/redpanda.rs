@@ -16,11 +16,12 @@ use streamlab_record::Measurement;
 use streamlab_record::descriptor::read_secret;
 use streamlab_record::tools::{RedpandaConnect, Tools};
 
-use super::child::{PipelineProcess, write_private};
+use super::child::PipelineProcess;
 use super::{ArmInfo, CdcArm, EventFormat, Job, Knobs, NotRunnable, Rig, Running};
 use crate::arms::ArmContext;
 use crate::arms::spec::{ArmSpec, KnobStruct};
 use crate::kafka::config::DEFAULT_LISTENER;
+use crate::private_files::write_private;
 
 pub const ARM: ArmSpec = ArmSpec {
     bench: super::BENCH,
@@ -80,7 +81,7 @@ impl CdcArm for Redpanda {
             .clone();
         let dsn = |db: &str| format!("{}:{password}@tcp({}:{})/{db}", mysql.user, mysql.host, mysql.port);
         let yaml = pipeline(job, &dsn(job.table.database), &bootstrap);
-        let config = write_private(&job.work_dir, "pipeline.yaml", &yaml)?;
+        let config = write_private(&job.work_dir, "pipeline.yaml", yaml.as_bytes())?;
         let mut cmd = Command::new(&binary.path);
         cmd.arg("run").arg(&config);
         if job.knobs.cores > 0 {

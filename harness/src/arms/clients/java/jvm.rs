@@ -2,7 +2,6 @@
 //! classpath the tools file names, with a private directory for the config files it reads.
 
 use std::ffi::OsString;
-use std::os::unix::fs::OpenOptionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
@@ -14,7 +13,7 @@ use streamlab_record::tools::JavaTools;
 /// `kafka-producer-perf-test.sh` and `kafka-consumer-perf-test.sh` set this heap.
 const HEAP: &str = "-Xmx512M";
 /// `kafka-run-class.sh`'s KAFKA_JVM_PERFORMANCE_OPTS default in Kafka 4.1.
-const PERFORMANCE_OPTS: &[&str] = &[
+pub const PERFORMANCE_OPTS: &[&str] = &[
     "-server",
     "-XX:+UseG1GC",
     "-XX:MaxGCPauseMillis=20",
@@ -67,16 +66,7 @@ impl<'t> Jvm<'t> {
 
     /// Writes `name` in the private directory, readable by the owner only.
     pub fn write_private(&self, name: &str, contents: &[u8]) -> Result<PathBuf> {
-        use std::io::Write;
-        let path = self.dir.path().join(name);
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path)
-            .with_context(|| format!("cannot create {}", path.display()))?;
-        file.write_all(contents).with_context(|| format!("cannot write {}", path.display()))?;
-        Ok(path)
+        crate::private_files::write_private(self.dir.path(), name, contents)
     }
 
     /// `java <heap> <perf opts> <log config> -cp <pinned jars> <main class> <args>`.

@@ -12,20 +12,12 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use streamlab_record::tools::{ConnectPlugin, ConnectTools};
 
-use super::super::child::{PipelineProcess, write_private};
+use super::super::child::PipelineProcess;
+use crate::arms::clients::java::PERFORMANCE_OPTS;
+use crate::private_files::write_private;
 
 /// connect-distributed.sh's KAFKA_HEAP_OPTS (the seed's worker image ran it unchanged).
 const HEAP: &[&str] = &["-Xms256M", "-Xmx2G"];
-/// kafka-run-class.sh's KAFKA_JVM_PERFORMANCE_OPTS default in Kafka 4.1.
-const PERFORMANCE_OPTS: &[&str] = &[
-    "-server",
-    "-XX:+UseG1GC",
-    "-XX:MaxGCPauseMillis=20",
-    "-XX:InitiatingHeapOccupancyPercent=35",
-    "-XX:+ExplicitGCInvokesConcurrent",
-    "-XX:MaxInlineLevel=15",
-    "-Djava.awt.headless=true",
-];
 /// INFO to stdout, as connect-log4j2 does to the console (the log is the worker's own file here).
 const LOG_CONFIG: &str = "\
 Configuration:
@@ -66,9 +58,9 @@ impl Worker {
         connector: &str,
         rest_port: u16,
     ) -> Result<Worker> {
-        let worker_file = write_private(dir, "worker.properties", worker_props)?;
-        let connector_file = write_private(dir, "connector.properties", connector_props)?;
-        let log_config = write_private(dir, "connect-log4j2.yaml", LOG_CONFIG)?;
+        let worker_file = write_private(dir, "worker.properties", worker_props.as_bytes())?;
+        let connector_file = write_private(dir, "connector.properties", connector_props.as_bytes())?;
+        let log_config = write_private(dir, "connect-log4j2.yaml", LOG_CONFIG.as_bytes())?;
         let mut cmd = Command::new(&tools.java);
         cmd.args(HEAP).args(PERFORMANCE_OPTS);
         cmd.arg(format!("-Dlog4j2.configurationFile={}", log_config.display()));
