@@ -98,6 +98,13 @@ impl Db {
         value.parse().with_context(|| format!("{name} = {value:?} is not a number"))
     }
 
+    /// Drop the binlogs written so far (loads, earlier runs): at the seed profile every run writes gigabytes
+    /// of them, and no arm reads from before its own start. Called only while no arm runs.
+    pub fn purge_binlogs(&self) -> Result<()> {
+        self.query_drop("FLUSH BINARY LOGS")?;
+        self.query_drop("PURGE BINARY LOGS BEFORE NOW() + INTERVAL 1 SECOND")
+    }
+
     /// What provenance records of the server: flavour, version and the settings that decide CDC and write
     /// speed (binlog format and image, durability, buffer pool).
     pub fn server_facts(&self) -> Result<BTreeMap<String, String>> {

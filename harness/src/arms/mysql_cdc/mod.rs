@@ -171,6 +171,11 @@ pub trait Running {
     fn self_count(&self) -> Option<SelfCount> {
         None
     }
+    /// The rows of [`Running::self_count`] once the arm has read them all: the watch loop polls this, so it
+    /// must be cheap (no copy of the id set).
+    fn self_counted_rows(&self) -> Option<u64> {
+        None
+    }
     /// Stop the pipeline and clean up; returns what the record says about the arm.
     fn stop(self: Box<Self>) -> Result<ArmInfo>;
 }

@@ -57,6 +57,10 @@ pub fn run(env: &EnvDescriptor, knobs: &Knobs, arm: &dyn CdcArm) -> Result<Measu
     };
 
     let loaded = prepare(&db, &admin, knobs, arm, &topic)?;
+    // Only on the lab's own server: an existing one (--mysql-dsn) may have replicas that need its binlogs.
+    if env.backend != "external" {
+        db.purge_binlogs()?;
+    }
     let job = Job {
         rig,
         knobs: knobs.clone(),
@@ -194,7 +198,7 @@ fn watch(plan: &Watch, running: &mut dyn super::Running, w: &mut Watched) -> Res
         let landed = match (&topic_watch, &sink_watch) {
             (Some(t), _) => t.count()?,
             (_, Some(s)) => s.count(db)?,
-            _ => running.self_count().map_or(0, |c| if c.done { c.rows } else { 0 }),
+            _ => running.self_counted_rows().unwrap_or(0),
         };
         if landed > 0 && w.cpu_first.is_none() && (topic_watch.is_some() || sink_watch.is_some()) {
             w.cpu_first = Some(roles.read());

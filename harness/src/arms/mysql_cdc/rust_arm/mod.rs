@@ -136,6 +136,11 @@ impl Running for RustRunning {
         (self.rig == Rig::SnapshotDrop).then(|| lock(&self.shared.count).clone())
     }
 
+    fn self_counted_rows(&self) -> Option<u64> {
+        let count = (self.rig == Rig::SnapshotDrop).then(|| lock(&self.shared.count))?;
+        count.done.then_some(count.rows)
+    }
+
     fn stop(mut self: Box<Self>) -> Result<ArmInfo> {
         self.shared.stop.store(true, Ordering::Relaxed);
         let _ = self.stop_tx.send(true);
