@@ -261,7 +261,7 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> 
         notes.push(format!("flush returned an error: {e}"));
     }
     if outcome.produced.failed > 0 {
-        notes.push(failed_note(&outcome.produced, hw));
+        notes.push(failed_note(&outcome.produced, knobs.count, hw));
     }
     if let Some(e) = &outcome.close_error {
         notes.push(format!("close after flush returned an error: {e}"));
@@ -286,11 +286,12 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> 
     Ok(m)
 }
 
-/// What the record says of records the client counted as failed, and whether the broker holds them anyway
-/// (the write went through but the client never took the acknowledgement).
-fn failed_note(p: &Produced, high_watermark: u64) -> String {
+/// What the record says of records the client counted as failed, and whether the broker holds them anyway:
+/// every record was either acked or failed, and the topic holds exactly all of them (the writes went through
+/// but the client never took the acknowledgements).
+fn failed_note(p: &Produced, count: u64, high_watermark: u64) -> String {
     let mut note = format!("{} records failed (produce_errors)", p.failed);
-    if high_watermark >= p.acked + p.failed {
+    if p.acked + p.failed == count && high_watermark == count {
         note.push_str(&format!(
             ", yet the topic holds {high_watermark}: the broker appended records the client reported as failed"
         ));
@@ -709,10 +710,12 @@ mod tests {
 
     /// Every listener carries every record to the broker, and the verdict follows the client's own count.
     /// partitionline 0.1.0 now and then reports a few hundred records as failed that the broker did append
-    /// (seen once in six CI runs); that run must then be a failed record saying so, never a verified one.
+    /// (once in six CI runs, on one listener); that run must then be a failed record saying so, never a
+    /// verified one. More than one listener doing it in a run would point at the adapter, not the client.
     #[test]
     #[ignore = "needs a broker: cargo xtask test"]
     fn produce_reaches_the_broker_on_every_listener_and_the_verdict_follows_the_client_count() {
+        let mut client_faults = Vec::new();
         for listener in ["plaintext", "ssl", "scram256", "scram512", "oauth"] {
             let m = run_with(serde_json::json!({"listener": listener}));
             assert!(m.details["command"].contains(listener), "{listener}: {}", m.details["command"]);
@@ -726,16 +729,21 @@ mod tests {
             let note = m.note.as_deref().unwrap_or_default();
             assert!(note.contains("the broker appended records the client reported as failed"), "{listener}: {note}");
             assert!(m.metrics["acked"].value < 20000.0, "{listener}: {:?}", m.integrity);
+            client_faults.push(listener);
         }
+        assert!(client_faults.len() <= 1, "the client failed records on {client_faults:?}");
     }
 
     #[test]
     fn records_the_broker_holds_but_the_client_failed_are_named_in_the_note() {
         let produced = |acked, failed| Produced { acked, failed, elapsed: Duration::from_secs(1), client_cpu_s: 0.1 };
-        let landed = failed_note(&produced(19691, 309), 20000);
+        let landed = failed_note(&produced(19691, 309), 20000, 20000);
         assert!(landed.starts_with("309 records failed") && landed.contains("yet the topic holds 20000"), "{landed}");
-        let lost = failed_note(&produced(19691, 309), 19691);
+        let lost = failed_note(&produced(19691, 309), 20000, 19691);
         assert_eq!(lost, "309 records failed (produce_errors)");
+        // Records neither acked nor failed (a flush that timed out) may be what landed: no conclusion drawn.
+        let unaccounted = failed_note(&produced(19000, 309), 20000, 20000);
+        assert_eq!(unaccounted, "309 records failed (produce_errors)");
     }
 
     #[test]
