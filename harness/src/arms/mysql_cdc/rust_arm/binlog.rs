@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, bail, ensure};
 use futures_util::StreamExt;
 use mysql_async::binlog::EventType;
 use mysql_async::binlog::events::{Event, RotateEvent, TableMapEvent, WriteRowsEvent, WriteRowsEventV1};
@@ -158,13 +158,13 @@ fn handle(
         }
         Ok(EventType::WRITE_ROWS_EVENT_V1) => {
             let rows: WriteRowsEventV1<'_> = event.read_event()?;
-            let all_present = rows.columns_after_image().all();
-            produce_rows(tables, rows.table_id(), all_present, rows.rows_data(), seen, sink, scratch)?;
+            let shape = (rows.num_columns(), rows.columns_after_image().all());
+            produce_rows(tables, rows.table_id(), shape, rows.rows_data(), seen, sink, scratch)?;
         }
         Ok(EventType::WRITE_ROWS_EVENT) => {
             let rows: WriteRowsEvent<'_> = event.read_event()?;
-            let all_present = rows.columns_after_image().all();
-            produce_rows(tables, rows.table_id(), all_present, rows.rows_data(), seen, sink, scratch)?;
+            let shape = (rows.num_columns(), rows.columns_after_image().all());
+            produce_rows(tables, rows.table_id(), shape, rows.rows_data(), seen, sink, scratch)?;
         }
         Ok(
             EventType::UPDATE_ROWS_EVENT_V1
@@ -209,7 +209,7 @@ struct Scratch {
 fn produce_rows(
     tables: &HashMap<u64, Option<Table>>,
     table_id: u64,
-    all_present: bool,
+    (columns, all_present): (u64, bool),
     data: &[u8],
     seen: &mut Seen,
     sink: &mut Sink,
@@ -222,6 +222,11 @@ fn produce_rows(
         seen.other_tables_events += 1;
         return Ok(());
     };
+    ensure!(
+        columns == table.image.columns() as u64,
+        "a rows event with {columns} columns for a TABLE_MAP of {}",
+        table.image.columns()
+    );
     let Scratch { values, json } = scratch;
     table.image.for_each_row(all_present, data, values, |row| {
         json.clear();
