@@ -26,9 +26,9 @@ pub struct Run {
 }
 
 impl Run {
-    /// Limited with `--arm` or `--point` to part of its matrices.
-    pub fn is_subset(&self) -> bool {
-        self.spec.as_ref().is_some_and(|s| !s.arms.is_empty() || !s.points.is_empty())
+    /// Limited with `--arm` or `--point` to part of its matrices, or with knobs changed by `--set`.
+    pub fn is_partial(&self) -> bool {
+        self.spec.as_ref().is_some_and(|s| !s.arms.is_empty() || !s.points.is_empty() || !s.sets.is_empty())
     }
 }
 
