@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail, ensure};
 use streamlab_record::Record;
 use streamlab_record::jsonl;
+use streamlab_record::run_spec::{RUN_SPEC_FILE, RunSpec};
 
 use crate::provenance::{PROVENANCE_FILE, Provenance};
 
@@ -20,6 +21,15 @@ pub struct Run {
     pub provenance: Provenance,
     /// Matrix name -> its records, in file order.
     pub matrices: BTreeMap<String, MatrixFile>,
+    /// What the run was asked to do (`run.json`; runs from before it existed have none).
+    pub spec: Option<RunSpec>,
+}
+
+impl Run {
+    /// Limited with `--arm` or `--point` to part of its matrices, or with knobs changed by `--set`.
+    pub fn is_partial(&self) -> bool {
+        self.spec.as_ref().is_some_and(|s| !s.arms.is_empty() || !s.points.is_empty() || !s.sets.is_empty())
+    }
 }
 
 #[derive(Debug, Clone)]
@@ -78,7 +88,9 @@ pub fn load_run(dir: &Path) -> Result<Run> {
         check_records(&path, &id, matrix, &records)?;
         matrices.insert(matrix.to_owned(), MatrixFile { path, records });
     }
-    Ok(Run { id, dir: dir.to_owned(), provenance, matrices })
+    let spec_path = dir.join(RUN_SPEC_FILE);
+    let spec = if regular_file(&spec_path)? { Some(RunSpec::load(&spec_path)?) } else { None };
+    Ok(Run { id, dir: dir.to_owned(), provenance, matrices, spec })
 }
 
 /// Every record must belong to the run and matrix its file says; errors name `file:line`.

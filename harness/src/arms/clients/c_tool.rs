@@ -11,8 +11,6 @@
 mod child;
 mod summary;
 
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -24,6 +22,7 @@ use super::{Asymmetries, CTool, ClientInfo, Fetched, Knobs, NotRunnable, Produce
 use crate::arms::ArmContext;
 use crate::arms::spec::{ArmSpec, KnobStruct};
 use crate::kafka::config::client_config;
+use crate::private_files::write_private;
 
 pub const ARM_2_12: ArmSpec = ArmSpec {
     bench: "clients",
@@ -97,9 +96,10 @@ fn check_reported_version(tool: &CTool) -> Result<()> {
     Ok(())
 }
 
-/// The listener's client settings (security protocol, CA, SASL) in a 0600 file for `-X file=`, removed on
-/// drop; and how the recorded command shows it, secrets masked.
+/// The listener's client settings (security protocol, CA, SASL) in a 0600 file for `-X file=`, in a private
+/// directory removed on drop; and how the recorded command shows it, secrets masked.
 struct SecurityFile {
+    _dir: tempfile::TempDir,
     path: PathBuf,
     shown: String,
 }
@@ -110,24 +110,9 @@ impl SecurityFile {
         // bootstrap.servers goes on the command line as -b, as in the seed's commands.
         let keys: Vec<&str> = cfg.config_map().into_keys().filter(|k| *k != "bootstrap.servers").collect();
         let props: Vec<(&str, &str)> = keys.iter().map(|k| (*k, cfg.get(k).unwrap_or_default())).collect();
-        let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_nanos();
-        let name = format!("streamlab-rdkafka-{}-{nanos}-{listener}.properties", std::process::id());
-        let path = std::env::temp_dir().join(name);
-        let mut file = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path)
-            .with_context(|| format!("cannot create {}", path.display()))?;
-        let guard = SecurityFile { shown: show_properties(&props), path };
-        file.write_all(properties_file(&props).as_bytes())?;
-        Ok(guard)
-    }
-}
-
-impl Drop for SecurityFile {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_file(&self.path);
+        let dir = tempfile::Builder::new().prefix("streamlab-rdkafka-").tempdir()?;
+        let path = write_private(dir.path(), &format!("{listener}.properties"), properties_file(&props).as_bytes())?;
+        Ok(SecurityFile { _dir: dir, path, shown: show_properties(&props) })
     }
 }
 
@@ -415,13 +400,12 @@ mod tests {
             !shown.contains("s3cret") && shown.contains("sasl.password=***") && shown.contains("sasl.username=alice"),
             "{shown}"
         );
-        let security = SecurityFile { path: "/tmp/streamlab-x.properties".into(), shown };
-        let call = Invocation::new(
-            Path::new("/cache/rdkafka_performance"),
-            vec!["-X".into(), "file=/tmp/streamlab-x.properties".into()],
-            &security,
-        );
-        assert_eq!(call.args[1], "file=/tmp/streamlab-x.properties", "the tool gets the real path");
+        let dir = tempfile::tempdir().unwrap();
+        let security = SecurityFile { path: dir.path().join("x.properties"), shown, _dir: dir };
+        let file_arg = format!("file={}", security.path.display());
+        let call =
+            Invocation::new(Path::new("/cache/rdkafka_performance"), vec!["-X".into(), file_arg.clone()], &security);
+        assert_eq!(call.args[1], file_arg, "the tool gets the real path");
         assert!(call.shown.starts_with("/cache/rdkafka_performance -X 'file=<0600 temp file: "), "{}", call.shown);
         assert!(!call.shown.contains("s3cret"), "{}", call.shown);
     }

@@ -261,7 +261,7 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> 
         notes.push(format!("flush returned an error: {e}"));
     }
     if outcome.produced.failed > 0 {
-        notes.push(format!("{} records failed (produce_errors)", outcome.produced.failed));
+        notes.push(failed_note(&outcome.produced, knobs.count, hw));
     }
     if let Some(e) = &outcome.close_error {
         notes.push(format!("close after flush returned an error: {e}"));
@@ -284,6 +284,19 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> 
         streamlab_record::Metric::new(outcome.first_queued.as_secs_f64() * 1e3, "ms", false),
     );
     Ok(m)
+}
+
+/// What the record says of records the client counted as failed, and whether the broker holds them anyway:
+/// every record was either acked or failed, and the topic holds exactly all of them (the writes went through
+/// but the client never took the acknowledgements).
+fn failed_note(p: &Produced, count: u64, high_watermark: u64) -> String {
+    let mut note = format!("{} records failed (produce_errors)", p.failed);
+    if p.acked + p.failed == count && high_watermark == count {
+        note.push_str(&format!(
+            ", yet the topic holds {high_watermark}: the broker appended records the client reported as failed"
+        ));
+    }
+    note
 }
 
 struct ProduceOutcome {
@@ -695,14 +708,42 @@ mod tests {
         assert_eq!(m.versions.get("partitionline").map(String::as_str), Some("0.1.0"));
     }
 
+    /// Every listener carries every record to the broker, and the verdict follows the client's own count.
+    /// partitionline 0.1.0 now and then reports a few hundred records as failed that the broker did append
+    /// (once in six CI runs, on one listener); that run must then be a failed record saying so, never a
+    /// verified one. More than one listener doing it in a run would point at the adapter, not the client.
     #[test]
     #[ignore = "needs a broker: cargo xtask test"]
-    fn produce_is_acknowledged_and_verified_on_every_listener() {
+    fn produce_reaches_the_broker_on_every_listener_and_the_verdict_follows_the_client_count() {
+        let mut client_faults = Vec::new();
         for listener in ["plaintext", "ssl", "scram256", "scram512", "oauth"] {
             let m = run_with(serde_json::json!({"listener": listener}));
-            assert_produced_all(&m, 20000);
-            assert!(m.details["command"].contains(listener), "{}", m.details["command"]);
+            assert!(m.details["command"].contains(listener), "{listener}: {}", m.details["command"]);
+            assert_eq!(m.metrics["high_watermark"].value, 20000.0, "{listener}: {:?} {:?}", m.integrity, m.note);
+            if m.integrity.status == IntegrityStatus::Verified {
+                assert_produced_all(&m, 20000);
+                continue;
+            }
+            eprintln!("{listener}: the client reported failures: {:?}", m.note);
+            assert_eq!(m.integrity.status, IntegrityStatus::Failed, "{listener}");
+            let note = m.note.as_deref().unwrap_or_default();
+            assert!(note.contains("the broker appended records the client reported as failed"), "{listener}: {note}");
+            assert!(m.metrics["acked"].value < 20000.0, "{listener}: {:?}", m.integrity);
+            client_faults.push(listener);
         }
+        assert!(client_faults.len() <= 1, "the client failed records on {client_faults:?}");
+    }
+
+    #[test]
+    fn records_the_broker_holds_but_the_client_failed_are_named_in_the_note() {
+        let produced = |acked, failed| Produced { acked, failed, elapsed: Duration::from_secs(1), client_cpu_s: 0.1 };
+        let landed = failed_note(&produced(19691, 309), 20000, 20000);
+        assert!(landed.starts_with("309 records failed") && landed.contains("yet the topic holds 20000"), "{landed}");
+        let lost = failed_note(&produced(19691, 309), 20000, 19691);
+        assert_eq!(lost, "309 records failed (produce_errors)");
+        // Records neither acked nor failed (a flush that timed out) may be what landed: no conclusion drawn.
+        let unaccounted = failed_note(&produced(19000, 309), 20000, 20000);
+        assert_eq!(unaccounted, "309 records failed (produce_errors)");
     }
 
     #[test]

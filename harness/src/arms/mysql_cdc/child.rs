@@ -9,6 +9,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 
+use super::{ArmInfo, Running};
+
 /// How long a stopped process gets to exit on SIGTERM.
 const GRACE: Duration = Duration::from_secs(10);
 
@@ -72,6 +74,68 @@ impl PipelineProcess {
     }
 }
 
+/// What an out-of-process arm runs: something the driver checks, measures by pid and stops.
+pub trait Pipeline {
+    /// Err once it has failed, with what it said.
+    fn check(&mut self) -> Result<()>;
+    fn pid(&self) -> u32;
+    fn stop(self) -> Result<()>;
+}
+
+impl Pipeline for PipelineProcess {
+    fn check(&mut self) -> Result<()> {
+        self.check_alive()
+    }
+    fn pid(&self) -> u32 {
+        PipelineProcess::pid(self)
+    }
+    fn stop(self) -> Result<()> {
+        PipelineProcess::stop(self)
+    }
+}
+
+/// [`Running`] for any [`Pipeline`]: its CPU is counted by pid, and `after_stop` cleans up once it stopped.
+pub struct RunningPipeline<P: Pipeline> {
+    pipeline: Option<P>,
+    info: ArmInfo,
+    after_stop: Option<Box<dyn FnOnce()>>,
+}
+
+impl<P: Pipeline> RunningPipeline<P> {
+    pub fn new(pipeline: P, info: ArmInfo) -> Self {
+        RunningPipeline { pipeline: Some(pipeline), info, after_stop: None }
+    }
+
+    pub fn after_stop(mut self, cleanup: impl FnOnce() + 'static) -> Self {
+        self.after_stop = Some(Box::new(cleanup));
+        self
+    }
+}
+
+impl<P: Pipeline> Running for RunningPipeline<P> {
+    fn check(&mut self) -> Result<()> {
+        self.pipeline.as_mut().map_or(Ok(()), P::check)
+    }
+
+    fn pids(&self) -> Vec<u32> {
+        self.pipeline.iter().map(P::pid).collect()
+    }
+
+    fn in_process(&self) -> bool {
+        false
+    }
+
+    fn stop(mut self: Box<Self>) -> Result<ArmInfo> {
+        if let Some(p) = self.pipeline.take() {
+            p.stop()?;
+        }
+        if let Some(cleanup) = self.after_stop.take() {
+            cleanup();
+        }
+        Ok(self.info)
+    }
+}
+
 impl Drop for PipelineProcess {
     fn drop(&mut self) {
         if let Ok(None) = self.child.try_wait() {
@@ -103,9 +167,31 @@ mod tests {
         let started = Instant::now();
         p.stop().unwrap();
         assert!(started.elapsed() < GRACE);
-        assert!(
-            !std::path::Path::new(&format!("/proc/{pid}")).exists()
-                || std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default().contains(" Z ")
-        );
+        assert!(gone(pid));
+    }
+
+    #[test]
+    fn a_running_pipeline_is_measured_by_its_pid_and_cleaned_up_after_it_stopped() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut sleeper = Command::new("sleep");
+        sleeper.arg("30");
+        let p = PipelineProcess::spawn(sleeper, dir.path().join("c.log"), "sleep").unwrap();
+        let pid = p.pid();
+        let cleaned = std::rc::Rc::new(std::cell::Cell::new(false));
+        let flag = cleaned.clone();
+        let info = ArmInfo { note: Some("as run".into()), ..Default::default() };
+        let mut running: Box<dyn Running> =
+            Box::new(RunningPipeline::new(p, info).after_stop(move || flag.set(gone(pid))));
+        running.check().unwrap();
+        assert_eq!((running.pids(), running.in_process()), (vec![pid], false));
+        let info = running.stop().unwrap();
+        assert!(cleaned.get(), "the cleanup ran, after the process had ended");
+        assert_eq!(info.note.as_deref(), Some("as run"));
+    }
+
+    /// The process has exited (or is a zombie nobody reaped yet).
+    fn gone(pid: u32) -> bool {
+        !std::path::Path::new(&format!("/proc/{pid}")).exists()
+            || std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default().contains(" Z ")
     }
 }

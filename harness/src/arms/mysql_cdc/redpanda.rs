@@ -16,7 +16,7 @@ use streamlab_record::Measurement;
 use streamlab_record::descriptor::read_secret;
 use streamlab_record::tools::{RedpandaConnect, Tools};
 
-use super::child::PipelineProcess;
+use super::child::{PipelineProcess, RunningPipeline};
 use super::{ArmInfo, CdcArm, EventFormat, Job, Knobs, NotRunnable, Rig, Running};
 use crate::arms::ArmContext;
 use crate::arms::spec::{ArmSpec, KnobStruct};
@@ -102,7 +102,7 @@ impl CdcArm for Redpanda {
             )]),
             note: None,
         };
-        Ok(Box::new(RunningBinary { process: Some(process), info }))
+        Ok(Box::new(RunningPipeline::new(process, info)))
     }
 }
 
@@ -160,32 +160,6 @@ logger:
             snapshot = job.rig == Rig::SnapshotKafka,
             topic = job.topic
         ),
-    }
-}
-
-struct RunningBinary {
-    process: Option<PipelineProcess>,
-    info: ArmInfo,
-}
-
-impl Running for RunningBinary {
-    fn check(&mut self) -> Result<()> {
-        self.process.as_mut().map_or(Ok(()), PipelineProcess::check_alive)
-    }
-
-    fn pids(&self) -> Vec<u32> {
-        self.process.iter().map(PipelineProcess::pid).collect()
-    }
-
-    fn in_process(&self) -> bool {
-        false
-    }
-
-    fn stop(mut self: Box<Self>) -> Result<ArmInfo> {
-        if let Some(p) = self.process.take() {
-            p.stop()?;
-        }
-        Ok(self.info)
     }
 }
 

@@ -126,14 +126,57 @@ fn environment(p: &Provenance) -> Vec<KeyValue> {
     out
 }
 
-/// The latest run of each matrix, by matrix name.
+/// The run each matrix page shows, by matrix name: the newest that ran the whole matrix as defined, else the
+/// newest.
 pub fn latest_runs(runs: &[Run]) -> BTreeMap<String, &Run> {
-    let mut out = BTreeMap::new();
-    // Runs are sorted oldest first, so later inserts win.
+    let mut out: BTreeMap<String, &Run> = BTreeMap::new();
+    // Runs are sorted oldest first, so a later run replaces the one held, unless it ran only part of the
+    // matrix (--arm/--point) or changed its knobs (--set), and the one held ran all of it as defined.
     for run in runs {
         for name in run.matrices.keys() {
-            out.insert(name.clone(), run);
+            if out.get(name).is_none_or(|held| !run.is_partial() || held.is_partial()) {
+                out.insert(name.clone(), run);
+            }
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::site::fixtures;
+    use std::path::Path;
+
+    use crate::site::load::load_results;
+
+    /// A run.json as `lab run` writes it, limited to `points` and with `sets` when there are any.
+    fn write_spec(run: &Path, points: &[&str], sets: &[&str]) {
+        let spec = serde_json::json!({"schema": 2, "matrices": ["kafka_sink"], "profile": "standard", "env": "native",
+            "bootstrap": null, "mysql_dsn": null, "reps": null, "arms": [], "points": points, "sets": sets});
+        std::fs::write(run.join("run.json"), spec.to_string()).unwrap();
+    }
+
+    fn page_run(results: &Path) -> String {
+        let runs = load_results(results).unwrap();
+        latest_runs(&runs)["kafka_sink"].id.clone()
+    }
+
+    #[test]
+    fn a_matrix_page_shows_the_newest_whole_run_and_a_subset_run_only_when_there_is_no_whole_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let write = |id: &str, ts: u64, points: &[&str], sets: &[&str]| {
+            let run = fixtures::write_run(dir.path(), id, ts, &fixtures::kafka_sink_records(id));
+            write_spec(&run, points, sets);
+        };
+        write("a-subset", 1_000, &["shards=1"], &[]);
+        assert_eq!(page_run(dir.path()), "a-subset", "no whole run yet");
+        write("b-whole", 2_000, &[], &[]);
+        write("c-subset", 3_000, &["shards=2"], &[]);
+        assert_eq!(page_run(dir.path()), "b-whole", "a newer --point run does not replace a whole one");
+        write("d-set", 4_000, &[], &["timeout_s=60"]);
+        assert_eq!(page_run(dir.path()), "b-whole", "nor does a run with knobs changed by --set");
+        write("e-whole", 5_000, &[], &[]);
+        assert_eq!(page_run(dir.path()), "e-whole");
+    }
 }

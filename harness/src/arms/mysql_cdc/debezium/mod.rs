@@ -13,6 +13,7 @@ use streamlab_record::Measurement;
 use streamlab_record::descriptor::read_secret;
 use streamlab_record::tools::Tools;
 
+use super::child::RunningPipeline;
 use super::{ArmInfo, CdcArm, EventFormat, Job, Knobs, NotRunnable, Rig, Running};
 use crate::arms::ArmContext;
 use crate::arms::spec::{ArmSpec, KnobStruct};
@@ -144,41 +145,8 @@ impl CdcArm for Debezium {
                 },
             ),
         ]);
-        Ok(Box::new(RunningWorker {
-            worker: Some(worker),
-            info: ArmInfo { versions, config, details, note: None },
-            admin,
-            side_topics,
-        }))
-    }
-}
-
-struct RunningWorker {
-    worker: Option<Worker>,
-    info: ArmInfo,
-    admin: rdkafka::ClientConfig,
-    side_topics: Vec<String>,
-}
-
-impl Running for RunningWorker {
-    fn check(&mut self) -> Result<()> {
-        self.worker.as_mut().map_or(Ok(()), Worker::check)
-    }
-
-    fn pids(&self) -> Vec<u32> {
-        self.worker.iter().map(Worker::pid).collect()
-    }
-
-    fn in_process(&self) -> bool {
-        false
-    }
-
-    fn stop(mut self: Box<Self>) -> Result<ArmInfo> {
-        if let Some(w) = self.worker.take() {
-            w.stop()?;
-        }
-        delete_topics(&self.admin, &self.side_topics);
-        Ok(self.info)
+        let info = ArmInfo { versions, config, details, note: None };
+        Ok(Box::new(RunningPipeline::new(worker, info).after_stop(move || delete_topics(&admin, &side_topics))))
     }
 }
 

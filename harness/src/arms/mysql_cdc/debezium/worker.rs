@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use streamlab_record::tools::{ConnectPlugin, ConnectTools};
 
-use super::super::child::PipelineProcess;
+use super::super::child::{Pipeline, PipelineProcess};
 use crate::arms::clients::java::PERFORMANCE_OPTS;
 use crate::private_files::write_private;
 
@@ -80,12 +80,15 @@ impl Worker {
         Ok(Worker { process, rest_port, connector: connector.to_owned(), last_status: Instant::now(), command })
     }
 
-    pub fn pid(&self) -> u32 {
-        self.process.pid()
+    /// The last `lines` lines of the worker's log.
+    pub fn log_tail(&self, lines: usize) -> String {
+        self.process.log_tail(lines)
     }
+}
 
+impl Pipeline for Worker {
     /// Err if the worker exited or the connector or a task FAILED, with the end of the worker's log.
-    pub fn check(&mut self) -> Result<()> {
+    fn check(&mut self) -> Result<()> {
         self.process.check_alive()?;
         if self.last_status.elapsed() < STATUS_EVERY {
             return Ok(());
@@ -106,13 +109,12 @@ impl Worker {
         Ok(())
     }
 
-    pub fn stop(self) -> Result<()> {
+    fn stop(self) -> Result<()> {
         self.process.stop()
     }
 
-    /// The last `lines` lines of the worker's log.
-    pub fn log_tail(&self, lines: usize) -> String {
-        self.process.log_tail(lines)
+    fn pid(&self) -> u32 {
+        self.process.pid()
     }
 }
 

@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, bail, ensure};
 use futures_util::StreamExt;
 use mysql_async::binlog::EventType;
 use mysql_async::binlog::events::{Event, RotateEvent, TableMapEvent, WriteRowsEvent, WriteRowsEventV1};
@@ -22,6 +22,7 @@ use tokio::sync::watch;
 use super::super::Job;
 use super::Shared;
 use super::produce::Sink;
+use super::row_image::RowImage;
 use super::row_json::{RowEncoder, id_of};
 
 /// MariaDB's own event types (>= 160) that matter here.
@@ -56,6 +57,12 @@ pub fn parse_mariadb_gtid(body: &[u8], server: u32) -> Option<Gtid> {
     Some(Gtid { domain, server, seq, standalone: flags & 1 != 0 })
 }
 
+/// The job table's row layout and its JSON encoder (other tables get none: their rows are only counted).
+struct Table {
+    image: RowImage,
+    encoder: RowEncoder,
+}
+
 /// Where the stream starts.
 #[derive(Debug, Clone)]
 pub struct Start {
@@ -69,7 +76,7 @@ pub struct Start {
 struct Seen {
     transactions: u64,
     rows: u64,
-    other_tables_rows: u64,
+    other_tables_events: u64,
     update_delete_events: u64,
     last_gtid: Option<Gtid>,
     file: String,
@@ -91,11 +98,11 @@ pub async fn run(job: &Job, shared: Arc<Shared>, mut stop: watch::Receiver<bool>
     shared.detail("binlog server_id", server_id.to_string());
 
     let mut sink = Sink::new(job, true)?;
-    let mut encoders: HashMap<u64, Option<Arc<RowEncoder>>> = HashMap::new();
+    let mut tables: HashMap<u64, Option<Table>> = HashMap::new();
     let mut seen =
         Seen { file: start.file.clone(), column_names: "TABLE_MAP (binlog_row_metadata=FULL)", ..Default::default() };
     let mut current = Gtid::default();
-    let mut buf = Vec::with_capacity(4096);
+    let mut scratch = Scratch::default();
     let result = loop {
         let event = tokio::select! {
             e = stream.next() => e,
@@ -103,8 +110,7 @@ pub async fn run(job: &Job, shared: Arc<Shared>, mut stop: watch::Receiver<bool>
         };
         let Some(event) = event else { break Err(anyhow::anyhow!("the server ended the binlog stream")) };
         let event = event.context("reading the binlog stream")?;
-        let step =
-            handle(&event, &stream, job, &fallback_names, &mut encoders, &mut seen, &mut current, &mut sink, &mut buf);
+        let step = handle(&event, job, &fallback_names, &mut tables, &mut seen, &mut current, &mut sink, &mut scratch);
         if let Err(e) = step.and_then(|()| sink.check()) {
             break Err(e);
         }
@@ -114,12 +120,12 @@ pub async fn run(job: &Job, shared: Arc<Shared>, mut stop: watch::Receiver<bool>
     shared.detail("last committed gtid", seen.last_gtid.map(|g| g.to_string()).unwrap_or_default());
     shared.detail("binlog file", seen.file.clone());
     shared.detail("column names from", seen.column_names.to_string());
-    if seen.update_delete_events > 0 || seen.other_tables_rows > 0 {
+    if seen.update_delete_events > 0 || seen.other_tables_events > 0 {
         shared.detail(
             "skipped",
             format!(
-                "{} update/delete events, {} rows of other tables",
-                seen.update_delete_events, seen.other_tables_rows
+                "{} update/delete events, {} row events of other tables",
+                seen.update_delete_events, seen.other_tables_events
             ),
         );
     }
@@ -131,36 +137,34 @@ pub async fn run(job: &Job, shared: Arc<Shared>, mut stop: watch::Receiver<bool>
 #[allow(clippy::too_many_arguments)]
 fn handle(
     event: &Event,
-    stream: &BinlogStream,
     job: &Job,
     fallback_names: &[String],
-    encoders: &mut HashMap<u64, Option<Arc<RowEncoder>>>,
+    tables: &mut HashMap<u64, Option<Table>>,
     seen: &mut Seen,
     current: &mut Gtid,
     sink: &mut Sink,
-    buf: &mut Vec<u8>,
+    scratch: &mut Scratch,
 ) -> Result<()> {
     let header = event.header();
     let raw = header.event_type_raw();
     match EventType::try_from(raw) {
         Ok(EventType::TABLE_MAP_EVENT) => {
             let tme: TableMapEvent<'_> = event.read_event()?;
-            // A table keeps its id until its definition changes; a new id gets a new encoder.
-            if let std::collections::hash_map::Entry::Vacant(slot) = encoders.entry(tme.table_id()) {
+            // A table keeps its id until its definition changes; a new id gets a new layout and encoder.
+            if let std::collections::hash_map::Entry::Vacant(slot) = tables.entry(tme.table_id()) {
                 let ours = tme.database_name() == job.table.database && tme.table_name() == job.table.table;
-                let encoder = ours.then(|| encoder_for(&tme, fallback_names, seen)).transpose()?;
-                slot.insert(encoder.map(Arc::new));
+                slot.insert(ours.then(|| table_for(&tme, fallback_names, seen)).transpose()?);
             }
         }
         Ok(EventType::WRITE_ROWS_EVENT_V1) => {
             let rows: WriteRowsEventV1<'_> = event.read_event()?;
-            let Some(tme) = stream.get_tme(rows.table_id()) else { bail!("rows for an unmapped table id") };
-            produce_rows(encoders, rows.table_id(), rows.rows(tme), seen, sink, buf)?;
+            let shape = (rows.num_columns(), rows.columns_after_image().all());
+            produce_rows(tables, rows.table_id(), shape, rows.rows_data(), seen, sink, scratch)?;
         }
         Ok(EventType::WRITE_ROWS_EVENT) => {
             let rows: WriteRowsEvent<'_> = event.read_event()?;
-            let Some(tme) = stream.get_tme(rows.table_id()) else { bail!("rows for an unmapped table id") };
-            produce_rows(encoders, rows.table_id(), rows.rows(tme), seen, sink, buf)?;
+            let shape = (rows.num_columns(), rows.columns_after_image().all());
+            produce_rows(tables, rows.table_id(), shape, rows.rows_data(), seen, sink, scratch)?;
         }
         Ok(
             EventType::UPDATE_ROWS_EVENT_V1
@@ -195,40 +199,47 @@ fn handle(
     Ok(())
 }
 
-fn produce_rows(
-    encoders: &HashMap<u64, Option<Arc<RowEncoder>>>,
-    table_id: u64,
-    rows: mysql_async::binlog::events::RowsEventRows<'_>,
-    seen: &mut Seen,
-    sink: &mut Sink,
-    buf: &mut Vec<u8>,
-) -> Result<()> {
-    let Some(Some(encoder)) = encoders.get(&table_id) else {
-        seen.other_tables_rows += rows.count() as u64;
-        return Ok(());
-    };
-    for row in rows {
-        let (_, after) = row.context("decoding a row")?;
-        let after = after.context("a write event without an after image")?;
-        let values = after.unwrap();
-        let plain: Vec<&mysql_async::Value> = values
-            .iter()
-            .map(|v| match v {
-                mysql_async::binlog::value::BinlogValue::Value(v) => Ok(v),
-                other => bail!("a JSON column value ({other:?}) in the cart table"),
-            })
-            .collect::<Result<_>>()?;
-        buf.clear();
-        encoder.encode(plain.iter().copied(), buf);
-        let id = id_of(plain[encoder.id_index]).context("a row without an integer id")?;
-        sink.send(id, buf)?;
-        seen.rows += 1;
-    }
-    Ok(())
+/// Buffers reused from row to row: the decoded values and the row's JSON.
+#[derive(Default)]
+struct Scratch {
+    values: Vec<mysql_async::Value>,
+    json: Vec<u8>,
 }
 
-/// Names and types from the TABLE_MAP (names from its optional metadata, else `information_schema`).
-fn encoder_for(tme: &TableMapEvent<'_>, fallback: &[String], seen: &mut Seen) -> Result<RowEncoder> {
+fn produce_rows(
+    tables: &HashMap<u64, Option<Table>>,
+    table_id: u64,
+    (columns, all_present): (u64, bool),
+    data: &[u8],
+    seen: &mut Seen,
+    sink: &mut Sink,
+    scratch: &mut Scratch,
+) -> Result<()> {
+    let Some(Some(table)) = tables.get(&table_id) else {
+        if !tables.contains_key(&table_id) {
+            bail!("rows for table id {table_id}, which no TABLE_MAP named");
+        }
+        seen.other_tables_events += 1;
+        return Ok(());
+    };
+    ensure!(
+        columns == table.image.columns() as u64,
+        "a rows event with {columns} columns for a TABLE_MAP of {}",
+        table.image.columns()
+    );
+    let Scratch { values, json } = scratch;
+    table.image.for_each_row(all_present, data, values, |row| {
+        json.clear();
+        table.encoder.encode(row, json);
+        let id = id_of(&row[table.encoder.id_index]).context("a row without an integer id")?;
+        sink.send(id, json)?;
+        seen.rows += 1;
+        Ok(())
+    })
+}
+
+/// Layout, names and types from the TABLE_MAP (names from its optional metadata, else `information_schema`).
+fn table_for(tme: &TableMapEvent<'_>, fallback: &[String], seen: &mut Seen) -> Result<Table> {
     let count = tme.columns_count() as usize;
     let meta = mysql_async::binlog::events::OptionalMetaExtractor::new(tme.iter_optional_meta())?;
     let names: Vec<String> =
@@ -246,7 +257,7 @@ fn encoder_for(tme: &TableMapEvent<'_>, fallback: &[String], seen: &mut Seen) ->
         let t = tme.get_column_type(i)?.with_context(|| format!("no type for column {name}"))?;
         columns.push((name.as_str(), t));
     }
-    Ok(RowEncoder::new(columns, "id"))
+    Ok(Table { image: RowImage::of(tme)?, encoder: RowEncoder::new(columns, "id") })
 }
 
 /// The server's current binlog position (`SHOW MASTER STATUS`, `@@gtid_binlog_pos`).

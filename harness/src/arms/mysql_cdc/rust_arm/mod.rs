@@ -10,6 +10,7 @@
 
 pub mod binlog;
 pub mod produce;
+pub mod row_image;
 pub mod row_json;
 pub mod snapshot;
 pub mod writer;

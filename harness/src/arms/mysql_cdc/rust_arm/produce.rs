@@ -2,6 +2,7 @@
 //! send; a poller thread runs the delivery callbacks), with acks=all and idempotence as the seed's franz-go
 //! producer had, and every delivery error counted so the pipeline fails rather than loses a row quietly.
 
+use std::io::Write as _;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -88,7 +89,7 @@ impl Sink {
     /// Queue one row (keyed by its id, as a CDC record is); waits while librdkafka's queue is full.
     pub fn send(&mut self, id: i64, payload: &[u8]) -> Result<()> {
         self.key.clear();
-        self.key.extend_from_slice(id.to_string().as_bytes());
+        let _ = write!(self.key, "{id}");
         let mut record = BaseRecord::<[u8], [u8]>::to(&self.topic).key(&self.key[..]).payload(payload);
         loop {
             match self.producer.send(record) {
