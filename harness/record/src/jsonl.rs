@@ -127,6 +127,7 @@ mod tests {
             rep,
             reproduce: "cargo xtask lab run".into(),
             conditions: None,
+            applied: Default::default(),
         }
     }
 

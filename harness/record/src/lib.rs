@@ -2,6 +2,7 @@
 //!
 //! Kept free of client crates so that `cargo xtask` builds quickly on a fresh clone.
 
+pub mod applied;
 pub mod arms;
 pub mod descriptor;
 pub mod integrity;

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use crate::applied::Applied;
 use crate::integrity::Integrity;
 
 /// Schema tag of every record this version writes. Readers refuse any other.
@@ -45,6 +46,10 @@ pub struct Record {
     pub rep: u32,
     /// The command that reproduces this record.
     pub reproduce: String,
+    /// The settings that changed the work, as the arm applied them (see [`crate::applied`]); empty in records
+    /// written before it existed and in records of arms that did not run.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub applied: Applied,
     /// What else the machine was doing while this task ran; absent in records written before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conditions: Option<Conditions>,
@@ -150,6 +155,9 @@ pub struct Measurement {
     /// Versions the arm observed (crate, librdkafka, broker), merged into provenance.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub versions: BTreeMap<String, String>,
+    /// The settings that changed the work, as the arm applied them (see [`crate::applied`]).
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub applied: Applied,
 }
 
 impl Record {

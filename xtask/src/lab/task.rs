@@ -189,6 +189,7 @@ pub fn to_record(task: &Task, run: &RunInfo, reproduce: &str, outcome: Outcome) 
         rep: task.rep,
         reproduce: reproduce.to_owned(),
         conditions: None,
+        applied: Default::default(),
     };
     match outcome {
         Outcome::Measured(m) => Record {
@@ -199,6 +200,7 @@ pub fn to_record(task: &Task, run: &RunInfo, reproduce: &str, outcome: Outcome) 
             verdict: m.verdict,
             note: m.note,
             details: m.details,
+            applied: m.applied,
             ..base
         },
         Outcome::Failed { reason, log_tail } => Record {
@@ -237,6 +239,7 @@ pub fn not_run_record(task: &Task, run: &RunInfo, reproduce: &str, reason: &str)
         rep: task.rep,
         reproduce: reproduce.to_owned(),
         conditions: None,
+        applied: Default::default(),
     }
 }
 
@@ -310,6 +313,7 @@ pub(crate) mod tests {
             note: None,
             details: BTreeMap::new(),
             versions: BTreeMap::new(),
+            applied: Default::default(),
         };
         let r = to_record(&task(), &run_info(), "cargo xtask lab run", Outcome::Measured(measured));
         assert_eq!(r.status, Status::Ok);

@@ -53,6 +53,7 @@ pub fn record(run_id: &str, arm: &str, label: &str, sweeps: &[&str], default: bo
         rep,
         reproduce: format!("cargo xtask lab run --matrix kafka_sink --profile standard --resume {run_id}"),
         conditions: None,
+        applied: Default::default(),
     }
 }
 

@@ -313,6 +313,7 @@ fn finish(kind: &str, metrics: BTreeMap<String, Metric>, integrity: Integrity, i
         note: info.note,
         details,
         versions: info.versions,
+        applied: Default::default(),
     }
 }
 

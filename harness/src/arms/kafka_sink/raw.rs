@@ -235,6 +235,7 @@ pub fn run(ctx: &ArmContext) -> Result<Measurement> {
         note: Some(note),
         details: BTreeMap::new(),
         versions: crate::versions::client_versions(),
+        applied: Default::default(),
     })
 }
 

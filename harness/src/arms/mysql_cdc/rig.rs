@@ -404,6 +404,7 @@ fn measurement(
         note: info.note,
         details,
         versions,
+        applied: Default::default(),
     }
 }
 

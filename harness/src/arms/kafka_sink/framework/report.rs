@@ -174,6 +174,7 @@ pub(super) fn measurement(knobs: &Knobs, outcome: &Outcome, observed: u64) -> Re
         note: Some(note),
         details: BTreeMap::new(),
         versions: crate::versions::client_versions(),
+        applied: Default::default(),
     })
 }
 
