@@ -13,9 +13,11 @@
 //! - [`KEY`]: how each record's key is encoded: `none`, `id-text` (`1`), `id-json` (`{"id":1}`),
 //!   `id-json-envelope` (`{"schema":...,"payload":{"id":1}}`).
 //! - `producer.<name>` / `consumer.<name>`: the client settings that change the work, under Kafka's Java
-//!   property names whatever the client (librdkafka's `compression.codec` is `producer.compression.type`,
-//!   `batch.num.messages` stays as it is since Java has none): see [`PRODUCER_KEYS`] and [`CONSUMER_KEYS`].
-//!   Values are what the client ran with, defaults included, read back from the client where it can say.
+//!   property names whatever the client (librdkafka's `compression.codec` is `producer.compression.type`):
+//!   see [`PRODUCER_KEYS`] and [`CONSUMER_KEYS`]. Values are what the client ran with, defaults included,
+//!   read back from the client where it can say, spelled by [`canonical`] (`acks=all` is `-1`, `5.0` is `5`);
+//!   where the client caps a setting itself (librdkafka's idempotent producer: at most 5 requests in flight),
+//!   the value is the one in force.
 //! - [`CONNECTIONS`]: broker connections the client opened (or its cap) for the data path.
 //! - [`CLOCK_START`]: when the arm's clock starts, e.g. `before connect` or `after metadata`.
 //! - [`OFFERED_LOAD`]: what was offered to the arm: `all rows present before the start` (a snapshot or a
@@ -38,13 +40,14 @@ pub const OFFERED_LOAD: &str = "offered_load";
 pub const SINK: &str = "sink";
 
 /// Producer settings a record names (under `producer.`), whichever of them the client has.
+/// Only settings every client family has: a client-only cap (librdkafka's `batch.num.messages`) goes in the
+/// record's details, and into a knob where it changes the work.
 pub const PRODUCER_KEYS: &[&str] = &[
     "acks",
     "enable.idempotence",
     "compression.type",
     "linger.ms",
     "batch.size",
-    "batch.num.messages",
     "max.in.flight.requests.per.connection",
 ];
 
@@ -69,25 +72,41 @@ impl AppliedBuilder {
         self
     }
 
-    /// `producer.<name>` for each `(name, value)`.
+    /// `producer.<name>` for each `(name, value)`, spelled by [`canonical`].
     pub fn producer<'a>(self, settings: impl IntoIterator<Item = (&'a str, String)>) -> Self {
         self.prefixed("producer.", settings)
     }
 
-    /// `consumer.<name>` for each `(name, value)`.
+    /// `consumer.<name>` for each `(name, value)`, spelled by [`canonical`].
     pub fn consumer<'a>(self, settings: impl IntoIterator<Item = (&'a str, String)>) -> Self {
         self.prefixed("consumer.", settings)
     }
 
     fn prefixed<'a>(mut self, prefix: &str, settings: impl IntoIterator<Item = (&'a str, String)>) -> Self {
         for (k, v) in settings {
-            self.0.insert(format!("{prefix}{k}"), v);
+            self.0.insert(format!("{prefix}{k}"), canonical(k, &v));
         }
         self
     }
 
     pub fn build(self) -> Applied {
         self.0
+    }
+}
+
+/// One spelling per value, whichever client printed it: `acks` as `-1`/`0`/`1` (`all` is `-1`), booleans in
+/// lower case, a number with a zero fraction without it (`5.0` is `5`), everything else trimmed.
+pub fn canonical(key: &str, value: &str) -> String {
+    let v = value.trim();
+    if key == "acks" && v.eq_ignore_ascii_case("all") {
+        return "-1".to_owned();
+    }
+    if v.eq_ignore_ascii_case("true") || v.eq_ignore_ascii_case("false") {
+        return v.to_ascii_lowercase();
+    }
+    match v.parse::<f64>() {
+        Ok(x) if x.is_finite() && x.fract() == 0.0 && x.abs() < 1e15 && v.contains('.') => format!("{}", x as i64),
+        _ => v.to_owned(),
     }
 }
 
@@ -118,9 +137,20 @@ mod tests {
             .producer([("acks", "all".to_owned())])
             .consumer([("fetch.min.bytes", "1".to_owned())])
             .build();
-        assert_eq!(a["producer.acks"], "all");
+        assert_eq!(a["producer.acks"], "-1", "acks=all spelled as Java prints it");
         assert_eq!(a["consumer.fetch.min.bytes"], "1");
         assert_eq!(a[FORMAT], "row-json");
+    }
+
+    #[test]
+    fn values_are_spelled_one_way_whichever_client_printed_them() {
+        assert_eq!(canonical("acks", "all"), "-1");
+        assert_eq!(canonical("acks", "-1"), "-1");
+        assert_eq!(canonical("enable.idempotence", "True"), "true");
+        assert_eq!(canonical("linger.ms", "5.0"), "5");
+        assert_eq!(canonical("linger.ms", "0.5"), "0.5");
+        assert_eq!(canonical("compression.type", " lz4 "), "lz4");
+        assert_eq!(canonical("batch.size", "16384"), "16384");
     }
 
     #[test]

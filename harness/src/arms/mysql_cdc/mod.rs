@@ -61,6 +61,60 @@ impl Rig {
     }
 }
 
+/// What the arms write (source rigs) or read (the sink rig). `Seed`: each arm as the seed ran it (Debezium's
+/// JsonConverter envelope, with or without schemas per `schemas`; the Rust arm's bare row JSON with a text
+/// key; the sink rig: the JDBC sink reads the Connect envelope topic, the Rust writer the bare one). The other
+/// values make both sides write (or read) the same thing, for like-for-like ratios.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Format {
+    #[default]
+    Seed,
+    /// Bare row JSON as Debezium's new-record-state unwrap writes it with schemas off and DECIMAL as a string;
+    /// the key `{"id":N}`.
+    RowJson,
+    /// Debezium's JsonConverter envelope with schemas (schema + payload of before/after/source/op), the key
+    /// with its own schema.
+    DebeziumEnvelope,
+    /// The sink rig: every arm reads the Connect schema+payload envelope topic the JDBC sink reads.
+    ConnectEnvelope,
+}
+
+/// The source rigs' producer settings. `Seed`: each arm its own (Debezium on Kafka Connect's default source
+/// producer; the Rust arm lz4, 1 MB batches, idempotent). `Rust`: both with the Rust arm's settings (Debezium
+/// through `producer.override.*`). `ConnectDefault`: both with Kafka Connect's default source producer
+/// settings (the Rust arm maps them onto librdkafka).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProducerProfile {
+    #[default]
+    Seed,
+    Rust,
+    ConnectDefault,
+}
+
+/// What rig C offers the arm. `Unpaced`: the seed's rig, one session inserting as fast as it goes while the
+/// arm streams. `Backlog`: every row inserted before the arm starts; the arm streams from the position
+/// recorded before the inserts. `Paced`: the inserting session held at `paced_rows_per_s`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CdcLoad {
+    #[default]
+    Unpaced,
+    Backlog,
+    Paced,
+}
+
+/// How the JDBC sink's driver sends a batch. `PerRow`: the seed's (one INSERT per record in a JDBC batch);
+/// `Rewritten`: the driver's bulk/rewritten batch, the equivalent of the Rust writer's multi-row INSERT.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum JdbcBatch {
+    #[default]
+    PerRow,
+    Rewritten,
+}
+
 /// Every mysql_cdc arm reads these knobs; each record says which ones its arm applied.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -85,6 +139,21 @@ pub struct Knobs {
     pub timeout_s: u64,
     /// The broker's CPU cap where the machine has more CPUs (the seed's 3); the runner applies it, recorded here.
     pub broker_cores_at_most: u64,
+    /// What the arms write or read (absent: as the seed ran it).
+    #[serde(default)]
+    pub format: Format,
+    /// The source rigs' producer settings (absent: each arm's own, as the seed ran it).
+    #[serde(default)]
+    pub producer: ProducerProfile,
+    /// What rig C offers the arm (absent: the seed's unpaced inserter).
+    #[serde(default)]
+    pub cdc_load: CdcLoad,
+    /// The inserter's rate when `cdc_load` is `paced`.
+    #[serde(default)]
+    pub paced_rows_per_s: u64,
+    /// How the JDBC sink's driver sends a batch (absent: per row, as the seed's).
+    #[serde(default)]
+    pub jdbc_batch: JdbcBatch,
 }
 
 pub const KNOBS: &[KnobSpec] = &[
@@ -98,6 +167,14 @@ pub const KNOBS: &[KnobSpec] = &[
     KnobSpec::required("cores", KnobType::Integer),
     KnobSpec::required("timeout_s", KnobType::Integer),
     KnobSpec::required("broker_cores_at_most", KnobType::Integer),
+    KnobSpec {
+        choices: &["seed", "row_json", "debezium_envelope", "connect_envelope"],
+        ..KnobSpec::optional("format", KnobType::String)
+    },
+    KnobSpec { choices: &["seed", "rust", "connect_default"], ..KnobSpec::optional("producer", KnobType::String) },
+    KnobSpec { choices: &["unpaced", "backlog", "paced"], ..KnobSpec::optional("cdc_load", KnobType::String) },
+    KnobSpec::optional("paced_rows_per_s", KnobType::Integer),
+    KnobSpec { choices: &["per_row", "rewritten"], ..KnobSpec::optional("jdbc_batch", KnobType::String) },
 ];
 
 impl Knobs {

@@ -179,6 +179,11 @@ mod tests {
             cores: 0,
             timeout_s: 9,
             broker_cores_at_most: 3,
+            format: Default::default(),
+            producer: Default::default(),
+            cdc_load: Default::default(),
+            paced_rows_per_s: 0,
+            jdbc_batch: Default::default(),
         }
     }
 

@@ -200,6 +200,11 @@ mod tests {
             cores: 0,
             timeout_s: 10,
             broker_cores_at_most: 3,
+            format: Default::default(),
+            producer: Default::default(),
+            cdc_load: Default::default(),
+            paced_rows_per_s: 0,
+            jdbc_batch: Default::default(),
         };
         let source = Debezium { sink: false, tools: None };
         let sink = Debezium { sink: true, tools: None };
