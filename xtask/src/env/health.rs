@@ -206,9 +206,9 @@ mod tests {
 
     #[test]
     fn a_child_killed_by_a_signal_says_so_and_is_left_for_its_owner_to_reap() {
-        let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
-        let pid = child.id();
-        child.kill().unwrap();
+        let mut child = streamlab_process::Cmd::new("sleep").arg("30").spawn().unwrap();
+        let pid = child.pid();
+        streamlab_process::procfs::signal(pid, streamlab_process::procfs::Sig::SIGKILL);
         while process::is_alive(pid) {
             std::thread::sleep(Duration::from_millis(10));
         }

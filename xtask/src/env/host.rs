@@ -1,14 +1,13 @@
-//! Where an environment's commands run. Kafka and MariaDB/MySQL build their commands once, as plain
-//! `std::process::Command` values, and hand them to a [`ServiceHost`]: the native host runs them on this
+//! Where an environment's commands run. Kafka and MariaDB/MySQL build their commands once, as
+//! [`Cmd`] values of the workspace's process layer, and hand them to a [`ServiceHost`]: the native host runs them on this
 //! machine, the docker host in containers of the pinned images (with the environment's directory mounted at
 //! the same path, so every path in a command or config file means the same thing inside and out).
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use streamlab_process::{Cmd, Output};
 
 use super::mariadb::Server;
 use super::process::{self, Lifetime};
@@ -29,16 +28,20 @@ impl Role {
     }
 }
 
+/// How long a one-shot command (storage format, a readiness probe, SQL) may run.
+pub const ONE_SHOT_TIMEOUT: Duration = Duration::from_secs(300);
+
 pub trait ServiceHost: Sync {
     /// The java that runs the broker and Kafka's tools.
     fn java(&self) -> PathBuf;
     /// The MariaDB/MySQL server this host runs, or why there is none.
     fn mysql_server(&self) -> Result<Server>;
-    /// Run `cmd` to its end with `stdin` as its input, collecting its output.
-    fn output(&self, role: Role, cmd: Command, stdin: Option<&[u8]>) -> Result<Output>;
+    /// Run `cmd` to its end (with its stdin bytes, if it has any), collecting its output; killed after
+    /// [`ONE_SHOT_TIMEOUT`].
+    fn output(&self, role: Role, cmd: Cmd) -> Result<Output>;
     /// Start a service whose stdout and stderr are appended to `log`, on `cpus` if given; returns its pid
     /// on this machine.
-    fn spawn(&self, role: Role, cmd: Command, log: &Path, cpus: Option<&[usize]>) -> Result<u32>;
+    fn spawn(&self, role: Role, cmd: Cmd, log: &Path, cpus: Option<&[usize]>) -> Result<u32>;
     /// Stop a service started by [`ServiceHost::spawn`]: SIGTERM, then SIGKILL after `grace`.
     fn stop(&self, role: Role, pid: u32, grace: Duration);
 }
@@ -59,32 +62,17 @@ impl ServiceHost for NativeHost {
         )
     }
 
-    fn output(&self, _role: Role, mut cmd: Command, stdin: Option<&[u8]>) -> Result<Output> {
-        let program = cmd.get_program().to_string_lossy().into_owned();
-        let mut child = cmd
-            .stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() })
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .with_context(|| format!("cannot run {program}"))?;
-        if let Some(input) = stdin {
-            child.stdin.take().context("no stdin")?.write_all(input)?;
-        }
-        Ok(child.wait_with_output()?)
+    fn output(&self, _role: Role, cmd: Cmd) -> Result<Output> {
+        cmd.output(ONE_SHOT_TIMEOUT)
     }
 
-    fn spawn(&self, _role: Role, cmd: Command, log: &Path, cpus: Option<&[usize]>) -> Result<u32> {
-        let child = process::spawn(cmd, log, self.lifetime)?;
-        let pid = child.id();
-        // The pid is tracked through the descriptor; dropping the handle does not stop the process.
-        drop(child);
-        if let Some(cpus) = cpus
-            && let Err(e) = process::set_affinity(pid, cpus)
-        {
-            process::terminate(pid, Duration::from_secs(5));
-            return Err(e);
+    fn spawn(&self, _role: Role, mut cmd: Cmd, log: &Path, cpus: Option<&[usize]>) -> Result<u32> {
+        cmd = cmd.lifetime(self.lifetime).log_to(log);
+        if let Some(cpus) = cpus {
+            cmd = cmd.cpus(cpus);
         }
-        Ok(pid)
+        // The pid is tracked through the descriptor and stopped by it (process::terminate also reaps it).
+        Ok(cmd.spawn()?.release())
     }
 
     fn stop(&self, _role: Role, pid: u32, grace: Duration) {

@@ -3,10 +3,10 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
+use streamlab_process::Cmd;
 use streamlab_record::descriptor::{KafkaEnv, Listener};
 
 use super::host::{Role, ServiceHost};
@@ -75,8 +75,12 @@ pub fn launch<'h>(host: &'h dyn ServiceHost, s: &KafkaStart) -> Result<Launched<
     secrets::write_secret(&properties, &render_server_properties(s, &tls)?)?;
     format_storage(host, s.pin, &s.classpath, &properties, &password)?;
     let log = s.dir.join("kafka.out");
-    let mut cmd = Command::new(host.java());
-    cmd.args(jvm_flags(s.dir, s.pin)).arg("-cp").arg(&s.classpath).arg("kafka.Kafka").arg(&properties);
+    let cmd = Cmd::new(host.java())
+        .args(jvm_flags(s.dir, s.pin))
+        .arg("-cp")
+        .arg(&s.classpath)
+        .arg("kafka.Kafka")
+        .arg(&properties);
     let pid = host.spawn(Role::Kafka, cmd, &log, s.cpus.as_deref())?;
     Ok(Launched {
         host,
@@ -166,17 +170,12 @@ fn format_storage(
     let dir = properties.parent().context("the broker properties have no directory")?;
     let argfile = secrets::write_secret(&dir.join("storage-format.args"), &storage_format_args(properties, password))?;
     let output = host
-        .output(Role::Kafka, storage_format_command(&host.java(), &pin.tools_log_flag(), classpath, &argfile), None)
+        .output(Role::Kafka, storage_format_command(&host.java(), &pin.tools_log_flag(), classpath, &argfile))
         .context("cannot run java (is a JDK >= 17 installed? see `cargo xtask doctor`)");
     let _ = std::fs::remove_file(&argfile);
     let output = output?;
     if !output.status.success() {
-        bail!(
-            "formatting Kafka storage failed ({}):\n{}{}",
-            output.status,
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
+        bail!("formatting Kafka storage failed ({}):\n{}{}", output.status, output.stdout, output.stderr);
     }
     Ok(())
 }
@@ -184,14 +183,13 @@ fn format_storage(
 /// StorageTool takes its SCRAM credentials as arguments; they go through a java @argfile (owner-only, removed
 /// after the run) so the password never shows on a command line. The launcher expands @argfiles only up to the
 /// main class, so the main class and every argument after it are in the file.
-fn storage_format_command(java: &Path, log_flag: &str, classpath: &std::ffi::OsStr, argfile: &Path) -> Command {
-    let mut cmd = Command::new(java);
-    cmd.args(["-Xmx256m", "-XX:TieredStopAtLevel=1"])
+fn storage_format_command(java: &Path, log_flag: &str, classpath: &std::ffi::OsStr, argfile: &Path) -> Cmd {
+    Cmd::new(java)
+        .args(["-Xmx256m", "-XX:TieredStopAtLevel=1"])
         .arg(log_flag)
         .arg("-cp")
         .arg(classpath)
-        .arg(format!("@{}", argfile.display()));
-    cmd
+        .arg(format!("@{}", argfile.display()))
 }
 
 fn storage_format_args(properties: &Path, password: &str) -> String {
@@ -296,8 +294,8 @@ fn wait_until_ready(
     for (name, l) in listeners {
         let props = dir.join(format!("client-{name}.properties"));
         secrets::write_secret(&props, &java_client_properties(l, password))?;
-        let mut cmd = Command::new(host.java());
-        cmd.args(["-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"])
+        let cmd = Cmd::new(host.java())
+            .args(["-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"])
             .arg(tools_log_config())
             .arg("-cp")
             .arg(classpath)
@@ -309,19 +307,14 @@ fn wait_until_ready(
     let answers: Vec<_> = std::thread::scope(|scope| {
         let running: Vec<_> = probes
             .into_iter()
-            .map(|(name, l, cmd)| (name, l, scope.spawn(move || host.output(Role::Kafka, cmd, None))))
+            .map(|(name, l, cmd)| (name, l, scope.spawn(move || host.output(Role::Kafka, cmd))))
             .collect();
         running.into_iter().map(|(name, l, probe)| (name, l, probe.join().expect("probe thread"))).collect()
     });
     for (name, l, out) in answers {
         let out = out.context("cannot run java")?;
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        if !out.status.success() || !stdout.contains(&format!("{} (id: 1", l.bootstrap)) {
-            bail!(
-                "listener {name} ({}) did not answer ApiVersions:\n{stdout}{}",
-                l.bootstrap,
-                String::from_utf8_lossy(&out.stderr)
-            );
+        if !out.status.success() || !out.stdout.contains(&format!("{} (id: 1", l.bootstrap)) {
+            bail!("listener {name} ({}) did not answer ApiVersions:\n{}{}", l.bootstrap, out.stdout, out.stderr);
         }
     }
     Ok(())
@@ -347,7 +340,7 @@ mod tests {
             "a.jar:b.jar".as_ref(),
             Path::new("/env dir/storage-format.args"),
         );
-        let line: Vec<String> = cmd.get_args().map(|a| a.to_string_lossy().into_owned()).collect();
+        let line: Vec<String> = cmd.argv().into_iter().skip(1).map(|a| a.to_string_lossy().into_owned()).collect();
         assert!(!line.iter().any(|a| a.contains(&password) || a.contains("scram")), "{line:?}");
         assert_eq!(line.last().map(String::as_str), Some("@/env dir/storage-format.args"));
 

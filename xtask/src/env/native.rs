@@ -267,6 +267,19 @@ mod tests {
         target.join("release").join("harness")
     }
 
+    /// A real client round-trips a record on each of the five listeners.
+    fn assert_probe_answers_on_every_listener(env: &EnvDescriptor) {
+        let probe = streamlab_process::Cmd::new(harness_binary())
+            .args(["probe", "--env"])
+            .arg(env.dir.join(DESCRIPTOR_FILE))
+            .output(Duration::from_secs(120))
+            .unwrap();
+        assert!(probe.status.success(), "probe failed: {}", probe.stderr);
+        let report: std::collections::BTreeMap<String, String> = serde_json::from_str(&probe.stdout).unwrap();
+        assert_eq!(report.len(), 5);
+        assert!(report.values().all(|v| v == "ok"), "{report:?}");
+    }
+
     #[test]
     #[ignore = "starts Kafka and MariaDB: cargo xtask test"]
     fn an_environment_comes_up_serves_every_listener_and_goes_down_without_leftovers() {
@@ -278,15 +291,7 @@ mod tests {
         assert_eq!(env.kafka.listeners.len(), 5);
 
         // A real client round-trips a record on each of the five listeners.
-        let probe = std::process::Command::new(harness_binary())
-            .args(["probe", "--env"])
-            .arg(env.dir.join(DESCRIPTOR_FILE))
-            .output()
-            .unwrap();
-        assert!(probe.status.success(), "probe failed: {}", String::from_utf8_lossy(&probe.stderr));
-        let report: std::collections::BTreeMap<String, String> = serde_json::from_slice(&probe.stdout).unwrap();
-        assert_eq!(report.len(), 5);
-        assert!(report.values().all(|v| v == "ok"), "{report:?}");
+        assert_probe_answers_on_every_listener(&env);
 
         let m = env.mysql.as_ref().unwrap();
         assert_eq!(m.flavour, "mariadb");
@@ -313,15 +318,7 @@ mod tests {
         let cmdline = std::fs::read(format!("/proc/{}/cmdline", env.kafka.pid.unwrap())).unwrap();
         let cmdline = String::from_utf8_lossy(&cmdline);
         assert!(cmdline.contains("kafka_2.13-3.9.1.jar") && !cmdline.contains("kafka_2.13-4.1.0.jar"), "{cmdline}");
-        let probe = std::process::Command::new(harness_binary())
-            .args(["probe", "--env"])
-            .arg(env.dir.join(DESCRIPTOR_FILE))
-            .output()
-            .unwrap();
-        assert!(probe.status.success(), "probe failed: {}", String::from_utf8_lossy(&probe.stderr));
-        let report: std::collections::BTreeMap<String, String> = serde_json::from_slice(&probe.stdout).unwrap();
-        assert_eq!(report.len(), 5);
-        assert!(report.values().all(|v| v == "ok"), "{report:?}");
+        assert_probe_answers_on_every_listener(&env);
         down(&env, false).unwrap();
         assert!(processes_mentioning(&env.dir).is_empty());
     }

@@ -154,10 +154,8 @@ impl Environment for DockerEnv {
     fn versions(&self) -> BTreeMap<String, String> {
         let mut v = backend::server_versions(&self.descriptor);
         v.insert("kafka".into(), self.descriptor.kafka.version.clone());
-        let mut java = std::process::Command::new("java");
-        java.arg("-version");
-        if let Ok(out) = self.host.output(Role::Kafka, java, None)
-            && let Some(line) = String::from_utf8_lossy(&out.stderr).lines().next()
+        if let Ok(out) = self.host.output(Role::Kafka, streamlab_process::Cmd::new("java").arg("-version"))
+            && let Some(line) = out.stderr.lines().next()
         {
             v.insert("java".into(), format!("{line} (in {})", self.host.kafka_image.reference));
         }
@@ -326,7 +324,7 @@ pub fn images_of(env: &DockerEnv) -> Vec<&ImageInfo> {
 #[cfg(test)]
 mod tests {
     use std::net::{Ipv4Addr, TcpListener};
-    use std::process::Command;
+    use streamlab_process::Cmd;
 
     use super::*;
 
@@ -373,10 +371,10 @@ mod tests {
         assert_eq!(labelled(&d.id).len(), 2, "one container per service");
 
         // A real client round-trips a record on each of the five listeners.
-        let probe = Command::new(harness_binary()).args(["probe", "--env"]).arg(d.dir.join(DESCRIPTOR_FILE)).output();
-        let probe = probe.unwrap();
-        assert!(probe.status.success(), "probe failed: {}", String::from_utf8_lossy(&probe.stderr));
-        let report: BTreeMap<String, String> = serde_json::from_slice(&probe.stdout).unwrap();
+        let probe = Cmd::new(harness_binary()).args(["probe", "--env"]).arg(d.dir.join(DESCRIPTOR_FILE));
+        let probe = probe.output(std::time::Duration::from_secs(120)).unwrap();
+        assert!(probe.status.success(), "probe failed: {}", probe.stderr);
+        let report: BTreeMap<String, String> = serde_json::from_str(&probe.stdout).unwrap();
         assert_eq!(report.len(), 5);
         assert!(report.values().all(|v| v == "ok"), "{report:?}");
 
@@ -386,18 +384,21 @@ mod tests {
         let api_versions = |password: &str| {
             let props = d.dir.join(format!("check-{}.properties", password.len()));
             crate::env::secrets::write_secret(&props, &kafka::java_client_properties(scram, password)).unwrap();
-            let mut cmd = Command::new("java");
-            cmd.arg(kafka::tools_log_config()).arg("-cp").arg(&classpath);
-            cmd.args(["org.apache.kafka.tools.BrokerApiVersionsCommand", "--bootstrap-server", &scram.bootstrap]);
-            cmd.arg("--command-config").arg(&props);
-            env.host.output(Role::Kafka, cmd, None).unwrap()
+            let cmd = Cmd::new("java")
+                .arg(kafka::tools_log_config())
+                .arg("-cp")
+                .arg(&classpath)
+                .args(["org.apache.kafka.tools.BrokerApiVersionsCommand", "--bootstrap-server", &scram.bootstrap])
+                .arg("--command-config")
+                .arg(&props);
+            env.host.output(Role::Kafka, cmd).unwrap()
         };
         let wrong = api_versions("not-the-password");
-        let text = format!("{}{}", String::from_utf8_lossy(&wrong.stdout), String::from_utf8_lossy(&wrong.stderr));
+        let text = format!("{}{}", wrong.stdout, wrong.stderr);
         assert!(!wrong.status.success() || !text.contains("(id: 1"), "a wrong password got in: {text}");
         assert!(text.contains("Authentication failed"), "{text}");
         let right = streamlab_record::descriptor::read_secret(scram.password_file.as_ref().unwrap()).unwrap();
-        assert!(String::from_utf8_lossy(&api_versions(&right).stdout).contains("(id: 1"));
+        assert!(api_versions(&right).stdout.contains("(id: 1"));
 
         // The server answers over loopback TCP with ROW/FULL binlog, and refuses a wrong password.
         let m = d.mysql.as_ref().unwrap();
