@@ -7,8 +7,9 @@ use std::process::{Command, Stdio};
 use anyhow::{Context, Result};
 use streamlab_record::descriptor::DESCRIPTOR_FILE;
 
-use crate::env::{native, process};
-use crate::paths::{envs_dir, repo_root};
+use crate::env::backend::{Backend, EnvSpec};
+use crate::env::native::NativeBackend;
+use crate::paths::repo_root;
 
 #[derive(clap::Args)]
 pub struct TestArgs {
@@ -73,23 +74,16 @@ fn integration(tally: &mut Tally) -> Result<()> {
         &[],
     );
     println!("\n== bringing up a native environment for the harness integration tests");
-    let opts = native::NativeOptions {
-        root: envs_dir(),
-        id: native::new_id("test-"),
-        with_mysql: true,
-        kafka: crate::env::pins::default_pin(),
-        broker_cpus: None,
-        lifetime: process::Lifetime::TiedToParent,
-        kafka_ports: None,
-    };
-    let env = match native::up(&opts) {
+    let spec = EnvSpec { with_mysql: true, ..EnvSpec::new("test-", crate::env::pins::default_pin()) };
+    // Dropped at the end of this function: its services stop and its directory goes.
+    let env = match NativeBackend.up(&spec) {
         Ok(env) => env,
         Err(e) => {
             step(tally, "environment up", Err(e));
             return Ok(());
         }
     };
-    let descriptor = env.dir.join(DESCRIPTOR_FILE);
+    let descriptor = env.descriptor().dir.join(DESCRIPTOR_FILE);
     // The client and CDC arms run the tools a lab run builds or locates (rdkafka_performance, Kafka's Java perf
     // tools, Kafka Connect with the Debezium plugins, the user's Redpanda Connect if STREAMLAB_REDPANDA_CONNECT
     // names one).
@@ -105,7 +99,8 @@ fn integration(tally: &mut Tally) -> Result<()> {
         &["test", "--release", "-p", "harness", "--", "--ignored", "--test-threads=1"],
         &[("STREAMLAB_ENV", descriptor.as_path()), (streamlab_record::tools::TOOLS_ENV, tools.as_path())],
     );
-    native::down(&env, false)
+    drop(env);
+    Ok(())
 }
 
 /// Build and check the site twice: from the committed results, and from the demo results that

@@ -17,13 +17,41 @@ pub struct EnvDescriptor {
     pub schema: u32,
     /// Unique per environment; used to label processes and containers.
     pub id: String,
-    /// `native`, `docker` or `external`.
-    pub backend: String,
+    /// Which backend brought the environment up (or wrote the descriptor of services it does not run).
+    pub backend: BackendKind,
     pub dir: PathBuf,
     pub started_ts_ms: u64,
     pub kafka: KafkaEnv,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mysql: Option<MysqlEnv>,
+}
+
+/// The environment backends (xtask/src/env): one variant each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendKind {
+    /// This machine's JDK and database server.
+    Native,
+    /// Containers of pinned (or locally built) images on the host's network.
+    Docker,
+    /// Services the user runs; the lab never starts or stops them.
+    External,
+}
+
+impl BackendKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendKind::Native => "native",
+            BackendKind::Docker => "docker",
+            BackendKind::External => "external",
+        }
+    }
+}
+
+impl std::fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -70,7 +70,7 @@ named_enum!(
 named_enum!(
     /// The environment backend asked for on the command line.
     BackendChoice, "backend", {
-        /// external if --bootstrap is given, else native.
+        /// external with --bootstrap; else docker where an engine answers, else native.
         Auto = "auto",
         Native = "native",
         Docker = "docker",

@@ -3,13 +3,21 @@
 //! machine, the docker host in containers of the pinned images (with the environment's directory mounted at
 //! the same path, so every path in a command or config file means the same thing inside and out).
 
+use std::collections::BTreeMap;
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use streamlab_process::{Cmd, Output};
+use streamlab_record::EnvDescriptor;
+use streamlab_record::descriptor::{BackendKind, DESCRIPTOR_FILE, DESCRIPTOR_SCHEMA};
 
-use super::mariadb::Server;
+use super::backend::EnvSpec;
+use super::kafka::{self, KafkaPorts, KafkaStart};
+use super::mariadb::{self, Server};
+use super::pins::{self, KafkaPin};
+use super::ports;
 use super::process::{self, Lifetime};
 
 /// Which service a command belongs to (a container host picks the image by it).
@@ -78,4 +86,85 @@ impl ServiceHost for NativeHost {
     fn stop(&self, _role: Role, pid: u32, grace: Duration) {
         process::terminate(pid, grace);
     }
+}
+
+/// How long a service gets to stop on SIGTERM when a start failed half-way.
+const FAILED_START_GRACE: Duration = Duration::from_secs(5);
+
+/// Start Kafka (and MariaDB/MySQL if `spec` asks) on `host` in `spec`'s directory, wait until every listener
+/// answers, and write the descriptor. On failure, what started is stopped again (the caller removes the
+/// directory and anything else of its own).
+pub fn start_services(host: &dyn ServiceHost, spec: &EnvSpec, kind: BackendKind) -> Result<EnvDescriptor> {
+    let dir = spec.dir();
+    let (classpath, tools_classpath) = classpaths(spec.kafka)?;
+    let free = ports::free_loopback_ports(6)?;
+    let kafka_ports = spec.kafka_ports.unwrap_or_else(|| KafkaPorts::from_slice(&free));
+    // Every service is spawned from this thread (PR_SET_PDEATHSIG follows the spawning thread); MariaDB
+    // starts in ~1 s while the JVM warms up.
+    let launched = kafka::launch(
+        host,
+        &KafkaStart {
+            dir: &dir.join("kafka"),
+            env_id: &spec.id,
+            ports: kafka_ports,
+            cpus: spec.broker_cpus.clone(),
+            pin: spec.kafka,
+            classpath,
+            tools_classpath,
+        },
+    )?;
+    let mysql = match spec.with_mysql.then(|| mariadb::start(host, &dir.join("mysql"), free[5])).transpose() {
+        Ok(m) => m,
+        Err(e) => {
+            launched.stop();
+            return Err(e);
+        }
+    };
+    let kafka = match launched.wait_ready() {
+        Ok(k) => k,
+        Err(e) => {
+            if let Some(pid) = mysql.as_ref().and_then(|m| m.pid) {
+                host.stop(Role::Mysql, pid, FAILED_START_GRACE);
+            }
+            return Err(e);
+        }
+    };
+    let descriptor = EnvDescriptor {
+        schema: DESCRIPTOR_SCHEMA,
+        id: spec.id.clone(),
+        backend: kind,
+        dir: dir.clone(),
+        started_ts_ms: crate::clock::now_ms(),
+        kafka,
+        mysql,
+    };
+    write_descriptor(&descriptor)?;
+    Ok(descriptor)
+}
+
+/// `<dir>/env.json`, atomically: arms may read it the moment it exists.
+pub fn write_descriptor(d: &EnvDescriptor) -> Result<()> {
+    streamlab_process::files::write_atomic(&d.dir.join(DESCRIPTOR_FILE), &serde_json::to_vec_pretty(d)?)
+}
+
+/// The broker's classpath (`pin`'s jars) and the tools' (the default pin's), each as one java argument.
+pub fn classpaths(pin: &KafkaPin) -> Result<(OsString, OsString)> {
+    let join = |jars: Vec<PathBuf>| std::env::join_paths(jars).context("a jar path contains ':'");
+    Ok((join(pin.classpath()?)?, join(pins::kafka_classpath()?)?))
+}
+
+/// Pids of the environment's services that still run here (a pid is the service's only while its command
+/// line names the environment's directory).
+pub fn running_pids(env: &EnvDescriptor) -> Vec<u32> {
+    let marker = env.dir.to_string_lossy();
+    [env.kafka.pid, env.mysql.as_ref().and_then(|m| m.pid)]
+        .into_iter()
+        .flatten()
+        .filter(|&pid| process::is_alive(pid) && process::is_ours(pid, &marker))
+        .collect()
+}
+
+/// The database server's version, if the environment has one: `mariadb` or `mysql` -> `VERSION()`.
+pub fn server_versions(d: &EnvDescriptor) -> BTreeMap<String, String> {
+    d.mysql.iter().map(|m| (m.flavour.clone(), m.version.clone())).collect()
 }

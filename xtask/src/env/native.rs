@@ -1,47 +1,27 @@
-//! The native backend: Kafka from pinned jars on the system JDK plus the system's MariaDB/MySQL,
-//! each environment in its own directory under target/streamlab/envs/<id>.
+//! The native backend: Kafka from pinned jars on the system JDK plus the system's MariaDB/MySQL, each
+//! environment in its own directory under target/streamlab/envs/<id>.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use streamlab_record::EnvDescriptor;
-use streamlab_record::descriptor::{DESCRIPTOR_FILE, DESCRIPTOR_SCHEMA};
+use streamlab_record::descriptor::BackendKind;
 use streamlab_record::provenance::EnvInfo;
-use streamlab_record::run_spec::Need;
 
-use super::backend::{self, Backend, Environment};
-use super::host::NativeHost;
+use super::backend::{self, Backend, EnvSpec, Environment};
+use super::host::{self, NativeHost};
+use super::{kafka, pins, process};
 
-use super::kafka::{self, KafkaPorts, KafkaStart};
-use super::pins::KafkaPin;
-use super::process::{self, Lifetime};
-use super::{mariadb, pins, ports};
-use crate::clock;
+/// How long a service gets to stop on SIGTERM at `down`.
+const STOP_GRACE: Duration = Duration::from_secs(20);
 
-pub struct NativeOptions {
-    /// Parent of the environment directory.
-    pub root: PathBuf,
-    /// Environment id; also the directory name.
-    pub id: String,
-    pub with_mysql: bool,
-    /// The Kafka version to run.
-    pub kafka: &'static KafkaPin,
-    /// Pin the broker to these CPUs.
-    pub broker_cpus: Option<Vec<usize>>,
-    pub lifetime: Lifetime,
-    /// Fixed Kafka ports instead of free ones (tests use this to provoke a bind failure).
-    pub kafka_ports: Option<KafkaPorts>,
-}
-
-/// The native backend as the lab runner uses it: Kafka (and MariaDB/MySQL if a matrix needs it) under
-/// target/streamlab/envs, tied to the runner's life.
 pub struct NativeBackend;
 
 impl Backend for NativeBackend {
-    fn name(&self) -> &'static str {
-        "native"
+    fn kind(&self) -> BackendKind {
+        BackendKind::Native
     }
 
     fn can_cap_broker(&self, cores: usize) -> std::result::Result<(), String> {
@@ -61,147 +41,95 @@ impl Backend for NativeBackend {
         pins::kafka_classpath().map(drop)
     }
 
-    fn up(&self, run_id: &str, needs: &[Need], kafka: &'static KafkaPin) -> Result<Box<dyn Environment>> {
-        let opts = NativeOptions {
-            root: crate::paths::envs_dir(),
-            // A fresh id per attempt: a resumed run never trips over a killed attempt's storage.
-            id: format!("lab-{run_id}-{:04x}", rand::random::<u16>()),
-            with_mysql: needs.contains(&Need::Mysql),
-            kafka,
-            broker_cpus: None,
-            lifetime: Lifetime::TiedToParent,
-            kafka_ports: None,
-        };
-        Ok(Box::new(NativeEnv { descriptor: up(&opts)? }))
+    /// Start Kafka (and MariaDB/MySQL if asked) and write the descriptor. On failure, nothing is left running
+    /// and the directory is gone.
+    fn up(&self, spec: &EnvSpec) -> Result<Box<dyn Environment>> {
+        let dir = spec.dir();
+        std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        let started = host::start_services(&NativeHost { lifetime: spec.lifetime }, spec, BackendKind::Native);
+        match started {
+            Ok(descriptor) => Ok(Box::new(NativeEnv { descriptor: Some(descriptor) })),
+            Err(e) => {
+                let _ = std::fs::remove_dir_all(&dir);
+                Err(e)
+            }
+        }
+    }
+
+    fn down(&self, env: &EnvDescriptor, keep: bool) -> Result<()> {
+        down(env, keep)
+    }
+
+    fn running_pids(&self, env: &EnvDescriptor) -> Vec<u32> {
+        host::running_pids(env)
     }
 }
 
 /// A running native environment; stopped and removed when dropped (also on error and Ctrl-C).
 pub struct NativeEnv {
-    descriptor: EnvDescriptor,
+    /// `None` once handed over by [`Environment::keep_running`].
+    descriptor: Option<EnvDescriptor>,
+}
+
+impl NativeEnv {
+    fn d(&self) -> &EnvDescriptor {
+        self.descriptor.as_ref().expect("a kept environment is not used again")
+    }
 }
 
 impl Environment for NativeEnv {
     fn descriptor(&self) -> &EnvDescriptor {
-        &self.descriptor
+        self.d()
     }
 
     fn cap_broker(&self, cores: usize) -> Result<Option<String>> {
-        let Some(pid) = self.descriptor.kafka.pid else { return Ok(None) };
+        let Some(pid) = self.d().kafka.pid else { return Ok(None) };
         let cpus = super::broker_cpus(cores).map_err(anyhow::Error::msg)?.unwrap_or_default();
         process::set_affinity(pid, &cpus)?;
         Ok(Some(if cpus.is_empty() { "all CPUs".into() } else { format!("CPUs {cpus:?} (affinity)") }))
     }
 
     fn place_broker(&self, cpus: &[usize]) -> Result<bool> {
-        let Some(pid) = self.descriptor.kafka.pid else { return Ok(false) };
+        let Some(pid) = self.d().kafka.pid else { return Ok(false) };
         process::set_affinity(pid, cpus)?;
         Ok(true)
     }
 
     fn service_pids(&self) -> Vec<u32> {
-        running_pids(&self.descriptor)
+        host::running_pids(self.d())
     }
 
     fn info(&self) -> EnvInfo {
-        backend::env_info(&self.descriptor, true, None)
+        backend::env_info(self.d(), true, None)
     }
 
     fn versions(&self) -> BTreeMap<String, String> {
-        let mut v = backend::server_versions(&self.descriptor);
-        v.insert("kafka".into(), self.descriptor.kafka.version.clone());
+        let mut v = host::server_versions(self.d());
+        v.insert("kafka".into(), self.d().kafka.version.clone());
         // The JDK the broker runs on ($JAVA_HOME/bin/java, else java on PATH).
         if let Some(java) = crate::tools::first_line_of(&kafka::java().to_string_lossy(), &["-version"]) {
             v.insert("java".into(), java);
         }
         v
     }
+
+    fn keep_running(mut self: Box<Self>) -> EnvDescriptor {
+        self.descriptor.take().expect("kept once")
+    }
 }
 
 impl Drop for NativeEnv {
     fn drop(&mut self) {
-        if let Err(e) = down(&self.descriptor, false) {
-            eprintln!("warning: could not tear down environment {}: {e:#}", self.descriptor.id);
+        if let Some(d) = &self.descriptor
+            && let Err(e) = down(d, false)
+        {
+            eprintln!("warning: could not tear down environment {}: {e:#}", d.id);
         }
     }
-}
-
-/// A fresh environment id: UTC time plus random suffix.
-pub fn new_id(prefix: &str) -> String {
-    format!("{prefix}{}-{:04x}", clock::compact_utc(clock::now_ms() / 1000), rand::random::<u16>())
-}
-
-/// Start Kafka (and MariaDB/MySQL if asked) and write the descriptor. On failure, nothing is left running.
-pub fn up(opts: &NativeOptions) -> Result<EnvDescriptor> {
-    let dir = opts.root.join(&opts.id);
-    std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let result = start_services(opts, &dir);
-    if result.is_err() {
-        let _ = std::fs::remove_dir_all(&dir);
-    }
-    result
-}
-
-fn start_services(opts: &NativeOptions, dir: &Path) -> Result<EnvDescriptor> {
-    let (classpath, tools_classpath) = classpaths(opts.kafka)?;
-    let host = NativeHost { lifetime: opts.lifetime };
-    let free = ports::free_loopback_ports(6)?;
-    let kafka_ports = opts.kafka_ports.unwrap_or_else(|| KafkaPorts::from_slice(&free));
-    let mysql_port = free[5];
-
-    // Every service is spawned from this thread (PR_SET_PDEATHSIG follows the spawning thread);
-    // MariaDB starts in ~1 s while the JVM warms up.
-    let launched = kafka::launch(
-        &host,
-        &KafkaStart {
-            dir: &dir.join("kafka"),
-            env_id: &opts.id,
-            ports: kafka_ports,
-            cpus: opts.broker_cpus.clone(),
-            pin: opts.kafka,
-            classpath,
-            tools_classpath,
-        },
-    )?;
-    let mysql = match opts.with_mysql.then(|| mariadb::start(&host, &dir.join("mysql"), mysql_port)) {
-        Some(Err(e)) => {
-            launched.stop();
-            return Err(e);
-        }
-        Some(Ok(m)) => Some(m),
-        None => None,
-    };
-    let kafka = match launched.wait_ready() {
-        Ok(k) => k,
-        Err(e) => {
-            if let Some(m) = &mysql {
-                stop_pid(m.pid, dir);
-            }
-            return Err(e);
-        }
-    };
-    let descriptor = EnvDescriptor {
-        schema: DESCRIPTOR_SCHEMA,
-        id: opts.id.clone(),
-        backend: "native".into(),
-        dir: dir.to_owned(),
-        started_ts_ms: clock::now_ms(),
-        kafka,
-        mysql,
-    };
-    let json = serde_json::to_vec_pretty(&descriptor)?;
-    streamlab_record::jsonl::write_atomic(&dir.join(DESCRIPTOR_FILE), &json)?;
-    Ok(descriptor)
-}
-
-/// The broker's classpath (`pin`'s jars) and the tools' (the default pin's), each as one java argument.
-pub fn classpaths(pin: &KafkaPin) -> Result<(std::ffi::OsString, std::ffi::OsString)> {
-    let join = |jars: Vec<PathBuf>| std::env::join_paths(jars).context("a jar path contains ':'");
-    Ok((join(pin.classpath()?)?, join(pins::kafka_classpath()?)?))
 }
 
 /// Stop every service of the environment; remove its directory unless `keep`.
-pub fn down(env: &EnvDescriptor, keep: bool) -> Result<()> {
+fn down(env: &EnvDescriptor, keep: bool) -> Result<()> {
     // Kafka first: a broker shutting down does not need the database, and it is the slower one.
     stop_pid(env.kafka.pid, &env.dir);
     if let Some(m) = &env.mysql {
@@ -217,18 +145,8 @@ fn stop_pid(pid: Option<u32>, dir: &Path) {
     if let Some(pid) = pid
         && process::is_ours(pid, &dir.to_string_lossy())
     {
-        process::terminate(pid, Duration::from_secs(20));
+        process::terminate(pid, STOP_GRACE);
     }
-}
-
-/// Pids of the environment's services that are still running.
-pub fn running_pids(env: &EnvDescriptor) -> Vec<u32> {
-    let marker = env.dir.to_string_lossy();
-    [env.kafka.pid, env.mysql.as_ref().and_then(|m| m.pid)]
-        .into_iter()
-        .flatten()
-        .filter(|&pid| process::is_alive(pid) && process::is_ours(pid, &marker))
-        .collect()
 }
 
 /// Pids of every process whose command line mentions `dir` (a leak check for tests).
@@ -246,19 +164,22 @@ pub fn processes_mentioning(dir: &Path) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use std::net::{Ipv4Addr, TcpListener};
+    use std::path::PathBuf;
+
+    use streamlab_record::descriptor::DESCRIPTOR_FILE;
 
     use super::*;
+    use crate::env::host::running_pids;
+    use crate::env::kafka::KafkaPorts;
+    use crate::env::{mariadb, ports};
 
-    fn options(root: &Path, with_mysql: bool) -> NativeOptions {
-        NativeOptions {
-            root: root.to_owned(),
-            id: new_id("t-"),
-            with_mysql,
-            kafka: pins::default_pin(),
-            broker_cpus: None,
-            lifetime: Lifetime::TiedToParent,
-            kafka_ports: None,
-        }
+    fn options(root: &Path, with_mysql: bool) -> EnvSpec {
+        EnvSpec { root: root.to_owned(), with_mysql, ..EnvSpec::new("t-", pins::default_pin()) }
+    }
+
+    /// Up, and handed over to the test (which calls `down` itself).
+    fn up(spec: &EnvSpec) -> Result<EnvDescriptor> {
+        NativeBackend.up(spec).map(|env| env.keep_running())
     }
 
     fn harness_binary() -> PathBuf {
@@ -312,7 +233,7 @@ mod tests {
     #[ignore = "starts Kafka: cargo xtask test"]
     fn a_kafka_3_9_1_broker_comes_up_from_its_own_pins_and_serves_every_listener() {
         let root = tempfile::tempdir().unwrap();
-        let opts = NativeOptions { kafka: pins::pin("3.9.1").unwrap(), ..options(root.path(), false) };
+        let opts = EnvSpec { kafka: pins::pin("3.9.1").unwrap(), ..options(root.path(), false) };
         let env = up(&opts).unwrap();
         assert_eq!(env.kafka.version, "3.9.1", "the broker logs the version it runs");
         let cmdline = std::fs::read(format!("/proc/{}/cmdline", env.kafka.pid.unwrap())).unwrap();
@@ -331,7 +252,7 @@ mod tests {
         let held = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
         let mut ports = ports::free_loopback_ports(5).unwrap();
         ports[0] = held.local_addr().unwrap().port();
-        let opts = NativeOptions { kafka_ports: Some(KafkaPorts::from_slice(&ports)), ..options(root.path(), false) };
+        let opts = EnvSpec { kafka_ports: Some(KafkaPorts::from_slice(&ports)), ..options(root.path(), false) };
         let err = format!("{:#}", up(&opts).unwrap_err());
         assert!(err.contains("last lines of"), "no log tail in: {err}");
         assert!(err.contains("Address already in use"), "the cause is not in the tail: {err}");

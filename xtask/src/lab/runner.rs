@@ -19,7 +19,7 @@ use super::results::{self, RunDir};
 use super::run_provenance::{collect_provenance, run_info, write_provenance};
 use super::summary;
 use super::task::{Outcome, add_ratios, not_run_record, run_task, to_record};
-use crate::env::backend::{self, Backend, Environment};
+use crate::env::backend::{Backend, EnvSpec, Environment};
 use crate::env::health::ServiceDown;
 use crate::env::pins::{self, KafkaPin};
 use crate::env::process;
@@ -43,7 +43,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     let matrices = select_matrices(&spec.matrices)?;
     plan::resolve_sets(&matrices, &spec.sets)?;
     let opts = PlanOptions { profile: spec.profile, reps: spec.reps, sets: spec.sets.clone() };
-    let backend = backend::choose(spec.env, spec.bootstrap.as_deref(), dsn.as_deref())?;
+    let backend = crate::env::choose(spec.env, spec.bootstrap.as_deref(), dsn.as_deref())?;
     let filter = plan::Filter::resolve(&matrices, &spec.arms, &spec.points)?;
     let mut tasks = Vec::new();
     for m in &matrices {
@@ -97,7 +97,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     };
     let mut kafka = todo.iter().find(|t| t.not_run.is_none()).map_or(Ok(pins::default_pin()), task_kafka)?;
     phase("environment", &format!("bringing the {} environment up (Kafka {})", backend.name(), kafka.version));
-    let mut env = backend.up(&run_id, &needs, kafka)?;
+    let mut env = backend.up(&EnvSpec::for_run(&run_id, &needs, kafka))?;
 
     // The run directory appears only once there is provenance to put in it.
     let mut prov = collect_provenance(&run_id, &spec, &matrices, env.as_ref(), &harness)?;
@@ -138,7 +138,7 @@ pub fn run(args: RunArgs) -> Result<()> {
         if stopped.is_none() && task.not_run.is_none() && task_kafka(task)?.version != kafka.version {
             kafka = task_kafka(task)?;
             say(&bar, format!("  switching the broker to Kafka {}: bringing up a fresh environment", kafka.version));
-            env = backend.up(&run_id, &needs, kafka)?;
+            env = backend.up(&EnvSpec::for_run(&run_id, &needs, kafka))?;
             prov.note_kafka_broker(kafka.version, kafka.provenance()?);
             write_provenance(&run_dir, &prov)?;
         }
@@ -290,7 +290,7 @@ struct EnvRecipe<'a> {
 
 impl EnvRecipe<'_> {
     fn up(&self) -> Result<Box<dyn Environment>> {
-        self.backend.up(self.run_id, self.needs, self.kafka)
+        self.backend.up(&EnvSpec::for_run(self.run_id, self.needs, self.kafka))
     }
 }
 
@@ -491,7 +491,7 @@ mod tests {
 
         let err = check_kafka_versions(&[with_version(Some("2.8.0"), 1)]).unwrap_err();
         assert!(format!("{err:#}").contains("Kafka 2.8.0 is not pinned"), "{err:#}");
-        let external = backend::choose(BackendChoice::External, Some("127.0.0.1:9092"), None).unwrap();
+        let external = crate::env::choose(BackendChoice::External, Some("127.0.0.1:9092"), None).unwrap();
         let mut on_external = vec![with_version(Some("3.9.1"), 1), with_version(None, 1)];
         mark_unswitchable(&mut on_external, external.as_ref());
         assert!(on_external[0].not_run.as_deref().unwrap().contains("kafka_version"));
@@ -503,13 +503,13 @@ mod tests {
         let with_cores =
             |cores: u64| Task { knobs: BTreeMap::from([(BROKER_CORES_KNOB.to_owned(), cores.into())]), ..task() };
         let mut tasks = vec![with_cores(0), with_cores(1), with_cores(4096)];
-        let native = backend::choose(BackendChoice::Native, None, None).unwrap();
+        let native = crate::env::choose(BackendChoice::Native, None, None).unwrap();
         mark_uncappable(&mut tasks, native.as_ref());
         assert_eq!(tasks[0].not_run, None);
         assert_eq!(tasks[1].not_run, None);
         assert!(tasks[2].not_run.as_deref().unwrap().contains("4096 cannot be applied"));
         let mut external = vec![with_cores(1)];
-        let backend = backend::choose(BackendChoice::External, Some("127.0.0.1:9092"), None).unwrap();
+        let backend = crate::env::choose(BackendChoice::External, Some("127.0.0.1:9092"), None).unwrap();
         mark_uncappable(&mut external, backend.as_ref());
         assert!(external[0].not_run.as_deref().unwrap().contains("cannot cap"));
     }

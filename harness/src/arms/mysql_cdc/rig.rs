@@ -58,7 +58,7 @@ pub fn run(env: &EnvDescriptor, knobs: &Knobs, arm: &dyn CdcArm) -> Result<Measu
 
     let loaded = prepare(&db, &admin, knobs, arm, &topic)?;
     // Only on the lab's own server: an existing one (--mysql-dsn) may have replicas that need its binlogs.
-    if env.backend != "external" {
+    if env.backend != streamlab_record::descriptor::BackendKind::External {
         db.purge_binlogs()?;
     }
     let job = Job {
