@@ -142,9 +142,11 @@ fn down(env: &EnvDescriptor, keep: bool) -> Result<()> {
 }
 
 fn stop_pid(pid: Option<u32>, dir: &Path) {
-    if let Some(pid) = pid
-        && process::is_ours(pid, &dir.to_string_lossy())
-    {
+    let Some(pid) = pid else { return };
+    // A service that died on its own is a zombie until we collect it, and a zombie's command line is empty:
+    // reap it first, or it would stay until xtask exits (a long run would gather them).
+    process::reap(pid);
+    if process::is_ours(pid, &dir.to_string_lossy()) {
         process::terminate(pid, STOP_GRACE);
     }
 }

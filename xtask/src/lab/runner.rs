@@ -683,6 +683,14 @@ mod tests {
             nix::sys::signal::Signal::SIGKILL,
         )
         .unwrap();
+        // The dead broker is reaped when its environment is torn down, while the run goes on: not left a
+        // zombie of the runner until it exits.
+        let dead = std::path::PathBuf::from(format!("/proc/{}", descriptor.kafka.pid.unwrap()));
+        while dead.exists() {
+            assert!(child.try_wait().unwrap().is_none(), "the run ended with the killed broker still a zombie");
+            assert!(Instant::now() < deadline + Duration::from_secs(120), "the killed broker was never reaped");
+            std::thread::sleep(Duration::from_millis(100));
+        }
 
         let status = child.wait().unwrap();
         assert_eq!(status.code(), Some(1), "a run with a failed record must exit non-zero");
