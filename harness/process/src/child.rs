@@ -41,8 +41,8 @@ enum Streams {
     Inherit,
     /// Both appended to a log file.
     Log(PathBuf),
-    /// stdout piped to the parent, stderr appended to a log file.
-    PipedOut { stderr_log: PathBuf },
+    /// stdout piped to the parent, stderr appended to a log file (or inherited without one).
+    PipedOut { stderr_log: Option<PathBuf> },
     /// Both piped (what [`Cmd::output`] reads).
     Captured,
 }
@@ -125,7 +125,13 @@ impl Cmd {
 
     /// stdout piped to this process ([`Child::take_stdout`]), stderr appended to `log`.
     pub fn pipe_stdout(mut self, stderr_log: impl Into<PathBuf>) -> Cmd {
-        self.streams = Streams::PipedOut { stderr_log: stderr_log.into() };
+        self.streams = Streams::PipedOut { stderr_log: Some(stderr_log.into()) };
+        self
+    }
+
+    /// stdout piped to this process ([`Child::take_stdout`]), stderr shown as it comes.
+    pub fn pipe_stdout_show_stderr(mut self) -> Cmd {
+        self.streams = Streams::PipedOut { stderr_log: None };
         self
     }
 
@@ -180,9 +186,13 @@ impl Cmd {
                 self.command.stdin(Stdio::null()).stdout(out.try_clone()?).stderr(out);
                 Some(path.clone())
             }
-            Streams::PipedOut { stderr_log } => {
-                self.command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(append(stderr_log)?);
-                Some(stderr_log.clone())
+            Streams::PipedOut { stderr_log: Some(log) } => {
+                self.command.stdin(Stdio::null()).stdout(Stdio::piped()).stderr(append(log)?);
+                Some(log.clone())
+            }
+            Streams::PipedOut { stderr_log: None } => {
+                self.command.stdin(Stdio::null()).stdout(Stdio::piped());
+                None
             }
             Streams::Captured => {
                 let stdin = if self.input.is_some() { Stdio::piped() } else { Stdio::null() };

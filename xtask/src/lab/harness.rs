@@ -14,17 +14,19 @@ use crate::paths;
 /// A cold build compiles librdkafka, spate and partitionline: tens of minutes on a small machine.
 const BUILD_TIMEOUT: Duration = Duration::from_secs(3 * 3600);
 
-/// `cargo build --release -p harness`, with cargo's own progress; returns the binary's path.
+/// `cargo build --release --workspace`, with cargo's own progress; returns the harness binary's path. The whole
+/// workspace, not `-p harness`: cargo then unifies the dependencies' features as the test command's build does,
+/// and neither build redoes the other's work.
 pub fn build() -> Result<PathBuf> {
     phase(
         "build",
-        "the harness (cargo build --release -p harness); the first build compiles librdkafka and spate and takes \
+        "the harness (cargo build --release --workspace); the first build compiles librdkafka and spate and takes \
          several minutes",
     );
     let root = paths::repo_root();
     Cmd::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
         .current_dir(&root)
-        .args(["build", "--release", "-p", "harness"])
+        .args(["build", "--release", "--workspace"])
         .run(BUILD_TIMEOUT)
         .context("building the harness failed")?;
     let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
