@@ -70,6 +70,46 @@ pub struct KafkaEnv {
     pub cpus: Option<Vec<usize>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_file: Option<PathBuf>,
+    /// Every broker of a cluster, each with its own process, listeners and log directory; empty for the
+    /// single-broker environment (the broker above). The listeners above then bootstrap from every broker.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub brokers: Vec<BrokerEnv>,
+}
+
+impl KafkaEnv {
+    /// Every broker process of the environment (one for a single broker, all of a cluster's).
+    pub fn pids(&self) -> Vec<u32> {
+        if self.brokers.is_empty() {
+            self.pid.into_iter().collect()
+        } else {
+            self.brokers.iter().filter_map(|b| b.pid).collect()
+        }
+    }
+
+    /// How many brokers the environment runs.
+    pub fn broker_count(&self) -> usize {
+        self.brokers.len().max(1)
+    }
+}
+
+/// One broker of a cluster (KRaft combined mode: each is also a controller and quorum voter).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BrokerEnv {
+    /// `node.id`.
+    pub node_id: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    /// This broker's own listeners (the environment's listeners bootstrap from all of them).
+    pub listeners: BTreeMap<String, Listener>,
+    /// Its controller listener, `127.0.0.1:port`.
+    pub controller: String,
+    /// Its `log.dirs`: where its partitions' segments live.
+    pub data_dir: PathBuf,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_file: Option<PathBuf>,
+    /// `server.properties` it was started with (a restart uses it again).
+    pub properties: PathBuf,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

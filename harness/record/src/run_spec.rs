@@ -87,6 +87,8 @@ named_enum!(
         ClientTools = "client_tools",
         /// Kafka Connect 4.1.0 with the Debezium plugins (pinned jars), and a Redpanda Connect binary if named.
         Connect = "connect",
+        /// A cluster of three brokers (KRaft combined mode) instead of the single broker.
+        KafkaCluster = "kafka_cluster",
     }
 );
 

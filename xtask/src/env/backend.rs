@@ -18,6 +18,10 @@ use super::kafka::KafkaPorts;
 use super::pins::KafkaPin;
 use super::process::Lifetime;
 
+/// The brokers of the cluster a matrix asks for with the `kafka_cluster` need: a 3-voter quorum, and room for
+/// replication factor 3 with min.insync.replicas 2.
+pub const CLUSTER_BROKERS: usize = 3;
+
 /// What to bring up: where, with which services and versions, and for how long.
 #[derive(Debug, Clone)]
 pub struct EnvSpec {
@@ -26,6 +30,8 @@ pub struct EnvSpec {
     /// Environment id; also the directory name and the label of its processes and containers.
     pub id: String,
     pub with_mysql: bool,
+    /// Brokers to run: 1, or a cluster of N KRaft nodes in combined mode (each a broker and a controller voter).
+    pub brokers: usize,
     /// The Kafka version to run.
     pub kafka: &'static KafkaPin,
     /// Pin the broker to these CPUs.
@@ -43,6 +49,7 @@ impl EnvSpec {
         EnvSpec {
             id: format!("lab-{run_id}-{:04x}", rand::random::<u16>()),
             with_mysql: needs.contains(&Need::Mysql),
+            brokers: if needs.contains(&Need::KafkaCluster) { CLUSTER_BROKERS } else { 1 },
             ..EnvSpec::new(&format!("lab-{run_id}-"), kafka)
         }
     }
@@ -54,6 +61,7 @@ impl EnvSpec {
             root: crate::paths::envs_dir(),
             id: new_id(prefix),
             with_mysql: false,
+            brokers: 1,
             kafka,
             broker_cpus: None,
             lifetime: Lifetime::TiedToParent,

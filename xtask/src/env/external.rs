@@ -182,6 +182,7 @@ pub fn describe(dir: &Path, id: &str, bootstrap: &str, dsn: Option<&MysqlDsn>) -
             controller: None,
             cpus: None,
             log_file: None,
+            brokers: Vec::new(),
         },
         mysql,
     };

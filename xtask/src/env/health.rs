@@ -60,8 +60,11 @@ pub fn check_with(
     mysql_probe: impl Fn(&MysqlEnv) -> Result<(), String>,
 ) -> Result<(), ServiceDown> {
     for s in services(env) {
-        let answer = match s.kind {
-            Kind::Kafka => kafka_answers(env),
+        let answer = match &s.kind {
+            Kind::Kafka(plaintext) => match plaintext {
+                Some(bootstrap) => api_versions(bootstrap),
+                None => Err("no PLAINTEXT listener to probe".to_owned()),
+            },
             Kind::Mysql => env.mysql.as_ref().ok_or_else(|| "no database server".to_owned()).and_then(&mysql_probe),
         };
         if let Err(e) = answer {
@@ -76,7 +79,8 @@ pub fn check_with(
 }
 
 enum Kind {
-    Kafka,
+    /// A broker, probed on its own PLAINTEXT listener.
+    Kafka(Option<String>),
     Mysql,
 }
 
@@ -88,12 +92,28 @@ struct Service<'a> {
 }
 
 fn services(env: &EnvDescriptor) -> Vec<Service<'_>> {
-    let mut out = vec![Service {
-        name: "kafka broker".into(),
-        pid: env.kafka.pid,
-        log: env.kafka.log_file.as_deref(),
-        kind: Kind::Kafka,
-    }];
+    let plaintext = |listeners: &std::collections::BTreeMap<String, streamlab_record::descriptor::Listener>| {
+        listeners.values().find(|l| l.security_protocol == "PLAINTEXT").map(|l| l.bootstrap.clone())
+    };
+    let mut out: Vec<Service> = if env.kafka.brokers.is_empty() {
+        vec![Service {
+            name: "kafka broker".into(),
+            pid: env.kafka.pid,
+            log: env.kafka.log_file.as_deref(),
+            kind: Kind::Kafka(plaintext(&env.kafka.listeners)),
+        }]
+    } else {
+        env.kafka
+            .brokers
+            .iter()
+            .map(|b| Service {
+                name: format!("kafka broker {}", b.node_id),
+                pid: b.pid,
+                log: b.log_file.as_deref(),
+                kind: Kind::Kafka(plaintext(&b.listeners)),
+            })
+            .collect()
+    };
     if let Some(m) = &env.mysql {
         out.push(Service {
             name: format!("{} server", m.flavour),
@@ -116,17 +136,7 @@ fn how_it_ended(pid: u32) -> String {
     }
 }
 
-/// One Kafka ApiVersions (v0) round trip on the plaintext listener: the broker reads and answers requests.
-fn kafka_answers(env: &EnvDescriptor) -> Result<(), String> {
-    let listener = env
-        .kafka
-        .listeners
-        .values()
-        .find(|l| l.security_protocol == "PLAINTEXT")
-        .ok_or("no PLAINTEXT listener to probe")?;
-    api_versions(&listener.bootstrap)
-}
-
+/// One Kafka ApiVersions (v0) round trip: the broker reads and answers requests.
 fn api_versions(bootstrap: &str) -> Result<(), String> {
     const CORRELATION_ID: i32 = 0x5117_ab00;
     let addr = bootstrap

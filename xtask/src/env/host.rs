@@ -20,18 +20,23 @@ use super::pins::{self, KafkaPin};
 use super::ports;
 use super::process::{self, Lifetime};
 
-/// Which service a command belongs to (a container host picks the image by it).
+/// Which service a command belongs to (a container host picks the image by it, and names a service's
+/// container by it).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Role {
+    /// The single broker, and Kafka's one-shot tools (storage format, readiness probes).
     Kafka,
+    /// One node of a cluster, by `node.id`.
+    Broker(u32),
     Mysql,
 }
 
 impl Role {
-    pub fn name(self) -> &'static str {
+    pub fn name(self) -> String {
         match self {
-            Role::Kafka => "kafka",
-            Role::Mysql => "mysql",
+            Role::Kafka => "kafka".into(),
+            Role::Broker(id) => format!("kafka-{id}"),
+            Role::Mysql => "mysql".into(),
         }
     }
 }
@@ -97,8 +102,13 @@ const FAILED_START_GRACE: Duration = Duration::from_secs(5);
 pub fn start_services(host: &dyn ServiceHost, spec: &EnvSpec, kind: BackendKind) -> Result<EnvDescriptor> {
     let dir = spec.dir();
     let (classpath, tools_classpath) = classpaths(spec.kafka)?;
-    let free = ports::free_loopback_ports(6)?;
-    let kafka_ports = spec.kafka_ports.unwrap_or_else(|| KafkaPorts::from_slice(&free));
+    let brokers = spec.brokers.max(1);
+    let free = ports::free_loopback_ports(5 * brokers + 1)?;
+    let mut kafka_ports: Vec<KafkaPorts> = free.chunks(5).take(brokers).map(KafkaPorts::from_slice).collect();
+    if let Some(fixed) = spec.kafka_ports {
+        kafka_ports[0] = fixed;
+    }
+    let mysql_port = free[5 * brokers];
     // Every service is spawned from this thread (PR_SET_PDEATHSIG follows the spawning thread); MariaDB
     // starts in ~1 s while the JVM warms up.
     let launched = kafka::launch(
@@ -113,7 +123,7 @@ pub fn start_services(host: &dyn ServiceHost, spec: &EnvSpec, kind: BackendKind)
             tools_classpath,
         },
     )?;
-    let mysql = match spec.with_mysql.then(|| mariadb::start(host, &dir.join("mysql"), free[5])).transpose() {
+    let mysql = match spec.with_mysql.then(|| mariadb::start(host, &dir.join("mysql"), mysql_port)).transpose() {
         Ok(m) => m,
         Err(e) => {
             launched.stop();
@@ -157,11 +167,12 @@ pub fn classpaths(pin: &KafkaPin) -> Result<(OsString, OsString)> {
 /// line names the environment's directory).
 pub fn running_pids(env: &EnvDescriptor) -> Vec<u32> {
     let marker = env.dir.to_string_lossy();
-    [env.kafka.pid, env.mysql.as_ref().and_then(|m| m.pid)]
-        .into_iter()
-        .flatten()
-        .filter(|&pid| process::is_alive(pid) && process::is_ours(pid, &marker))
-        .collect()
+    service_pids(env).into_iter().filter(|&pid| process::is_alive(pid) && process::is_ours(pid, &marker)).collect()
+}
+
+/// Every service pid the descriptor names: each broker, then the database server.
+pub fn service_pids(env: &EnvDescriptor) -> Vec<u32> {
+    env.kafka.pids().into_iter().chain(env.mysql.as_ref().and_then(|m| m.pid)).collect()
 }
 
 /// The database server's version, if the environment has one: `mariadb` or `mysql` -> `VERSION()`.

@@ -41,6 +41,10 @@ pub struct UpArgs {
     /// Pin the broker to this many CPUs, counted from CPU 0 (0 = all).
     #[arg(long, default_value_t = 0)]
     pub broker_cores: usize,
+    /// Brokers to run: 1, or a cluster of N KRaft nodes in combined mode (every node a broker and a voter of
+    /// the controller quorum; internal topics at replication factor min(N, 3)).
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u16).range(1..=9))]
+    pub brokers: u16,
     /// The Kafka version to run (one the lab pins: see env/kafka/).
     #[arg(long, default_value = pins::KAFKA_PINS[0].version)]
     pub kafka: String,
@@ -126,6 +130,7 @@ pub fn up(args: UpArgs) -> Result<()> {
     let backend = choose(args.env, None, None)?;
     let spec = EnvSpec {
         with_mysql: args.mysql,
+        brokers: usize::from(args.brokers),
         broker_cpus,
         lifetime: process::Lifetime::Detached,
         ..EnvSpec::new(HAND_MADE_PREFIX, kafka)
@@ -138,7 +143,13 @@ pub fn up(args: UpArgs) -> Result<()> {
     let env = env.keep_running();
     let path = env.dir.join(DESCRIPTOR_FILE);
     println!("environment {} is ready after {:.1} s", env.id, started.elapsed().as_secs_f64());
-    println!("  kafka {} (pid {}, {} backend)", env.kafka.version, env.kafka.pid.unwrap_or(0), env.backend);
+    let brokers = env.kafka.broker_count();
+    println!(
+        "  kafka {} ({brokers} broker(s), pids {:?}, {} backend)",
+        env.kafka.version,
+        env.kafka.pids(),
+        env.backend
+    );
     for (name, l) in &env.kafka.listeners {
         println!("    {name:<10} {} {}", l.bootstrap, l.sasl_mechanism.as_deref().unwrap_or(&l.security_protocol));
     }

@@ -83,16 +83,23 @@ impl Environment for NativeEnv {
     }
 
     fn cap_broker(&self, cores: usize) -> Result<Option<String>> {
-        let Some(pid) = self.d().kafka.pid else { return Ok(None) };
+        let pids = self.d().kafka.pids();
+        if pids.is_empty() {
+            return Ok(None);
+        }
         let cpus = super::broker_cpus(cores).map_err(anyhow::Error::msg)?.unwrap_or_default();
-        process::set_affinity(pid, &cpus)?;
+        for pid in pids {
+            process::set_affinity(pid, &cpus)?;
+        }
         Ok(Some(if cpus.is_empty() { "all CPUs".into() } else { format!("CPUs {cpus:?} (affinity)") }))
     }
 
     fn place_broker(&self, cpus: &[usize]) -> Result<bool> {
-        let Some(pid) = self.d().kafka.pid else { return Ok(false) };
-        process::set_affinity(pid, cpus)?;
-        Ok(true)
+        let pids = self.d().kafka.pids();
+        for &pid in &pids {
+            process::set_affinity(pid, cpus)?;
+        }
+        Ok(!pids.is_empty())
     }
 
     fn service_pids(&self) -> Vec<u32> {
@@ -131,7 +138,9 @@ impl Drop for NativeEnv {
 /// Stop every service of the environment; remove its directory unless `keep`.
 fn down(env: &EnvDescriptor, keep: bool) -> Result<()> {
     // Kafka first: a broker shutting down does not need the database, and it is the slower one.
-    stop_pid(env.kafka.pid, &env.dir);
+    for pid in env.kafka.pids() {
+        stop_pid(Some(pid), &env.dir);
+    }
     if let Some(m) = &env.mysql {
         stop_pid(m.pid, &env.dir);
     }
@@ -229,6 +238,37 @@ mod tests {
         assert!(running_pids(&env).is_empty());
         assert!(processes_mentioning(&env.dir).is_empty(), "processes left: {:?}", processes_mentioning(&env.dir));
         assert!(!env.dir.exists(), "the environment directory was not removed");
+    }
+
+    #[test]
+    #[ignore = "starts a 3-broker Kafka cluster: cargo xtask test"]
+    fn a_cluster_of_three_brokers_serves_every_listener_names_a_dead_broker_and_goes_down_without_leftovers() {
+        let root = tempfile::tempdir().unwrap();
+        let env = up(&EnvSpec { brokers: 3, ..options(root.path(), false) }).unwrap();
+        let pids = env.kafka.pids();
+        assert_eq!(pids.len(), 3, "{:?}", env.kafka.brokers);
+        assert_eq!(env.kafka.brokers.iter().map(|b| b.node_id).collect::<Vec<_>>(), vec![1, 2, 3]);
+        assert!(env.kafka.listeners["plaintext"].bootstrap.split(',').count() == 3);
+        let properties = std::fs::read_to_string(&env.kafka.brokers[1].properties).unwrap();
+        assert!(properties.contains("node.id=2") && properties.contains("controller.quorum.voters=1@"));
+        assert!(properties.contains("offsets.topic.replication.factor=3"), "internal topics at RF 3");
+        assert_probe_answers_on_every_listener(&env);
+        assert_eq!(crate::env::health::check(&env), Ok(()));
+
+        // kill -9 of one broker: the health check names it and how it ended.
+        let victim = env.kafka.brokers[1].pid.unwrap();
+        streamlab_process::procfs::signal(victim, streamlab_process::procfs::Sig::SIGKILL);
+        while process::is_alive(victim) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let down = crate::env::health::dead_process(&env).expect("a dead broker");
+        assert_eq!(down.to_string(), "the kafka broker 2 was killed by SIGKILL");
+
+        super::down(&env, false).unwrap();
+        assert!(running_pids(&env).is_empty());
+        assert!(!std::path::Path::new(&format!("/proc/{victim}")).exists(), "the killed broker was reaped");
+        assert!(processes_mentioning(&env.dir).is_empty(), "processes left: {:?}", processes_mentioning(&env.dir));
+        assert!(!env.dir.exists());
     }
 
     #[test]

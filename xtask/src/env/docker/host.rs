@@ -32,8 +32,8 @@ pub struct DockerHost {
     /// `detached` (env up by hand) or `tied` (lab runs and tests: swept once their xtask is gone).
     pub lifetime: &'static str,
     binds: Vec<(PathBuf, bool)>,
-    /// The service containers started so far, by role.
-    services: Mutex<HashMap<&'static str, String>>,
+    /// The service containers started so far, by role name.
+    services: Mutex<HashMap<String, String>>,
 }
 
 impl DockerHost {
@@ -64,12 +64,12 @@ impl DockerHost {
 
     /// The container a service runs in, once started.
     pub fn container(&self, role: Role) -> Option<String> {
-        self.services.lock().expect("services lock").get(role.name()).cloned()
+        self.services.lock().expect("services lock").get(&role.name()).cloned()
     }
 
     fn image(&self, role: Role) -> Result<&ImageInfo> {
         match role {
-            Role::Kafka => Ok(&self.kafka_image),
+            Role::Kafka | Role::Broker(_) => Ok(&self.kafka_image),
             Role::Mysql => self.mysql_image.as_ref().context("this environment has no database image"),
         }
     }
@@ -96,7 +96,7 @@ impl DockerHost {
             labels: vec![
                 (OWNER_LABEL.into(), std::process::id().to_string()),
                 (LIFETIME_LABEL.into(), self.lifetime.into()),
-                ("org.streamlab.role".into(), role.name().into()),
+                ("org.streamlab.role".into(), role.name()),
             ],
             nano_cpus: None,
             cpuset_cpus: None,
@@ -166,7 +166,7 @@ impl ServiceHost for DockerHost {
     }
 
     fn stop(&self, role: Role, _pid: u32, grace: Duration) {
-        let id = self.services.lock().expect("services lock").remove(role.name());
+        let id = self.services.lock().expect("services lock").remove(&role.name());
         if let Some(id) = id {
             self.engine.stop(&id, grace);
             self.engine.remove(&id);

@@ -79,20 +79,28 @@ pub struct DockerEnv {
 }
 
 impl DockerEnv {
-    pub fn descriptor(&self) -> &EnvDescriptor {
-        &self.descriptor
+    /// The roles of the broker containers: the one broker, or each node of a cluster.
+    fn broker_roles(&self) -> Vec<Role> {
+        match self.descriptor.kafka.brokers.as_slice() {
+            [] => vec![Role::Kafka],
+            nodes => nodes.iter().map(|b| Role::Broker(b.node_id)).collect(),
+        }
     }
 
-    /// The CPU caps the engine reports for the broker's container: what inspect reads back.
+    /// The CPU caps the engine reports for the (first) broker's container: what inspect reads back.
     pub fn broker_caps(&self) -> Result<(i64, String)> {
-        let id = self.host.container(Role::Kafka).context("the broker has no container")?;
+        let role = self.broker_roles()[0];
+        let id = self.host.container(role).context("the broker has no container")?;
         let config = self.host.engine.inspect(&id)?.host_config.unwrap_or_default();
         Ok((config.nano_cpus.unwrap_or(0), config.cpuset_cpus.unwrap_or_default()))
     }
 
+    /// The same caps on every broker's container.
     fn apply_caps(&self, nano_cpus: i64, cpuset: String) -> Result<String> {
-        let id = self.host.container(Role::Kafka).context("the broker has no container")?;
-        self.host.engine.update_cpus(&id, Some(nano_cpus), Some(cpuset))?;
+        for role in self.broker_roles() {
+            let id = self.host.container(role).context("a broker has no container")?;
+            self.host.engine.update_cpus(&id, Some(nano_cpus), Some(cpuset.clone()))?;
+        }
         let (nano, set) = self.broker_caps()?;
         Ok(format!("{} (docker update, read back by inspect)", describe_caps(nano, &set)))
     }
@@ -182,9 +190,14 @@ impl Environment for DockerEnv {
 }
 
 impl DockerEnv {
-    /// `exited with status 137 (OOM-killed)` from the engine, for the service named like `kafka broker`.
+    /// `exited with status 137 (OOM-killed)` from the engine, for the service named like `kafka broker` or
+    /// `kafka broker 2`.
     fn how_it_ended(&self, service: &str) -> Option<String> {
-        let role = if service.starts_with("kafka") { Role::Kafka } else { Role::Mysql };
+        let role = match service.strip_prefix("kafka broker") {
+            Some("") => Role::Kafka,
+            Some(node) => Role::Broker(node.trim().parse().ok()?),
+            None => Role::Mysql,
+        };
         let state = self.host.engine.inspect(&self.host.container(role)?).ok()?.state?;
         let code = state.exit_code.unwrap_or(-1);
         let oom = if state.oom_killed == Some(true) { " (OOM-killed)" } else { "" };
