@@ -228,7 +228,8 @@ impl Cmd {
     /// Run to completion with stdout and stderr captured; killed (and reaped) at `timeout`.
     pub fn output(mut self, timeout: Duration) -> Result<Output> {
         self.streams = Streams::Captured;
-        let input = self.input.take();
+        // spawn() pipes stdin when there is input; the bytes are written once the child runs.
+        let input = self.input.clone();
         let cpu_before = procfs::children_cpu_seconds();
         let mut child = self.spawn()?;
         let inner = child.child.as_mut().expect("a child just started");
