@@ -136,7 +136,44 @@ fn cargo_cmd(args: &[&str]) -> Cmd {
 
 fn cargo(args: &[&str]) -> Result<()> {
     println!("\n== cargo {}", args.join(" "));
-    cargo_cmd(args).run(STEP_TIMEOUT)
+    let (_, success) = run_interruptible(cargo_cmd(args), false)?;
+    anyhow::ensure!(success, "cargo {} failed", args.join(" "));
+    Ok(())
+}
+
+/// How long a step's processes get to clean up after Ctrl-C (a lab run inside a test stops its services).
+const INTERRUPT_GRACE: Duration = Duration::from_secs(60);
+
+/// Run `cmd` to its end (stdout captured when `capture`), killed at [`STEP_TIMEOUT`]. Ctrl-C reaches its whole
+/// process group (cargo, the test binaries, the lab runs they start: each cleans up after itself), which then
+/// gets [`INTERRUPT_GRACE`] before SIGKILL.
+fn run_interruptible(cmd: Cmd, capture: bool) -> Result<(String, bool)> {
+    let mut child = if capture { cmd.pipe_stdout_show_stderr() } else { cmd }.spawn()?;
+    let reader = child.take_stdout().map(|mut pipe| {
+        std::thread::spawn(move || {
+            let mut out = String::new();
+            let _ = pipe.read_to_string(&mut out);
+            out
+        })
+    });
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break Some(status);
+        }
+        if crate::interrupt::requested() {
+            child.signal_group(streamlab_process::procfs::Sig::SIGINT);
+            break child.wait_timeout(INTERRUPT_GRACE)?;
+        }
+        if started.elapsed() > STEP_TIMEOUT {
+            break child.wait_timeout(Duration::ZERO)?;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let stdout = reader.map(|r| r.join().unwrap_or_default()).unwrap_or_default();
+    crate::interrupt::check()?;
+    let status = status.with_context(|| format!("did not finish within {} s", STEP_TIMEOUT.as_secs()))?;
+    Ok((stdout, status.success()))
 }
 
 impl Tally {
@@ -159,17 +196,11 @@ impl Tally {
     fn cargo_test(&mut self, name: &str, args: &[&str], env: &[(&str, &Path)]) {
         println!("\n== {name}: cargo {}", args.join(" "));
         let started = Instant::now();
-        let mut cmd = cargo_cmd(args).pipe_stdout_show_stderr();
+        let mut cmd = cargo_cmd(args);
         for (key, value) in env {
             cmd = cmd.env(key, value);
         }
-        let run = || -> Result<(String, bool)> {
-            let mut child = cmd.spawn()?;
-            let mut stdout = String::new();
-            child.take_stdout().context("piped stdout")?.read_to_string(&mut stdout)?;
-            Ok((stdout, child.wait()?.success()))
-        };
-        let outcome = run();
+        let outcome = run_interruptible(cmd, true);
         self.times.push((name.to_owned(), started.elapsed()));
         let (stdout, success) = match outcome {
             Ok(o) => o,

@@ -362,6 +362,14 @@ impl Child {
         }
     }
 
+    /// Send `sig` to the child's whole process group (a tied child leads one of its own): what a terminal's
+    /// Ctrl-C would have done had the child shared ours.
+    pub fn signal_group(&self, sig: Signal) {
+        if self.child.is_some() {
+            let _ = nix::sys::signal::killpg(Pid::from_raw(self.pid() as i32), sig);
+        }
+    }
+
     /// SIGKILL and reap (a no-op once it has ended).
     pub fn kill(&mut self) {
         if let Some(c) = self.child.as_mut() {
