@@ -50,8 +50,8 @@ pub fn ran_on(p: &Provenance, records: &[Record]) -> RanOn {
     }
     if !differ.is_empty() {
         out.warning = Some(format!(
-            "The records of this matrix ran on more than one {} version (counted above): a comparison across \
-             them is not like for like.",
+            "The records of this matrix ran on more than one {} version (counted above): compare its points \
+             within one version, unless a sweep varies the version on purpose.",
             differ.join(" and ")
         ));
     }
