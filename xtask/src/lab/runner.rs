@@ -111,6 +111,7 @@ pub fn run(args: RunArgs) -> Result<()> {
         prov.versions.extend(crate::clients::versions(tools));
     }
     prov.note_kafka_broker(kafka.version, kafka.provenance()?);
+    prov.note_environment(env.descriptor(), "the run's first environment");
     let run_info = run_info(&run_id, &prov);
 
     phase(
@@ -140,6 +141,7 @@ pub fn run(args: RunArgs) -> Result<()> {
             say(&bar, format!("  switching the broker to Kafka {}: bringing up a fresh environment", kafka.version));
             env = backend.up(&EnvSpec::for_run(&run_id, &needs, kafka))?;
             prov.note_kafka_broker(kafka.version, kafka.provenance()?);
+            prov.note_environment(env.descriptor(), &format!("switched to Kafka {}", kafka.version));
             write_provenance(&run_dir, &prov)?;
         }
         let record = match (&task.not_run, &stopped) {
@@ -163,6 +165,14 @@ pub fn run(args: RunArgs) -> Result<()> {
                 let mut measured =
                     run_task(&harness, task, env.descriptor(), &logs, client_cpus.as_deref(), tools_file, &watch)?;
                 let conditions = probe.finish(Some(placement));
+                // The record names the versions of the environment it ran in (a run may switch brokers), and
+                // provenance lists the task under that environment, before any replacement below.
+                let mut ran_in = run_info.in_env(env.descriptor());
+                if !m.needs.contains(&Need::Mysql) {
+                    // The environment has a server for another matrix; this task did not use it.
+                    (ran_in.mysql_flavour, ran_in.mysql_version) = (None, None);
+                }
+                prov.note_task(&task.describe());
                 if let Outcome::Measured(m) = &measured {
                     prov.versions.extend(m.versions.clone());
                 }
@@ -175,13 +185,16 @@ pub fn run(args: RunArgs) -> Result<()> {
                     stopped = replace_env(&mut env, &fresh, &down, &mut prov, &bar)?;
                     write_provenance(&run_dir, &prov)?;
                 }
-                let mut record = to_record(task, &run_info, &reproduce, measured);
+                let mut record = to_record(task, &ran_in, &reproduce, measured);
                 record.conditions = Some(conditions);
                 add_ratios(m, &mut record, &written);
                 record
             }
         };
         run_dir.append(&record)?;
+        if record.status != streamlab_record::Status::NotRun {
+            write_provenance(&run_dir, &prov)?;
+        }
         say(&bar, summary::record_line(&record));
         written.push(record);
         bar.inc(1);
@@ -268,6 +281,7 @@ fn replace_env(
     *env = fresh.up().map_err(|e| e.context(format!("replacing environment {failed_env}")))?;
     restart.new_env = Some(env.descriptor().id.clone());
     restart.ready_after_ms = Some(started.elapsed().as_millis() as u64);
+    prov.note_environment(env.descriptor(), &format!("replaced environment {failed_env}: {down}"));
     say(
         bar,
         format!(
