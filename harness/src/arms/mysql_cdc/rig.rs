@@ -52,7 +52,7 @@ pub fn run(env: &EnvDescriptor, knobs: &Knobs, arm: &dyn CdcArm) -> Result<Measu
     let src = data::source(rig);
     let topic_prefix = format!("{}-{}", arm.name(), rig.name()).replace('_', "-");
     let topic = match rig {
-        Rig::KafkaToMysql => data::event_topic(arm.event_format()),
+        Rig::KafkaToMysql => data::event_topic(arm.event_format(knobs)),
         _ => format!("{topic_prefix}.{}.{}", src.database, src.table),
     };
 
@@ -77,6 +77,9 @@ pub fn run(env: &EnvDescriptor, knobs: &Knobs, arm: &dyn CdcArm) -> Result<Measu
     let cpu_before = roles.read();
     let dumps_before = probe::binlog_dump_sessions(&db)?;
 
+    // The sink rig's statements: what reached the server.
+    let statements = (rig == Rig::KafkaToMysql).then(|| verify::StatementCounts::read(&db)).transpose()?;
+
     let mut watched = Watched { started_ms: now_ms(), ..Default::default() };
     let mut running = arm.start(&job)?;
     let roles = roles.with("arm", running.pids());
@@ -86,8 +89,12 @@ pub fn run(env: &EnvDescriptor, knobs: &Knobs, arm: &dyn CdcArm) -> Result<Measu
     let in_process = running.in_process();
     let stopped = running.stop();
     outcome?;
-    let info = stopped.context("stopping the arm")?;
+    let mut info = stopped.context("stopping the arm")?;
     let cpu = cpu_split(&cpu_before, &watched, in_process);
+    if let Some(s) = statements {
+        info.details.insert("server statements".into(), s.since(&db, knobs.rows)?);
+        info.applied.extend(sink_applied(knobs, arm.event_format(knobs)));
+    }
 
     let landed = read_back(&db, &admin, knobs, &topic, self_count, &watched)?;
     if matches!(rig, Rig::SnapshotKafka | Rig::CdcKafka) {
@@ -136,7 +143,7 @@ fn prepare(db: &Db, admin: &rdkafka::ClientConfig, knobs: &Knobs, arm: &dyn CdcA
             Loaded { rows: 0, elapsed: Duration::ZERO, reused: false }
         }
         Rig::KafkaToMysql => {
-            let (_, loaded) = data::load_events(admin, arm.event_format(), knobs.rows)?;
+            let (_, loaded) = data::load_events(admin, arm.event_format(knobs), knobs.rows)?;
             data::reset_sink_table(db)?;
             loaded
         }
@@ -404,9 +411,28 @@ fn measurement(
         note: info.note,
         details,
         versions,
-        applied: Default::default(),
+        applied: info.applied,
     }
 }
+/// What the sink rig offered both sink arms, the same for each: the workload, the topic's format and key,
+/// and every event present before the arm starts.
+fn sink_applied(knobs: &Knobs, format: super::EventFormat) -> streamlab_record::applied::Applied {
+    use streamlab_record::applied::{AppliedBuilder, FORMAT, KEY, OFFERED_LOAD, WORKLOAD};
+    let src = data::source(Rig::KafkaToMysql);
+    AppliedBuilder::new()
+        .set(WORKLOAD, format!("sink {} events into {}.{}", knobs.rows, src.database, src.table))
+        .set(
+            FORMAT,
+            match format {
+                super::EventFormat::ConnectEnvelope => "connect-envelope",
+                super::EventFormat::Bare => "event-json",
+            },
+        )
+        .set(KEY, "none")
+        .set(OFFERED_LOAD, "all events present before the start")
+        .build()
+}
+
 
 /// End-to-end lag bounds (rig C): nearest-rank p50/p99/max in ms.
 fn add_lag(metrics: &mut BTreeMap<String, Metric>, lags_ms: &[f64]) {
@@ -460,7 +486,7 @@ mod tests {
         fn check(&self, _: &Knobs) -> Result<(), NotRunnable> {
             Ok(())
         }
-        fn event_format(&self) -> EventFormat {
+        fn event_format(&self, _: &Knobs) -> EventFormat {
             EventFormat::Bare
         }
         fn start(&self, job: &Job) -> Result<Box<dyn Running>> {

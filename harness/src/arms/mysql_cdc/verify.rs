@@ -16,6 +16,34 @@ use super::ids::IdSet;
 /// Give up reading a topic that makes no progress for this long.
 const STALL: Duration = Duration::from_secs(30);
 
+/// The server's statement counters around the sink rig: what the arm's driver actually sent (one INSERT per
+/// row, one multi-row INSERT, or one bulk execution per batch). Nothing else inserts during a run.
+pub struct StatementCounts(Vec<(&'static str, u64)>);
+
+const STATEMENT_COUNTERS: &[&str] = &["Com_insert", "Com_stmt_prepare", "Com_stmt_execute", "Com_commit"];
+
+impl StatementCounts {
+    pub fn read(db: &Db) -> Result<Self> {
+        Ok(StatementCounts(STATEMENT_COUNTERS.iter().map(|c| Ok((*c, db.global_status(c)?))).collect::<Result<_>>()?))
+    }
+
+    /// e.g. `Com_insert +67, Com_stmt_prepare +0, Com_stmt_execute +0, Com_commit +0: 2985.1 rows per INSERT`.
+    pub fn since(&self, db: &Db, rows: u64) -> Result<String> {
+        let after = StatementCounts::read(db)?;
+        let deltas: Vec<(&str, u64)> = self
+            .0
+            .iter()
+            .zip(&after.0)
+            .map(|((name, before), (_, now))| (*name, now.saturating_sub(*before)))
+            .collect();
+        let mut text = deltas.iter().map(|(n, d)| format!("{n} +{d}")).collect::<Vec<_>>().join(", ");
+        if let Some((_, inserts)) = deltas.first().filter(|(_, d)| *d > 0) {
+            text.push_str(&format!(" for {rows} rows: {:.1} rows per INSERT statement", rows as f64 / *inserts as f64));
+        }
+        Ok(text)
+    }
+}
+
 /// What the output topic holds.
 #[derive(Debug, Clone)]
 pub struct TopicReport {
