@@ -18,6 +18,7 @@
 //! and the idle tail (last record -> the driver saw completion) are reported beside it, not hidden in it.
 
 pub mod child;
+pub mod content;
 pub mod data;
 pub mod db;
 pub mod debezium;
@@ -271,6 +272,8 @@ pub struct SelfCount {
     pub first_ms: Option<f64>,
     pub last_ms: Option<f64>,
     pub ids: ids::IdSet,
+    /// What the arm made of the sampled ids ([`content::is_sampled`]), by id: compared with the table.
+    pub sample: BTreeMap<i64, Vec<u8>>,
     /// Set once the arm has read everything it will read.
     pub done: bool,
 }

@@ -217,6 +217,9 @@ fn snapshot_rig(job: &Job, shared: &Arc<Shared>, rt: &tokio::runtime::Runtime) -
                 count.rows += 1;
                 count.bytes += buf.len() as u64;
                 count.ids.insert(id);
+                if super::content::is_sampled(id, job.knobs.rows) {
+                    count.sample.insert(id, buf.clone());
+                }
                 if let Some(s) = sink.as_mut() {
                     s.send(id, &buf)?;
                 }

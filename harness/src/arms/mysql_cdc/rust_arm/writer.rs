@@ -429,6 +429,7 @@ mod tests {
         let ctx = crate::arms::ArmContext { env: crate::test_env(), knobs: knobs.as_object().unwrap().clone() };
         let m = super::super::super::run(&ctx, &super::super::RustArm).unwrap();
         assert_eq!(m.integrity.status, streamlab_record::IntegrityStatus::Verified, "{:?}", m.integrity);
+        assert!(m.integrity.method.contains("all equal"), "{}", m.integrity.method);
         // 7001 rows need at least 3 statements; the last partial one went out on the linger, not on a count.
         assert!(m.details["offset commits"].ends_with("sum to 7001"), "{:?}", m.details);
         assert_eq!(m.applied[applied::FORMAT], "connect-envelope");
