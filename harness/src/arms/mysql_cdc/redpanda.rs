@@ -65,7 +65,7 @@ impl CdcArm for Redpanda {
         Ok(())
     }
 
-    fn event_format(&self) -> EventFormat {
+    fn event_format(&self, _: &Knobs) -> EventFormat {
         EventFormat::Bare
     }
 
@@ -101,6 +101,7 @@ impl CdcArm for Redpanda {
                 ),
             )]),
             note: None,
+            applied: Default::default(),
         };
         Ok(Box::new(RunningPipeline::new(process, info)))
     }

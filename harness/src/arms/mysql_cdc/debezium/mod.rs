@@ -4,6 +4,7 @@
 //! pinned jars the tools file names, started and stopped with the run.
 
 pub mod props;
+pub mod sink;
 pub mod worker;
 
 use std::collections::BTreeMap;
@@ -14,7 +15,7 @@ use streamlab_record::descriptor::read_secret;
 use streamlab_record::tools::Tools;
 
 use super::child::RunningPipeline;
-use super::{ArmInfo, CdcArm, EventFormat, Job, Knobs, NotRunnable, Rig, Running};
+use super::{ArmInfo, CdcArm, EventFormat, Format, Job, Knobs, NotRunnable, Rig, Running};
 use crate::arms::ArmContext;
 use crate::arms::spec::{ArmSpec, KnobStruct};
 use crate::kafka::config::DEFAULT_LISTENER;
@@ -61,7 +62,13 @@ impl CdcArm for Debezium {
 
     fn check(&self, knobs: &Knobs) -> Result<(), NotRunnable> {
         match (self.sink, knobs.rig) {
-            (false, Rig::SnapshotKafka | Rig::CdcKafka) | (true, Rig::KafkaToMysql) => Ok(()),
+            (true, Rig::KafkaToMysql) => match knobs.format {
+                Format::Seed | Format::ConnectEnvelope => Ok(()),
+                _ => Err(NotRunnable(
+                    "the JDBC sink reads the Connect envelope topic (format = seed or connect_envelope)".into(),
+                )),
+            },
+            (false, Rig::SnapshotKafka | Rig::CdcKafka) => Ok(()),
             (false, Rig::SnapshotDrop) => Err(NotRunnable(
                 "a Debezium source connector writes to Kafka and has no drop output; the seed ran this rig with \
                  Redpanda Connect only"
@@ -76,7 +83,7 @@ impl CdcArm for Debezium {
         }
     }
 
-    fn event_format(&self) -> EventFormat {
+    fn event_format(&self, _: &Knobs) -> EventFormat {
         EventFormat::ConnectEnvelope
     }
 
@@ -98,7 +105,7 @@ impl CdcArm for Debezium {
         let mysql = super::db::mysql_env(&job.env)?;
         let password = read_secret(&mysql.password_file)?;
         // A connector name of its own per run: the sink's consumer group starts from the beginning.
-        let name = format!("{}-{}", job.topic_prefix, std::process::id());
+        let name = format!("{}-{}", job.topic_prefix, super::run_tag(job));
         let rest_port = worker::free_port()?;
         let admin = crate::kafka::config::client_config(&job.env, DEFAULT_LISTENER)?;
         let side_topics = if self.sink { vec![] } else { props::side_topics(job) };
@@ -145,8 +152,13 @@ impl CdcArm for Debezium {
                 },
             ),
         ]);
-        let info = ArmInfo { versions, config, details, note: None };
-        Ok(Box::new(RunningPipeline::new(worker, info).after_stop(move || delete_topics(&admin, &side_topics))))
+        let info = ArmInfo { versions, config, details, note: None, applied: Default::default() };
+        let running =
+            Box::new(RunningPipeline::new(worker, info).after_stop(move || delete_topics(&admin, &side_topics)));
+        if self.sink {
+            return Ok(Box::new(sink::SinkRunning::new(running, job.work_dir.join(worker::LOG_FILE), &job.knobs)));
+        }
+        Ok(running)
     }
 }
 

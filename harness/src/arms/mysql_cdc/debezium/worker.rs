@@ -32,6 +32,8 @@ Configuration:
       AppenderRef:
         - ref: STDOUT
 ";
+/// The worker's log, in the run's private directory.
+pub const LOG_FILE: &str = "connect.log";
 /// How often `check` asks the REST API for the connector's state.
 const STATUS_EVERY: Duration = Duration::from_millis(1000);
 
@@ -76,7 +78,7 @@ impl Worker {
             plugin.coordinate,
             plugin.lock
         );
-        let process = PipelineProcess::spawn(cmd, dir.join("connect.log"), "the Kafka Connect worker")?;
+        let process = PipelineProcess::spawn(cmd, dir.join(LOG_FILE), "the Kafka Connect worker")?;
         Ok(Worker { process, rest_port, connector: connector.to_owned(), last_status: Instant::now(), command })
     }
 
@@ -116,6 +118,35 @@ impl Pipeline for Worker {
     fn pid(&self) -> u32 {
         self.process.pid()
     }
+}
+
+/// Every `<kind> values:` block in a Kafka client's log (`kind`: ConsumerConfig, ProducerConfig, ...), one
+/// per client created, as `key -> value`. A block is the `\tkey = value` lines after its header; the last
+/// one ends with the logger's name in brackets, which is not part of the value.
+pub fn logged_client_configs(log: &str, kind: &str) -> Vec<std::collections::BTreeMap<String, String>> {
+    let header = format!("{kind} values:");
+    let mut blocks = Vec::new();
+    let mut lines = log.lines().peekable();
+    while let Some(line) = lines.next() {
+        if !line.trim_end().ends_with(&header) {
+            continue;
+        }
+        let mut block = std::collections::BTreeMap::new();
+        while let Some(entry) = lines.next_if(|l| l.starts_with('\t')) {
+            let entry = entry.trim_start_matches('\t');
+            let entry = match entry.rfind(" (org.apache.kafka.") {
+                Some(at) if entry.ends_with(')') => &entry[..at],
+                _ => entry,
+            };
+            if let Some((k, v)) = entry.split_once(" = ") {
+                block.insert(k.trim().to_owned(), v.trim().to_owned());
+            } else if let Some(k) = entry.strip_suffix(" =") {
+                block.insert(k.trim().to_owned(), String::new());
+            }
+        }
+        blocks.push(block);
+    }
+    blocks
 }
 
 /// A plain HTTP GET on loopback (the worker's REST API), returning the body.

@@ -23,6 +23,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow};
 use mysql_async::Conn;
+use streamlab_record::applied::Applied;
 use tokio::sync::{mpsc, watch};
 
 use super::ids::IdSet;
@@ -54,12 +55,15 @@ impl CdcArm for RustArm {
         "rust"
     }
 
-    fn check(&self, _: &Knobs) -> Result<(), NotRunnable> {
+    fn check(&self, knobs: &Knobs) -> Result<(), NotRunnable> {
+        if knobs.rig == Rig::KafkaToMysql {
+            writer::check(knobs)?;
+        }
         Ok(())
     }
 
-    fn event_format(&self) -> EventFormat {
-        EventFormat::Bare
+    fn event_format(&self, knobs: &Knobs) -> EventFormat {
+        writer::event_format(knobs)
     }
 
     fn start(&self, job: &Job) -> Result<Box<dyn Running>> {
@@ -84,6 +88,7 @@ pub struct Shared {
     error: Mutex<Option<String>>,
     count: Mutex<SelfCount>,
     details: Mutex<BTreeMap<String, String>>,
+    applied: Mutex<Applied>,
 }
 
 impl Shared {
@@ -93,11 +98,17 @@ impl Shared {
             error: Mutex::new(None),
             count: Mutex::new(SelfCount { ids: IdSet::new(rows), ..Default::default() }),
             details: Mutex::new(BTreeMap::new()),
+            applied: Mutex::new(Applied::new()),
         }
     }
 
     pub fn detail(&self, key: &str, value: String) {
         lock(&self.details).insert(key.to_owned(), value);
+    }
+
+    /// Settings the pipeline read back from its clients, for the record's `applied`.
+    pub fn set_applied(&self, applied: Applied) {
+        lock(&self.applied).extend(applied);
     }
 
     pub fn stopping(&self) -> bool {
@@ -150,7 +161,9 @@ impl Running for RustRunning {
         }
         self.check()?;
         let details = std::mem::take(&mut *lock(&self.shared.details));
-        Ok(info(self.rig, &self.knobs, details))
+        let mut info = info(self.rig, &self.knobs, details);
+        info.applied.extend(std::mem::take(&mut *lock(&self.shared.applied)));
+        Ok(info)
     }
 }
 
@@ -204,6 +217,9 @@ fn snapshot_rig(job: &Job, shared: &Arc<Shared>, rt: &tokio::runtime::Runtime) -
                 count.rows += 1;
                 count.bytes += buf.len() as u64;
                 count.ids.insert(id);
+                if super::content::is_sampled(id, job.knobs.rows) {
+                    count.sample.insert(id, buf.clone());
+                }
                 if let Some(s) = sink.as_mut() {
                     s.send(id, &buf)?;
                 }
@@ -253,12 +269,7 @@ fn info(rig: Rig, knobs: &Knobs, mut details: BTreeMap<String, String>) -> ArmIn
              key = id",
             producer(true)
         ),
-        Rig::KafkaToMysql => format!(
-            "consumer: all partitions assigned from offset 0, fetch.max.bytes=52428800 \
-             max.partition.fetch.bytes=4194304; writer: multi-row INSERT of {batch} rows, {} connections, \
-             autocommit",
-            knobs.tasks.max(1)
-        ),
+        Rig::KafkaToMysql => writer::describe(knobs),
     };
     details.insert(
         "server flavours".into(),
@@ -275,7 +286,7 @@ fn info(rig: Rig, knobs: &Knobs, mut details: BTreeMap<String, String>) -> ArmIn
          NULL as null; only inserts are produced in cdc_kafka"
             .into(),
     );
-    ArmInfo { versions, config, details, note: None }
+    ArmInfo { versions, config, details, note: None, applied: Applied::new() }
 }
 
 #[cfg(test)]
