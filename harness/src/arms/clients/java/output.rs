@@ -3,7 +3,10 @@
 //! ProducerPerformance: optional `Reading payloads from:` / `Number of messages read: N` lines, a window line
 //! every 5 s, then the total line (the only one with "50th"), then with `--print-metrics` a table of
 //! `group:name:{tags} : value` rows. ConsumerPerformance: a header line, maybe a `WARNING: Exiting before
-//! consuming the expected number of messages` line, then one CSV line of 10 fields.
+//! consuming the expected number of messages` line, then one CSV line of 10 fields. On stderr, the client's
+//! `ProducerConfig values:` / `ConsumerConfig values:` block: what it ran with.
+
+use std::collections::BTreeMap;
 
 use anyhow::{Context, Result, bail};
 
@@ -133,6 +136,74 @@ fn parse_consumer_line(line: &str) -> Result<ConsumerTotal> {
         fetch_records_per_s: number(fetch_rate)?,
         warning: None,
     })
+}
+
+/// The `<kind> values:` block (`ProducerConfig`, `ConsumerConfig`) the client logs when it is created
+/// (AbstractConfig, at INFO, to stderr by the tools' log configuration): every setting as the client holds it,
+/// one `\tname = value` line each. None when the block is not there.
+pub fn config_values(stderr: &str, kind: &str) -> Option<BTreeMap<String, String>> {
+    let header = format!("{kind} values:");
+    let mut lines = stderr.lines().skip_while(|l| !l.contains(&header));
+    lines.next()?;
+    let values: BTreeMap<String, String> = lines
+        .map_while(|l| l.strip_prefix('\t'))
+        .filter_map(|l| l.split_once(" ="))
+        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+        .collect();
+    (!values.is_empty()).then_some(values)
+}
+
+/// Java's producer settings for the record, from its `ProducerConfig values:` block.
+pub fn producer_applied(values: &BTreeMap<String, String>) -> Result<Vec<(&'static str, String)>> {
+    let mut out = pick(
+        values,
+        &[
+            "acks",
+            "enable.idempotence",
+            "compression.type",
+            "linger.ms",
+            "batch.size",
+            "max.in.flight.requests.per.connection",
+        ],
+    )?;
+    out.extend(security(values)?);
+    let adaptive = values.get("partitioner.adaptive.partitioning.enable").map(String::as_str) == Some("true");
+    let partitioner = match values.get("partitioner.class").map(String::as_str) {
+        None | Some("null") | Some("") if adaptive => "Java built-in sticky, adaptive".to_owned(),
+        None | Some("null") | Some("") => "Java built-in sticky".to_owned(),
+        Some(class) => class.trim_start_matches("class ").to_owned(),
+    };
+    out.push(("partitioner.class", partitioner));
+    Ok(out)
+}
+
+/// Java's consumer settings for the record, from its `ConsumerConfig values:` block.
+pub fn consumer_applied(values: &BTreeMap<String, String>) -> Result<Vec<(&'static str, String)>> {
+    let mut out = pick(
+        values,
+        &["fetch.min.bytes", "fetch.max.wait.ms", "fetch.max.bytes", "max.partition.fetch.bytes", "max.poll.records"],
+    )?;
+    out.extend(security(values)?);
+    Ok(out)
+}
+
+fn pick(values: &BTreeMap<String, String>, names: &[&'static str]) -> Result<Vec<(&'static str, String)>> {
+    names
+        .iter()
+        .map(|n| {
+            let v = values.get(*n).with_context(|| format!("the client's configuration block has no {n}"))?;
+            Ok((*n, v.clone()))
+        })
+        .collect()
+}
+
+/// security.protocol, and sasl.mechanism where SASL is on (Java prints its GSSAPI default otherwise).
+fn security(values: &BTreeMap<String, String>) -> Result<Vec<(&'static str, String)>> {
+    let mut out = pick(values, &["security.protocol"])?;
+    if out[0].1.starts_with("SASL") {
+        out.extend(pick(values, &["sasl.mechanism"])?);
+    }
+    Ok(out)
 }
 
 fn number_before<T: std::str::FromStr>(field: &str, suffix: &str) -> Result<T> {
