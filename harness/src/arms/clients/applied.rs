@@ -23,6 +23,8 @@ pub const CLOCK_PER_ROUND_TRIP: &str = "per round trip";
 
 /// The partitioner partitionline runs for keyless records (DefaultPartitioner).
 pub const PARTITIONLINE_PARTITIONER: &str = "partitionline round-robin per record";
+/// `producer.partitioner.class` of the latency workload: every record names partition 0, no partitioner runs.
+pub const EXPLICIT_PARTITION: &str = "none: every record to partition 0";
 
 /// What was done, in words: the same for every client at the same point.
 pub fn workload(knobs: &Knobs) -> String {

@@ -501,6 +501,20 @@ mod tests {
     }
 
     #[test]
+    fn a_real_dump_of_an_idempotent_producer_reads_as_librdkafka_runs_it() {
+        let dump = include_str!("testdata/c_2_15_produce_idempotent_dump.stdout");
+        let conf = LibrdkafkaConf::parse_dump(dump, ["acks".to_owned(), "enable.idempotence".to_owned()]).unwrap();
+        let a = streamlab_record::applied::AppliedBuilder::new().producer(conf.producer()).build();
+        assert_eq!(a["producer.max.in.flight.requests.per.connection"], "5", "listed 1000000, capped at 5");
+        assert_eq!((a["producer.acks"].as_str(), a["producer.enable.idempotence"].as_str()), ("-1", "true"));
+        assert_eq!((a["producer.compression.type"].as_str(), a["producer.linger.ms"].as_str()), ("lz4", "5"));
+        assert_eq!(a["producer.batch.size"], "1000000");
+        assert_eq!(a["producer.partitioner.class"], "librdkafka consistent_random, sticky for 10 ms");
+        assert_eq!(a["producer.security.protocol"], "PLAINTEXT");
+        assert_eq!(conf.detail("batch.num.messages"), Some("32768"));
+    }
+
+    #[test]
     fn counts_beyond_the_tools_c_int_are_refused() {
         assert_eq!(as_tool_count(8_000_000).unwrap(), 8_000_000);
         assert!(as_tool_count(1 << 31).unwrap_err().to_string().contains("C int"));

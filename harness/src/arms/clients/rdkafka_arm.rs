@@ -258,6 +258,8 @@ fn latency(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> 
         ("enable.idempotence", knobs.idempotence.to_string()),
         ("linger.ms", "0".to_owned()),
         ("batch.num.messages", "1".to_owned()),
+        // partitionline's bench_latency value: room for one record and its framing (one record a batch anyway).
+        ("batch.size", knobs.payload_bytes.saturating_add(256).to_string()),
         ("max.in.flight", "1".to_owned()),
         ("socket.nagle.disable", "true".to_owned()),
     ];
@@ -266,6 +268,7 @@ fn latency(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> 
     }
     let applied = super::applied::base(knobs, 1, super::applied::CLOCK_PER_ROUND_TRIP)
         .producer(LibrdkafkaConf::of_client_config(&cfg)?.producer())
+        .set("producer.partitioner.class", super::applied::EXPLICIT_PARTITION)
         .build();
     let producer: BaseProducer<Counting> =
         cfg.create_with_context(Counting::default()).context("cannot create the producer")?;

@@ -319,6 +319,32 @@ mod tests {
     }
 
     #[test]
+    fn the_clients_configuration_block_gives_what_it_ran_with() {
+        let stderr = include_str!("../testdata/java-producer-plaintext.stderr");
+        let values = config_values(stderr, "ProducerConfig").unwrap();
+        assert_eq!(values["client.id"], "perf-producer-client");
+        assert_eq!(values["ssl.truststore.type"], "JKS", "the block is read to its last line");
+        let applied: BTreeMap<_, _> = producer_applied(&values).unwrap().into_iter().collect();
+        assert_eq!(applied["acks"], "1");
+        assert_eq!(applied["enable.idempotence"], "false");
+        assert_eq!(applied["batch.size"], "1000000");
+        assert_eq!(applied["max.in.flight.requests.per.connection"], "5");
+        assert_eq!(applied["partitioner.class"], "Java built-in sticky, adaptive");
+        assert_eq!(applied["security.protocol"], "PLAINTEXT");
+        assert!(!applied.contains_key("sasl.mechanism"), "GSSAPI is Java's default, not in use");
+        assert!(config_values(stderr, "ConsumerConfig").is_none());
+        let consumer = include_str!("../testdata/java-consumer-plaintext.stderr");
+        let values = config_values(consumer, "ConsumerConfig").unwrap();
+        let applied: BTreeMap<_, _> = consumer_applied(&values).unwrap().into_iter().collect();
+        assert_eq!(applied["max.poll.records"], "500");
+        assert_eq!(applied["max.partition.fetch.bytes"], "16777216", "--fetch-size");
+        assert_eq!((applied["fetch.max.wait.ms"].as_str(), applied["fetch.max.bytes"].as_str()), ("100", "16777216"));
+        let mut without = values.clone();
+        without.remove("fetch.min.bytes");
+        assert!(consumer_applied(&without).unwrap_err().to_string().contains("no fetch.min.bytes"));
+    }
+
+    #[test]
     fn consumer_output_without_its_csv_line_is_an_error() {
         let header_only: String = CONSUMER.lines().take(1).map(|l| format!("{l}\n")).collect();
         assert!(consumer_total(&header_only).unwrap_err().to_string().contains("no result line"));

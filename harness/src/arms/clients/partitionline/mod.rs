@@ -288,7 +288,7 @@ fn fetch(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
     let rt = runtime()?;
     let fetched = rt.block_on(fetch_async(cfg, topic, hw));
     stop(rt);
-    let (fetched, stalled) = fetched?;
+    let (fetched, stalled, first_round_records) = fetched?;
     let asymmetries = Asymmetries {
         connections: "1 per broker (plus the bootstrap connection, not counted)".into(),
         in_flight: "1 Fetch per broker at a time (one fetch() round)".into(),
@@ -310,17 +310,22 @@ fn fetch(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
     let note =
         stalled.then(|| format!("no progress for {}s; stopped at {}", STALL_TIMEOUT.as_secs(), fetched.consumed));
     let requests = fetched.fetch_request_us.len() as f64;
+    let first_round = first_round_records as f64;
     let applied = super::applied::base(knobs, 1, super::applied::CLOCK_FIRST_RECORD)
         .consumer(consumer_applied(&cfg_applied, &security))
         .build();
     let mut m = super::fetch_measurement(&fetched, hw, info(command, asymmetries, note, applied));
     // How many samples the fetch_request percentiles stand on (a 16 MiB fetch returns a lot per round).
     m.metrics.insert("fetch_requests".into(), streamlab_record::Metric::new(requests, "requests", false));
+    // Records the first round brought before the clock started (counted, not timed; as the C tool's first
+    // message set): with few rounds they weigh on the rate.
+    m.metrics.insert("first_round_records".into(), streamlab_record::Metric::new(first_round, "records", false));
     Ok(m)
 }
 
-/// Read every partition from offset 0 until `high_watermark` records have come back; `true` if it stalled.
-async fn fetch_async(cfg: ConsumerConfig, topic: &str, high_watermark: u64) -> Result<(Fetched, bool)> {
+/// Read every partition from offset 0 until `high_watermark` records have come back; `true` if it stalled, and
+/// how many records the first round brought.
+async fn fetch_async(cfg: ConsumerConfig, topic: &str, high_watermark: u64) -> Result<(Fetched, bool, u64)> {
     let mut consumer = Consumer::new(cfg).await.context("cannot create the consumer")?;
     consumer.assign_topic(topic, 0).await.with_context(|| format!("cannot assign {topic}"))?;
     let cpu_before = crate::cpu::process_cpu_seconds();
@@ -330,6 +335,7 @@ async fn fetch_async(cfg: ConsumerConfig, topic: &str, high_watermark: u64) -> R
     let mut stalled = false;
     // The clock starts when the first records arrive (see the record's `clock`).
     let mut first: Option<Instant> = None;
+    let mut first_round_records = 0;
     while consumed < high_watermark {
         let t = Instant::now();
         let records = consumer.fetch().await.with_context(|| format!("fetch failed after {consumed} records"))?;
@@ -341,7 +347,10 @@ async fn fetch_async(cfg: ConsumerConfig, topic: &str, high_watermark: u64) -> R
             }
             continue;
         }
-        first.get_or_insert_with(Instant::now);
+        if first.is_none() {
+            first = Some(Instant::now());
+            first_round_records = records.len() as u64;
+        }
         fetch_request_us.push(took.as_secs_f64() * 1e6);
         consumed += records.len() as u64;
         bytes += records.iter().map(|r| r.value.as_ref().map_or(0, |v| v.len() as u64)).sum::<u64>();
@@ -356,7 +365,7 @@ async fn fetch_async(cfg: ConsumerConfig, topic: &str, high_watermark: u64) -> R
         client_cpu_s: crate::cpu::process_cpu_seconds() - cpu_before,
         fetch_request_us,
     };
-    Ok((fetched, stalled))
+    Ok((fetched, stalled, first_round_records))
 }
 
 fn latency(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
@@ -366,6 +375,7 @@ fn latency(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> 
     let described = describe_producer(&cfg);
     let applied = super::applied::base(knobs, cfg.connections, super::applied::CLOCK_PER_ROUND_TRIP)
         .producer(producer_applied(&cfg, &security))
+        .set("producer.partitioner.class", super::applied::EXPLICIT_PARTITION)
         .build();
     let record = ProduceRecord::to(topic).partition(0).value(super::payload(knobs.payload_bytes));
     let rt = runtime()?;

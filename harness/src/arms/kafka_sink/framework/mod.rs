@@ -94,8 +94,9 @@ mod tests {
         let _ = tracing_subscriber::fmt().with_writer(std::io::stderr).try_init();
         let mut knobs = config::tests::seed_knobs_json();
         knobs.insert("warmup_s".into(), 1.0.into());
-        knobs.insert("window_s".into(), 3.0.into());
-        knobs.insert("batch_max_rows".into(), 100_000.into());
+        // Batches of at most 50k records, sealed after 200 ms: dozens of acknowledgements in the window.
+        knobs.insert("window_s".into(), 4.0.into());
+        knobs.insert("batch_max_rows".into(), 50_000.into());
         knobs.insert("batch_linger_ms".into(), 200.into());
         let m = run(&ArmContext { env: crate::test_env(), knobs }).expect("the framework arm runs");
         let rate = m.metrics["records_per_s"].value;
