@@ -3,9 +3,11 @@
 
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result};
 use rdkafka::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::KafkaError;
+use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{Offset, TopicPartitionList};
 
 /// One sample may take this long before the arm fails.
@@ -52,30 +54,61 @@ impl WatermarkSampler {
         Ok(sampler)
     }
 
+    /// One sample, asked again while the broker answers with a transient error (a partition whose leader is
+    /// still being elected, just after the topic was made); the round trip counts from the first asking.
     pub fn sample(&self) -> Result<WatermarkSample> {
         let sent = Instant::now();
-        let answer = self
-            .consumer
-            .offsets_for_times(self.partitions.clone(), SAMPLE_TIMEOUT)
-            .with_context(|| format!("ListOffsets (latest) for {} failed", self.topic))?;
-        let took = sent.elapsed();
-        ensure!(
-            answer.count() == self.partitions.count(),
-            "ListOffsets answered for {} of {} partitions of {}",
-            answer.count(),
-            self.partitions.count(),
-            self.topic
-        );
-        let mut sum = 0u64;
-        for e in answer.elements() {
-            e.error().with_context(|| format!("high watermark of {}/{}", self.topic, e.partition()))?;
-            match e.offset() {
-                Offset::Offset(n) if n >= 0 => sum += n as u64,
-                other => bail!("high watermark of {}/{}: {other:?}", self.topic, e.partition()),
+        loop {
+            match self.ask(SAMPLE_TIMEOUT.saturating_sub(sent.elapsed())) {
+                Ok(sum) => return Ok(WatermarkSample { sum, sent, took: sent.elapsed() }),
+                Err(e) if is_transient(&e) && sent.elapsed() + RETRY_BACKOFF < SAMPLE_TIMEOUT => {
+                    std::thread::sleep(RETRY_BACKOFF);
+                }
+                Err(e) => {
+                    return Err(anyhow::Error::new(e))
+                        .with_context(|| format!("ListOffsets (latest) for {} failed", self.topic));
+                }
             }
         }
-        Ok(WatermarkSample { sum, sent, took })
     }
+
+    /// One ListOffsets request: the sum of the partitions' latest offsets.
+    fn ask(&self, timeout: Duration) -> std::result::Result<u64, KafkaError> {
+        let answer = self.consumer.offsets_for_times(self.partitions.clone(), timeout)?;
+        if answer.count() != self.partitions.count() {
+            return Err(KafkaError::MetadataFetch(RDKafkaErrorCode::UnknownTopicOrPartition));
+        }
+        let mut sum = 0u64;
+        for e in answer.elements() {
+            e.error()?;
+            match e.offset() {
+                Offset::Offset(n) if n >= 0 => sum += n as u64,
+                // Not resolved to an offset: the broker has none for it yet.
+                _ => return Err(KafkaError::MetadataFetch(RDKafkaErrorCode::OffsetNotAvailable)),
+            }
+        }
+        Ok(sum)
+    }
+}
+
+/// How long to wait before asking again after a transient error.
+const RETRY_BACKOFF: Duration = Duration::from_millis(50);
+
+/// Errors a partition answers with while its leadership settles; anything else fails the sample at once.
+fn is_transient(e: &KafkaError) -> bool {
+    use RDKafkaErrorCode::*;
+    matches!(
+        e.rdkafka_error_code(),
+        Some(
+            NotLeaderForPartition
+                | LeaderNotAvailable
+                | UnknownTopicOrPartition
+                | OffsetNotAvailable
+                | UnknownLeaderEpoch
+                | FencedLeaderEpoch
+                | RequestTimedOut
+        )
+    )
 }
 
 /// The broker's count over a window: the high watermarks at its start and at its end.
@@ -127,6 +160,13 @@ mod tests {
         assert!((w.records_per_s().unwrap() - 2_500_000.0 / 10.001).abs() < 1e-6);
         // (2 + 4) / 2 ms of 10.001 s.
         assert!((w.timing_error() - 0.003 / 10.001).abs() < 1e-12, "{}", w.timing_error());
+    }
+
+    #[test]
+    fn only_leadership_settling_is_asked_again() {
+        assert!(is_transient(&KafkaError::MetadataFetch(RDKafkaErrorCode::NotLeaderForPartition)));
+        assert!(is_transient(&KafkaError::OffsetFetch(RDKafkaErrorCode::LeaderNotAvailable)));
+        assert!(!is_transient(&KafkaError::MetadataFetch(RDKafkaErrorCode::TopicAuthorizationFailed)));
     }
 
     #[test]
