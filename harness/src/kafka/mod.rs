@@ -1,5 +1,8 @@
-//! Kafka plumbing shared by every arm: client configuration from the env descriptor, topics, watermarks.
+//! Kafka plumbing shared by every arm: client configuration from the env descriptor, topics, watermarks,
+//! and the librdkafka settings a client actually ran with.
 
 pub mod admin;
 pub mod config;
+pub mod effective;
 pub mod stats;
+pub mod watermarks;

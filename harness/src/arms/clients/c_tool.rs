@@ -6,7 +6,9 @@
 //! Produce runs the seed's command shape (`-P -t -s -c -b -a -q`) with every knob as `-X`, the same
 //! properties the rust-rdkafka arm sets, and the listener's security settings in a 0600 file (`-X file=`) so
 //! no secret is on the command line. Fetch reads the preloaded topic from offset 0 on every partition. The
-//! tool has no sequential produce -> ack mode, so latency is not runnable.
+//! tool has no sequential produce -> ack mode, so latency is not runnable. Before each run the same
+//! invocation with `-X dump` added prints the configuration the tool will run with: the record's `applied`
+//! settings come from it.
 
 mod child;
 mod summary;
@@ -22,6 +24,7 @@ use super::{Asymmetries, CTool, ClientInfo, Fetched, Knobs, NotRunnable, Produce
 use crate::arms::ArmContext;
 use crate::arms::spec::{ArmSpec, KnobStruct};
 use crate::kafka::config::client_config;
+use crate::kafka::effective::LibrdkafkaConf;
 use crate::private_files::write_private;
 
 pub const ARM_2_12: ArmSpec = ArmSpec {
@@ -59,6 +62,7 @@ fn run(ctx: &ArmContext, arm: &str, library: &str) -> Result<Measurement> {
     if knobs.workload == Workload::Latency {
         return Err(NotRunnable(LATENCY_NOT_RUNNABLE.into()).into());
     }
+    super::one_connection_per_broker(&knobs, "rdkafka_performance (librdkafka)")?;
     let tools = Tools::load().map_err(anyhow::Error::msg)?;
     let tool = tools.c_tool(library).map_err(anyhow::Error::msg)?;
     check_reported_version(tool)?;
@@ -162,6 +166,30 @@ fn quote(word: &str) -> String {
     }
 }
 
+/// How long the `-X dump` invocation may take (it prints the configuration and exits before connecting).
+const DUMP_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The configuration the tool runs with for `args`: the same invocation with `-X dump` added, which makes the
+/// tool print its configuration (every property, as set once all flags are read) and exit before it creates
+/// a client. The listing holds the listener's password: only the properties read are kept, and it never
+/// reaches an error message.
+fn effective(tool: &Path, args: &[String], shown: &str) -> Result<LibrdkafkaConf> {
+    let mut dump_args = args.to_vec();
+    dump_args.extend(["-X".to_owned(), "dump".to_owned()]);
+    let run = child::run(tool, &dump_args, DUMP_TIMEOUT)?;
+    ensure!(run.status.success(), "{shown} -X dump failed ({}); stderr: {}", run.status, run.stderr.trim());
+    // Every property the arguments set: -X key=value, and -a (acks).
+    let explicit = args
+        .windows(2)
+        .filter_map(|w| match w[0].as_str() {
+            "-X" => w[1].split_once('=').map(|(k, _)| k.to_owned()),
+            "-a" => Some("acks".to_owned()),
+            _ => None,
+        })
+        .collect::<Vec<_>>();
+    LibrdkafkaConf::parse_dump(&run.stdout, explicit).with_context(|| format!("{shown} -X dump"))
+}
+
 /// `-X key=value` for each property.
 fn x_args(props: &[(&str, String)]) -> Vec<String> {
     props.iter().flat_map(|(k, v)| ["-X".to_owned(), format!("{k}={v}")]).collect()
@@ -230,6 +258,7 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str, tool: &CTool) -> Result
     let security = SecurityFile::write(ctx, &knobs.listener)?;
     let bootstrap = bootstrap(ctx, knobs)?;
     let call = Invocation::new(&tool.path, produce_args(knobs, topic, &bootstrap, &security.path), &security);
+    let conf = effective(&tool.path, &call.args, &call.shown)?;
     let run = child::run(&tool.path, &call.args, TOOL_TIMEOUT)?;
     drop(security);
     let s = summary::producer(&run.stdout)
@@ -263,6 +292,7 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str, tool: &CTool) -> Result
         command: call.shown,
         asymmetries: produce_asymmetries(knobs),
         note: Some(note.join("; ")),
+        applied: super::applied::base(knobs, 1, super::applied::CLOCK_BEFORE_CONNECT).producer(conf.producer()).build(),
     };
     Ok(super::produce_measurement(knobs, &produced, hw, info))
 }
@@ -291,6 +321,7 @@ fn fetch(ctx: &ArmContext, knobs: &Knobs, topic: &str, tool: &CTool) -> Result<M
     let security = SecurityFile::write(ctx, &knobs.listener)?;
     let bootstrap = bootstrap(ctx, knobs)?;
     let call = Invocation::new(&tool.path, fetch_args(knobs, topic, &bootstrap, &security.path, hw), &security);
+    let conf = effective(&tool.path, &call.args, &call.shown)?;
     let run = child::run(&tool.path, &call.args, TOOL_TIMEOUT)?;
     drop(security);
     ensure!(run.status.success(), "{} failed ({})\n{}", call.shown, run.status, run.tail());
@@ -322,7 +353,13 @@ fn fetch(ctx: &ArmContext, knobs: &Knobs, topic: &str, tool: &CTool) -> Result<M
             .into(),
         payload: "preloaded by rust-rdkafka: 'x' repeated".into(),
     };
-    let info = ClientInfo { versions: versions(tool), command: call.shown, asymmetries, note: Some(note.join("; ")) };
+    let info = ClientInfo {
+        versions: versions(tool),
+        command: call.shown,
+        asymmetries,
+        note: Some(note.join("; ")),
+        applied: super::applied::base(knobs, 1, super::applied::CLOCK_FIRST_RECORD).consumer(conf.consumer()).build(),
+    };
     Ok(super::fetch_measurement(&fetched, hw, info))
 }
 
@@ -436,6 +473,48 @@ mod tests {
     }
 
     #[test]
+    fn the_applied_settings_come_from_the_same_invocation_with_dump_added() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let tool = dir.path().join("rdkafka_performance");
+        // Prints a listing only when called with the produce arguments and `-X dump` last; fails otherwise.
+        let script = "#!/bin/sh\n[ \"$1\" = -P ] || exit 9\nfor a in \"$@\"; do p2=\"$p1\"; p1=\"$a\"; done\n\
+                      [ \"$p2 $p1\" = \"-X dump\" ] || exit 8\n\
+                      printf '# Global config\\nsecurity.protocol = sasl_plaintext\\nsasl.mechanisms = SCRAM-SHA-512\\n\
+                      sasl.password = hunter2\\nenable.idempotence = false\\nqueue.buffering.max.ms = 5\\n\
+                      batch.size = 1000000\\ncompression.codec = lz4\\nmax.in.flight.requests.per.connection = 1000000\\n\
+                      \\n# Topic config\\nrequest.required.acks = 1\\npartitioner = consistent_random\\n'\n";
+        std::fs::write(&tool, script).unwrap();
+        std::fs::set_permissions(&tool, std::fs::Permissions::from_mode(0o700)).unwrap();
+        let k = typed(&knobs("produce", "scram512", 1000));
+        let args = produce_args(&k, "t", "127.0.0.1:9095", Path::new("/tmp/sec.properties"));
+        let conf = effective(&tool, &args, "rdkafka_performance ...").unwrap();
+        let applied = streamlab_record::applied::AppliedBuilder::new().producer(conf.producer()).build();
+        assert_eq!(applied["producer.acks"], "1");
+        assert_eq!(applied["producer.compression.type"], "lz4");
+        assert_eq!(applied["producer.sasl.mechanism"], "SCRAM-SHA-512");
+        assert_eq!(applied["producer.partitioner.class"], "librdkafka consistent_random, sticky for 10 ms");
+        assert!(!format!("{applied:?} {conf:?}").contains("hunter2"));
+        // A dump that fails says so without its output (which would hold the password).
+        let err = effective(&tool, &args[1..], "shown").unwrap_err().to_string();
+        assert!(err.contains("shown -X dump failed") && !err.contains("hunter2"), "{err}");
+    }
+
+    #[test]
+    fn a_real_dump_of_an_idempotent_producer_reads_as_librdkafka_runs_it() {
+        let dump = include_str!("testdata/c_2_15_produce_idempotent_dump.stdout");
+        let conf = LibrdkafkaConf::parse_dump(dump, ["acks".to_owned(), "enable.idempotence".to_owned()]).unwrap();
+        let a = streamlab_record::applied::AppliedBuilder::new().producer(conf.producer()).build();
+        assert_eq!(a["producer.max.in.flight.requests.per.connection"], "5", "listed 1000000, capped at 5");
+        assert_eq!((a["producer.acks"].as_str(), a["producer.enable.idempotence"].as_str()), ("-1", "true"));
+        assert_eq!((a["producer.compression.type"].as_str(), a["producer.linger.ms"].as_str()), ("lz4", "5"));
+        assert_eq!(a["producer.batch.size"], "1000000");
+        assert_eq!(a["producer.partitioner.class"], "librdkafka consistent_random, sticky for 10 ms");
+        assert_eq!(a["producer.security.protocol"], "PLAINTEXT");
+        assert_eq!(conf.detail("batch.num.messages"), Some("32768"));
+    }
+
+    #[test]
     fn counts_beyond_the_tools_c_int_are_refused() {
         assert_eq!(as_tool_count(8_000_000).unwrap(), 8_000_000);
         assert!(as_tool_count(1 << 31).unwrap_err().to_string().contains("C int"));
@@ -445,6 +524,10 @@ mod tests {
     fn run_arm(spec: &ArmSpec, workload: &str, listener: &str, count: u64) -> Measurement {
         let ctx = ArmContext { env: crate::test_env(), knobs: knobs(workload, listener, count) };
         (spec.run)(&ctx).unwrap_or_else(|e| panic!("{} {workload} on {listener}: {e:#}", spec.arm))
+    }
+
+    fn protocol(listener: &str) -> String {
+        crate::test_env().kafka.listeners[listener].security_protocol.to_ascii_uppercase()
     }
 
     fn password(listener: &str) -> Option<String> {
@@ -468,6 +551,13 @@ mod tests {
                 if let Some(pw) = password(listener) {
                     assert!(!command.contains(&pw) && command.contains("sasl.password=***"), "{what}: {command}");
                 }
+                assert_eq!(m.applied["producer.linger.ms"], "5", "{what}: the tool's own 1000 overridden");
+                assert_eq!(m.applied["producer.max.in.flight.requests.per.connection"], "1000000", "{what}");
+                assert_eq!(m.applied["producer.security.protocol"], protocol(listener), "{what}");
+                assert_eq!(m.applied["clock_start"], "before connect", "{what}");
+                if let Some(pw) = password(listener) {
+                    assert!(!format!("{:?}", m.applied).contains(&pw), "{what}: no password in applied");
+                }
                 let library = if spec.arm == "c_2_12" { "2.12.1" } else { "2.15.0" };
                 assert!(m.versions[&CTool::provenance_key(library)].starts_with(&format!("librdkafka {library} ")));
             }
@@ -484,6 +574,9 @@ mod tests {
             assert!(
                 m.details["command"].contains(" -C -t ") && m.details["command"].contains(" -o beginning -c 30000 ")
             );
+            assert_eq!(m.applied["consumer.fetch.max.wait.ms"], "100");
+            assert_eq!(m.applied["consumer.max.partition.fetch.bytes"], "16777216");
+            assert_eq!(m.applied["clock_start"], "first record received");
         }
     }
 }

@@ -3,6 +3,7 @@
 //! `kafka-run-class.sh` runs them. Settings go in a private properties file (`--producer.config`,
 //! `--consumer.config`), so the SASL password never appears on a command line. The numbers are the tools'
 //! own (their clocks, their counts); integrity comes from the broker's high watermarks as for every client.
+//! What the client ran with is its own `ProducerConfig values:` / `ConsumerConfig values:` log block.
 //! Latency is not runnable: neither tool measures a sequential produce -> ack round trip in microseconds.
 
 mod jvm;
@@ -16,7 +17,7 @@ use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::time::Duration;
 
-use anyhow::{Result, ensure};
+use anyhow::{Context, Result, ensure};
 use streamlab_record::Measurement;
 
 use self::jvm::{Jvm, ToolRun};
@@ -48,6 +49,7 @@ pub fn run(ctx: &ArmContext) -> Result<Measurement> {
     let knobs: Knobs = ctx.knobs()?;
     let workload: WorkloadFn = match knobs.workload {
         Workload::Produce => {
+            super::one_connection_per_broker(&knobs, "the Java producer")?;
             runnable_producer(&knobs)?;
             produce
         }
@@ -118,11 +120,16 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, tools: &JavaTools, topic: &str) -> R
         client_cpu_s: run.cpu_s,
     };
     let hw = super::topic_high_watermark(&ctx.env, topic)?;
+    let values = output::config_values(&run.stderr, "ProducerConfig")
+        .context("ProducerPerformance's log has no \"ProducerConfig values:\" block")?;
     let info = ClientInfo {
         versions: versions(tools),
         command,
         asymmetries: produce_asymmetries(knobs, &run.stdout),
         note: Some(produce_note(knobs, &total, &produced, &run)),
+        applied: super::applied::base(knobs, 1, super::applied::CLOCK_BEFORE_CONNECT)
+            .producer(output::producer_applied(&values)?)
+            .build(),
     };
     Ok(super::produce_measurement(knobs, &produced, hw, info))
 }
@@ -164,11 +171,16 @@ fn fetch(ctx: &ArmContext, knobs: &Knobs, tools: &JavaTools, topic: &str) -> Res
         client_cpu_s: run.cpu_s,
         fetch_request_us: Vec::new(),
     };
+    let values = output::config_values(&run.stderr, "ConsumerConfig")
+        .context("ConsumerPerformance's log has no \"ConsumerConfig values:\" block")?;
     let info = ClientInfo {
         versions: versions(tools),
         command,
         asymmetries: fetch_asymmetries(),
         note: Some(fetch_note(knobs, &total, &run)),
+        applied: super::applied::base(knobs, 1, super::applied::CLOCK_AFTER_GROUP_JOIN)
+            .consumer(output::consumer_applied(&values)?)
+            .build(),
     };
     Ok(super::fetch_measurement(&fetched, hw, info))
 }
@@ -215,8 +227,9 @@ fn produce_asymmetries(knobs: &Knobs, stdout: &str) -> Asymmetries {
              before it moves on; adaptive partitioning on (its default)",
             batch_size(knobs)
         ),
-        clock: "ProducerPerformance's own, System.currentTimeMillis (ms): from after KafkaProducer is constructed \
-                (the first send's metadata fetch and the connects are inside) to the end of flush() \
+        clock: "ProducerPerformance's own, System.currentTimeMillis (ms): from after KafkaProducer is constructed, \
+                before it has connected (its sender thread connects, fetches metadata and, idempotent, gets its \
+                producer id inside the window, as for the C tool) to the end of flush() \
                 (--print-metrics, so close() is outside); elapsed = records sent / its records/sec (printed with \
                 one decimal); JVM start-up outside"
             .into(),
@@ -399,6 +412,9 @@ mod tests {
             assert!(m.details["command"].contains(&format!("security.protocol={protocol}")), "{listener}");
             assert!(!m.details["command"].contains(&scram_password()), "{listener}: the password is masked");
             assert!(m.note.as_deref().unwrap().contains("batch_messages=32768 not applied"), "{:?}", m.note);
+            assert_eq!(m.applied["producer.security.protocol"], *protocol, "{listener}");
+            assert_eq!(m.applied["producer.max.in.flight.requests.per.connection"], "5", "{listener}");
+            assert_eq!(m.applied["producer.batch.size"], "1000000", "{listener}");
         }
     }
 
@@ -417,6 +433,12 @@ mod tests {
         let m = run(&context(k)).unwrap();
         assert_eq!(m.integrity.status, IntegrityStatus::Verified, "{:?}", m.note);
         assert!(m.details["command"].contains("acks=-1 enable.idempotence=true"), "{}", m.details["command"]);
+        assert_eq!(
+            (m.applied["producer.acks"].as_str(), m.applied["producer.enable.idempotence"].as_str()),
+            ("-1", "true")
+        );
+        assert_eq!(m.applied["producer.compression.type"], "lz4");
+        assert_eq!(m.applied["producer.batch.size"], "16384", "Java's default, read back");
         let note = m.note.unwrap();
         assert!(note.contains("compression-rate-avg 0.") && note.contains("16384"), "lz4 compressed 'x': {note}");
     }
@@ -430,6 +452,9 @@ mod tests {
             assert_eq!(m.metrics["consumed"].value, 20000.0);
             assert!(m.metrics["mb_per_s"].value > 0.0, "{listener}");
             assert!(m.note.as_deref().unwrap().contains("rebalance.time.ms"), "{:?}", m.note);
+            assert_eq!(m.applied["consumer.max.poll.records"], "500", "{listener}");
+            assert_eq!(m.applied["consumer.max.partition.fetch.bytes"], "16777216", "{listener}: --fetch-size");
+            assert_eq!(m.applied["clock_start"], "after group join");
         }
     }
 

@@ -1,7 +1,8 @@
 //! The clients matrix (seeds 003 and 002): one adapter per Kafka client, every one reading the same knobs,
-//! talking to the same broker and checked the same way. What the knobs cannot make equal between clients
-//! (connections, requests in flight, partitioner, when the clock starts, payload bytes) each adapter writes
-//! into its record as [`Asymmetries`].
+//! talking to the same broker and checked the same way. Every record's `applied` map ([`applied`]) says the
+//! work and the settings the client ran it with, read back from the client where it can say; what the knobs
+//! cannot make equal between clients (requests in flight, partitioner) shows there with the value in force,
+//! and each adapter describes it in words in its record's details ([`Asymmetries`]).
 //!
 //! Workloads:
 //! - produce: `count` records of `payload_bytes` into a fresh topic of `partitions` partitions; the rate is
@@ -16,6 +17,7 @@
 //! An adapter that cannot run a point (a feature its client lacks) returns [`NotRunnable`]: the harness
 //! exits with [`NOT_RUNNABLE_EXIT`] and the runner records the point as not run, with the reason.
 
+pub mod applied;
 pub mod c_tool;
 pub mod java;
 pub mod partitionline;
@@ -29,6 +31,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use rdkafka::ClientConfig;
 use serde::Deserialize;
+use streamlab_record::applied::Applied;
 use streamlab_record::descriptor::{Listener, read_secret};
 use streamlab_record::{EnvDescriptor, Integrity, Measurement, Metric};
 
@@ -99,6 +102,10 @@ pub struct Knobs {
     pub latency_samples: u64,
     /// The broker version the runner started for this point (recorded; the runner applies it).
     pub kafka_version: String,
+    /// Produce connections per broker; 0 = the client's own (partitionline: 8; librdkafka and Java open 1 and
+    /// have no setting for more).
+    #[serde(default)]
+    pub connections: u64,
 }
 
 /// The knob list every client arm declares (held to [`Knobs`] by the registry test).
@@ -121,7 +128,22 @@ pub const KNOBS: &[KnobSpec] = &[
     KnobSpec::required("latency_warmup", KnobType::Integer),
     KnobSpec::required("latency_samples", KnobType::Integer),
     KnobSpec::required("kafka_version", KnobType::String),
+    KnobSpec::optional("connections", KnobType::Integer),
 ];
+
+/// librdkafka and the Java client open one produce connection per broker and have no setting for more: a
+/// point asking for another count is not runnable for them.
+pub fn one_connection_per_broker(knobs: &Knobs, client: &str) -> Result<()> {
+    if knobs.connections > 1 {
+        return Err(NotRunnable(format!(
+            "{client} opens one connection per broker and has no setting for more; connections={} is \
+             partitionline's knob",
+            knobs.connections
+        ))
+        .into());
+    }
+    Ok(())
+}
 
 /// What the knobs cannot make equal between clients; every record carries its own.
 #[derive(Debug, Clone, Default)]
@@ -182,6 +204,8 @@ pub struct ClientInfo {
     pub command: String,
     pub asymmetries: Asymmetries,
     pub note: Option<String>,
+    /// The work and the settings the client ran it with (see [`applied`]).
+    pub applied: Applied,
 }
 
 fn metric(value: f64, unit: &str, higher_is_better: bool) -> Metric {
@@ -313,7 +337,7 @@ fn finish(kind: &str, metrics: BTreeMap<String, Metric>, integrity: Integrity, i
         note: info.note,
         details,
         versions: info.versions,
-        applied: Default::default(),
+        applied: info.applied,
     }
 }
 

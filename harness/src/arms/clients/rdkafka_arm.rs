@@ -14,11 +14,13 @@ use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, Prod
 use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{ClientContext, Offset, TopicPartitionList};
 use streamlab_record::Measurement;
+use streamlab_record::applied::Applied;
 
 use super::{Asymmetries, ClientInfo, Fetched, Knobs, Produced, Workload};
 use crate::arms::ArmContext;
 use crate::arms::spec::{ArmSpec, KnobStruct};
 use crate::kafka::config::client_config;
+use crate::kafka::effective::LibrdkafkaConf;
 
 pub const ARM: ArmSpec =
     ArmSpec { bench: "clients", arm: "rdkafka", knobs: super::KNOBS, run, knob_struct: KnobStruct::of::<Knobs>() };
@@ -28,6 +30,7 @@ const STALL_TIMEOUT: Duration = Duration::from_secs(60);
 
 pub fn run(ctx: &ArmContext) -> Result<Measurement> {
     let knobs: Knobs = ctx.knobs()?;
+    super::one_connection_per_broker(&knobs, "librdkafka (rust-rdkafka)")?;
     let topic = super::fresh_run_topic(&ctx.env, &knobs, "rdkafka")?;
     let measurement = match knobs.workload {
         Workload::Produce => produce(ctx, &knobs, &topic),
@@ -101,7 +104,7 @@ fn describe(props: &[(&str, String)]) -> String {
     props.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
 }
 
-fn info(command: String, asymmetries: Asymmetries) -> ClientInfo {
+fn info(command: String, asymmetries: Asymmetries, applied: Applied) -> ClientInfo {
     let (_, librdkafka) = rdkafka::util::get_rdkafka_version();
     ClientInfo {
         versions: crate::versions::client_versions()
@@ -111,6 +114,7 @@ fn info(command: String, asymmetries: Asymmetries) -> ClientInfo {
         command,
         asymmetries,
         note: None,
+        applied,
     }
 }
 
@@ -119,7 +123,7 @@ fn produce_asymmetries(knobs: &Knobs) -> Asymmetries {
         connections: "1 per broker".into(),
         in_flight: if knobs.idempotence { "5 per connection (idempotence caps it)".into() } else { "1000000 per connection (librdkafka default)".into() },
         partitioner: "consistent_random: keyless records stick to a partition for 2 x linger.ms".into(),
-        clock: "from before the first produce() (after the client is created, before it has connected) to the last delivery report".into(),
+        clock: "from before the first produce() (after the client is created, before it has connected: bootstrap connect, metadata and the leader connection are inside, as for the C tool) to the last delivery report".into(),
         payload: "'x' repeated".into(),
     }
 }
@@ -130,6 +134,9 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> 
     for (k, v) in &props {
         cfg.set(*k, v);
     }
+    let applied = super::applied::base(knobs, 1, super::applied::CLOCK_BEFORE_CONNECT)
+        .producer(LibrdkafkaConf::of_client_config(&cfg)?.producer())
+        .build();
     let producer: BaseProducer<Counting> =
         cfg.create_with_context(Counting::default()).context("cannot create the producer")?;
     let payload = super::payload(knobs.payload_bytes);
@@ -171,6 +178,7 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> 
     let mut info = info(
         format!("rust-rdkafka BaseProducer on {}: {}", knobs.listener, describe(&props)),
         produce_asymmetries(knobs),
+        applied,
     );
     if let Some(e) = ctx_first_error(&produced, &info) {
         info.note = Some(e);
@@ -190,6 +198,9 @@ fn fetch(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
         cfg.set(*k, v);
     }
     cfg.set("group.id", format!("streamlab-fetch-{topic}")).set("enable.auto.commit", "false");
+    let applied = super::applied::base(knobs, 1, super::applied::CLOCK_FIRST_RECORD)
+        .consumer(LibrdkafkaConf::of_client_config(&cfg)?.consumer())
+        .build();
     let consumer: BaseConsumer = cfg.create().context("cannot create the consumer")?;
     let mut tpl = TopicPartitionList::new();
     for p in 0..knobs.partitions {
@@ -235,6 +246,7 @@ fn fetch(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
             describe(&props)
         ),
         asymmetries,
+        applied,
     );
     Ok(super::fetch_measurement(&fetched, hw, info))
 }
@@ -246,12 +258,18 @@ fn latency(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> 
         ("enable.idempotence", knobs.idempotence.to_string()),
         ("linger.ms", "0".to_owned()),
         ("batch.num.messages", "1".to_owned()),
+        // partitionline's bench_latency value: room for one record and its framing (one record a batch anyway).
+        ("batch.size", knobs.payload_bytes.saturating_add(256).to_string()),
         ("max.in.flight", "1".to_owned()),
         ("socket.nagle.disable", "true".to_owned()),
     ];
     for (k, v) in &props {
         cfg.set(*k, v);
     }
+    let applied = super::applied::base(knobs, 1, super::applied::CLOCK_PER_ROUND_TRIP)
+        .producer(LibrdkafkaConf::of_client_config(&cfg)?.producer())
+        .set("producer.partitioner.class", super::applied::EXPLICIT_PARTITION)
+        .build();
     let producer: BaseProducer<Counting> =
         cfg.create_with_context(Counting::default()).context("cannot create the producer")?;
     let payload = super::payload(knobs.payload_bytes);
@@ -288,6 +306,7 @@ fn latency(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> 
     let info = info(
         format!("rust-rdkafka BaseProducer, sequential produce->ack on {}: {}", knobs.listener, describe(&props)),
         asymmetries,
+        applied,
     );
     Ok(super::latency_measurement(knobs, &samples, hw, info))
 }
@@ -319,4 +338,58 @@ pub fn fill(cfg: &ClientConfig, topic: &str, count: u64, payload_bytes: usize) -
     let (acked, failed) = (c.acked.load(Ordering::Relaxed), c.failed.load(Ordering::Relaxed));
     anyhow::ensure!(acked == count && failed == 0, "preload acknowledged {acked} of {count} ({failed} failed)");
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use streamlab_record::applied::AppliedBuilder;
+
+    use super::*;
+
+    fn knobs(overrides: serde_json::Value) -> Knobs {
+        let mut v = serde_json::json!({
+            "workload": "produce", "listener": "plaintext", "compression": "none", "acks": 1, "idempotence": false,
+            "count": 10000, "payload_bytes": 8000, "partitions": 6, "linger_ms": 5, "batch_messages": 0,
+            "batch_bytes": 16384, "queue_messages": 0, "fetch_max_wait_ms": 100, "fetch_min_bytes": 1,
+            "fetch_max_bytes": 16777216, "latency_warmup": 10, "latency_samples": 100, "kafka_version": "4.1.0"
+        });
+        for (k, val) in overrides.as_object().unwrap() {
+            v[k] = val.clone();
+        }
+        serde_json::from_value(v).unwrap()
+    }
+
+    fn applied_for(knobs: &Knobs) -> streamlab_record::applied::Applied {
+        let mut cfg = ClientConfig::new();
+        cfg.set("bootstrap.servers", "127.0.0.1:1").set("security.protocol", "plaintext");
+        for (k, v) in producer_properties(knobs) {
+            cfg.set(k, v);
+        }
+        AppliedBuilder::new().producer(LibrdkafkaConf::of_client_config(&cfg).unwrap().producer()).build()
+    }
+
+    #[test]
+    fn java_defaults_in_librdkafka_read_back_as_javas_names_and_values() {
+        // Seed 002's baseline: acks=all with idempotence, linger 5, batch.size 16384, no compression.
+        let a = applied_for(&knobs(serde_json::json!({"acks": -1, "idempotence": true})));
+        assert_eq!(a["producer.acks"], "-1");
+        assert_eq!(a["producer.enable.idempotence"], "true");
+        assert_eq!(a["producer.batch.size"], "16384");
+        assert_eq!(a["producer.linger.ms"], "5");
+        assert_eq!(a["producer.compression.type"], "none");
+        assert_eq!(a["producer.max.in.flight.requests.per.connection"], "5", "idempotence caps it");
+        let tuned = applied_for(&knobs(serde_json::json!({"compression": "lz4", "linger_ms": 100})));
+        assert_eq!(tuned["producer.max.in.flight.requests.per.connection"], "1000000");
+        assert_eq!(tuned["producer.compression.type"], "lz4");
+    }
+
+    #[test]
+    fn only_one_connection_per_broker_is_runnable() {
+        let err = super::super::one_connection_per_broker(&knobs(serde_json::json!({"connections": 8})), "librdkafka")
+            .unwrap_err();
+        assert!(err.downcast_ref::<super::super::NotRunnable>().is_some(), "{err}");
+        for n in [0, 1] {
+            super::super::one_connection_per_broker(&knobs(serde_json::json!({"connections": n})), "x").unwrap();
+        }
+    }
 }

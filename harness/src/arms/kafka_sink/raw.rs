@@ -1,9 +1,11 @@
 //! The raw arm: a bare rust-rdkafka ThreadedProducer fed by one thread, acks=all + idempotence,
-//! keyless fixed-size payloads, 1 ms sleep on queue full. Rate = successful delivery reports in the window.
+//! keyless fixed-size payloads, 1 ms sleep on queue full. Rate = the rise of the topic's high watermarks over
+//! the window (sampled by a client of its own); the delivery reports are the integrity check, and a window
+//! needs at least ten of them.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use anyhow::{Context, Result, bail};
@@ -20,6 +22,7 @@ use crate::arms::spec::{ArmSpec, KnobSpec, KnobStruct, KnobType};
 use crate::kafka::admin::{SHORT_RETENTION, fresh_topic, high_watermark_sum};
 use crate::kafka::config::{DEFAULT_LISTENER, client_config};
 use crate::kafka::stats::{LatencySampler, StatsWindow};
+use crate::kafka::watermarks::{WatermarkSample, WatermarkSampler, WatermarkWindow};
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -100,6 +103,7 @@ pub fn run(ctx: &ArmContext) -> Result<Measurement> {
     let base = client_config(&ctx.env, DEFAULT_LISTENER)?;
     let topic = super::topic_name("raw");
     fresh_topic(&base, &topic, knobs.partitions, SHORT_RETENTION)?;
+    let sampler = WatermarkSampler::new(&base, &topic, knobs.partitions)?;
 
     let context = Arc::new(Context_ {
         delivered: AtomicU64::new(0),
@@ -114,86 +118,41 @@ pub fn run(ctx: &ArmContext) -> Result<Measurement> {
         .set("linger.ms", knobs.linger_ms.to_string())
         .set("queue.buffering.max.messages", knobs.queue_buffering_max_messages.to_string())
         .set("statistics.interval.ms", "1000");
+    let applied = super::window::applied(knobs.payload_bytes, knobs.partitions, knobs.warmup_s, knobs.window_s, &cfg)?;
     let producer: ThreadedProducer<ArcContext> =
         cfg.create_with_context(ArcContext(context.clone())).context("cannot create the producer")?;
 
     let payload = vec![b'x'; knobs.payload_bytes];
-    let warmup = Duration::from_secs_f64(knobs.warmup_s);
-    let window = Duration::from_secs_f64(knobs.window_s);
     let produce_start = Instant::now();
-    // The warm-up starts at the first delivery report: until then the producer is starting (idempotence
-    // PID, metadata), not running, and a window measured from the first produce() could hold nothing.
-    let mut first_ack: Option<Instant> = None;
-    let mut window_start: Option<(Instant, u64, f64)> = None;
+    let done = AtomicBool::new(false);
     let mut queue_full_sleeps = 0u64;
-    loop {
-        if first_ack.is_none() && context.delivered.load(Ordering::Relaxed) > 0 {
-            first_ack = Some(Instant::now());
-        }
-        match first_ack {
-            None if produce_start.elapsed() > super::FIRST_ACK_TIMEOUT => bail!(
-                "no delivery report within {} s of the first produce ({} failed; first error: {}): the arm \
-                 never reached a steady state to measure",
-                super::FIRST_ACK_TIMEOUT.as_secs(),
-                context.failed.load(Ordering::Relaxed),
-                context.first_error.lock().expect("error lock").as_deref().unwrap_or("none")
-            ),
-            None => {}
-            Some(started) => {
-                let elapsed = started.elapsed();
-                if window_start.is_none() && elapsed >= warmup {
-                    context.stats.open();
-                    context.latency.open();
-                    window_start = Some((
-                        Instant::now(),
-                        context.delivered.load(Ordering::Relaxed),
-                        crate::cpu::process_cpu_seconds(),
-                    ));
-                }
-                if elapsed >= warmup + window {
-                    break;
-                }
-            }
-        }
-        match producer.send::<(), [u8]>(BaseRecord::to(&topic).payload(&payload)) {
-            Ok(()) => {}
-            Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
-                queue_full_sleeps += 1;
-                std::thread::sleep(Duration::from_millis(1));
-            }
-            Err((e, _)) => bail!("produce failed: {e}"),
-        }
-    }
-    let (w_start, d_start, cpu_start) = window_start.context("the window never opened")?;
-    let window_elapsed = w_start.elapsed().as_secs_f64();
-    let in_window = context.delivered.load(Ordering::Relaxed) - d_start;
-    let cpu_s = crate::cpu::process_cpu_seconds() - cpu_start;
-    context.stats.close();
-    context.latency.close();
+    // The feeder produces on this thread until the window's watcher says it is over; the watcher samples the
+    // watermarks from its own client, so neither the producer nor its feeder waits on a sample.
+    let (edges, fed) = std::thread::scope(|s| {
+        let watcher = s.spawn(|| watch_window(&context, &sampler, &knobs, produce_start, &done));
+        let fed = feed(&producer, &topic, &payload, &done, &mut queue_full_sleeps);
+        done.store(true, Ordering::Release);
+        (watcher.join().map_err(|_| anyhow::anyhow!("the window's watcher panicked")), fed)
+    });
+    fed?;
+    let edges = edges??;
+    let window = WatermarkWindow { open: edges.open.hw, close: edges.close.hw };
+    let acks = edges.close.delivered - edges.open.delivered;
+    let cpu_s = edges.close.cpu_s - edges.open.cpu_s;
 
     producer.flush(Duration::from_secs(60)).context("flush did not complete within 60 s")?;
     let delivered = context.delivered.load(Ordering::Relaxed);
     let failed = context.failed.load(Ordering::Relaxed);
     let observed = high_watermark_sum(&base, &topic)?;
 
-    if in_window < super::MIN_ACKS_IN_WINDOW {
-        bail!(
-            "only {in_window} delivery report(s) in the {window_elapsed:.2} s window; at least {} are needed for a \
-             rate",
-            super::MIN_ACKS_IN_WINDOW
-        );
-    }
-    let first_ack_s = first_ack.map_or(0.0, |t| t.duration_since(produce_start).as_secs_f64());
-    let records_per_s = in_window as f64 / window_elapsed;
-    let mut metrics = BTreeMap::from([
-        ("records_per_s".to_owned(), Metric::new(records_per_s, "records/s", true)),
-        ("mb_per_s".to_owned(), Metric::new(records_per_s * knobs.payload_bytes as f64 / 1e6, "MB/s", true)),
-        ("delivered_total".to_owned(), Metric::new(delivered as f64, "records", true)),
-    ]);
-    if in_window > 0 {
-        let per_m = cpu_s / (in_window as f64 / 1e6);
-        metrics.insert("client_cpu_s_per_m_records".into(), Metric::new(per_m, "CPU s / 1M records", false));
-    }
+    super::window::enough_acks(acks, "delivery reports", window.seconds(), "")?;
+    let mut metrics = super::window::rate_metrics(&window, knobs.payload_bytes)?;
+    let window_s = window.seconds();
+    metrics.insert("acks_in_window".into(), Metric::new(acks as f64, "delivery reports", true));
+    metrics.insert("acked_records_per_s".into(), Metric::new(acks as f64 / window_s, "records/s", true));
+    metrics.insert("delivered_total".into(), Metric::new(delivered as f64, "records", true));
+    let per_m = cpu_s / (window.records() as f64 / 1e6);
+    metrics.insert("client_cpu_s_per_m_records".into(), Metric::new(per_m, "CPU s / 1M records", false));
     if let Some(p) = context.latency.percentiles(&[50.0, 99.0]) {
         metrics.insert("e2e_p50_ms".into(), Metric::new(p[0], "ms", false));
         metrics.insert("e2e_p99_ms".into(), Metric::new(p[1], "ms", false));
@@ -205,10 +164,13 @@ pub fn run(ctx: &ArmContext) -> Result<Measurement> {
         metrics.insert("producer_queue_messages".into(), Metric::new(s.queue_messages, "messages", false));
     }
     let mut note = format!(
-        "window {window_elapsed:.2} s after {:.1} s warm-up, which started at the first delivery report \
-         ({first_ack_s:.2} s after the first produce); {in_window} delivery reports in the window; \
+        "{}; window {window_s:.2} s after {:.1} s warm-up, which started at the first delivery report \
+         ({:.2} s after the first produce); {acks} delivery reports in the window ({:.0} records/s); \
          {queue_full_sleeps} queue-full sleeps; e2e = produce() to delivery report (CreateTime, ms), sampled 1/64",
-        knobs.warmup_s
+        super::window::rate_note(&window),
+        knobs.warmup_s,
+        edges.first_ack_s,
+        acks as f64 / window_s,
     );
     let downstream = context.stats.summary().map(|s| super::verdict::DownstreamSignals {
         broker_rtt_p99_ms: s.broker_rtt_p99_ms,
@@ -235,8 +197,104 @@ pub fn run(ctx: &ArmContext) -> Result<Measurement> {
         note: Some(note),
         details: BTreeMap::new(),
         versions: crate::versions::client_versions(),
-        applied: Default::default(),
+        applied,
     })
+}
+
+/// Produce keyless records until `done`, sleeping 1 ms whenever librdkafka's queue is full.
+fn feed(
+    producer: &ThreadedProducer<ArcContext>,
+    topic: &str,
+    payload: &[u8],
+    done: &AtomicBool,
+    queue_full_sleeps: &mut u64,
+) -> Result<()> {
+    while !done.load(Ordering::Acquire) {
+        match producer.send::<(), [u8]>(BaseRecord::to(topic).payload(payload)) {
+            Ok(()) => {}
+            Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
+                *queue_full_sleeps += 1;
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err((e, _)) => bail!("produce failed: {e}"),
+        }
+    }
+    Ok(())
+}
+
+/// One edge of the window: the broker's count, and the arm's own, and the process's CPU.
+struct Edge {
+    hw: WatermarkSample,
+    delivered: u64,
+    cpu_s: f64,
+}
+
+struct Edges {
+    open: Edge,
+    close: Edge,
+    /// From the first produce to the first delivery report.
+    first_ack_s: f64,
+}
+
+/// Waits for the first delivery report (until then the producer is starting: idempotence PID, metadata),
+/// then the warm-up, then takes the window's edges; says `done` when it is over or has failed.
+fn watch_window(
+    context: &Context_,
+    sampler: &WatermarkSampler,
+    knobs: &Knobs,
+    produce_start: Instant,
+    done: &AtomicBool,
+) -> Result<Edges> {
+    let edges = (|| {
+        let first_ack = loop {
+            if context.delivered.load(Ordering::Relaxed) > 0 {
+                break Instant::now();
+            }
+            if produce_start.elapsed() > super::FIRST_ACK_TIMEOUT {
+                bail!(
+                    "no delivery report within {} s of the first produce ({} failed; first error: {}): the arm \
+                     never reached a steady state to measure",
+                    super::FIRST_ACK_TIMEOUT.as_secs(),
+                    context.failed.load(Ordering::Relaxed),
+                    context.first_error.lock().expect("error lock").as_deref().unwrap_or("none")
+                );
+            }
+            sleep_until(Instant::now() + Duration::from_millis(1), done)?;
+        };
+        sleep_until(first_ack + Duration::from_secs_f64(knobs.warmup_s), done)?;
+        context.stats.open();
+        context.latency.open();
+        let edge = || -> Result<Edge> {
+            let hw = sampler.sample()?;
+            Ok(Edge {
+                hw,
+                delivered: context.delivered.load(Ordering::Relaxed),
+                cpu_s: crate::cpu::process_cpu_seconds(),
+            })
+        };
+        let open = edge()?;
+        sleep_until(open.hw.at() + Duration::from_secs_f64(knobs.window_s), done)?;
+        let close = edge()?;
+        context.stats.close();
+        context.latency.close();
+        Ok(Edges { open, close, first_ack_s: first_ack.duration_since(produce_start).as_secs_f64() })
+    })();
+    done.store(true, Ordering::Release);
+    edges
+}
+
+/// Sleeps until `deadline`; an error if the feeder stopped first (it failed: its error is the arm's).
+fn sleep_until(deadline: Instant, done: &AtomicBool) -> Result<()> {
+    loop {
+        if done.load(Ordering::Acquire) {
+            bail!("the feeder stopped before the window closed");
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return Ok(());
+        }
+        std::thread::sleep((deadline - now).min(Duration::from_millis(10)));
+    }
 }
 
 /// `ThreadedProducer` wants the context by value; share ours through an `Arc`.
@@ -277,6 +335,13 @@ mod tests {
         assert!(m.metrics["records_per_s"].value * 1.5 <= delivered as f64 * 1.01);
         assert!(m.metrics.contains_key("e2e_p99_ms") && m.metrics.contains_key("broker_rtt_p99_ms"));
         assert!(m.verdict.contains_key("downstream"));
+        // The broker's count and the delivery reports over the same window agree (they differ by what is in flight).
+        let (hw_rate, acked_rate) = (m.metrics["records_per_s"].value, m.metrics["acked_records_per_s"].value);
+        assert!((hw_rate / acked_rate - 1.0).abs() < 0.25, "{hw_rate} vs {acked_rate}");
+        assert!(m.metrics["watermark_timing_error_pct"].value < 5.0, "{:?}", m.metrics);
+        assert_eq!(m.applied["producer.acks"], "-1");
+        assert_eq!(m.applied["producer.max.in.flight.requests.per.connection"], "5");
+        assert_eq!(m.applied["workload"], "produce 256 B records to 4 partitions for 1.5 s after 0.5 s warm-up");
     }
 
     #[test]

@@ -22,9 +22,10 @@ pub const PERFORMANCE_OPTS: &[&str] = &[
     "-XX:MaxInlineLevel=15",
     "-Djava.awt.headless=true",
 ];
-/// env/kafka/tools-log4j2.yaml (WARN and above to stderr), compiled in so that the tools' stdout carries only
-/// their results wherever the harness binary runs from; written into the private directory for each run.
-const TOOLS_LOG_CONFIG: &str = include_str!("../../../../../env/kafka/tools-log4j2.yaml");
+/// WARN and above to stderr, so that the tools' stdout carries only their results, plus the client's
+/// configuration block (see the file); compiled in so it holds wherever the harness binary runs from, and
+/// written into the private directory for each run.
+const TOOLS_LOG_CONFIG: &str = include_str!("perf-log4j2.yaml");
 const TOOLS_LOG_CONFIG_FILE: &str = "tools-log4j2.yaml";
 
 /// A run's private directory (owner-only, removed on drop) and the JVM that runs the tools.
@@ -163,6 +164,7 @@ mod tests {
         let log = args.iter().find_map(|a| a.strip_prefix("-Dlog4j2.configurationFile=")).unwrap();
         assert_eq!(std::fs::read_to_string(log).unwrap(), TOOLS_LOG_CONFIG);
         assert!(TOOLS_LOG_CONFIG.contains("target: SYSTEM_ERR"), "the tools log to stderr only");
+        assert!(TOOLS_LOG_CONFIG.contains("name: org.apache.kafka.common.config.AbstractConfig\n        level: INFO"));
         let described = jvm.describe(&cmd);
         assert!(
             described.ends_with(

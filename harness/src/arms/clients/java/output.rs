@@ -3,7 +3,10 @@
 //! ProducerPerformance: optional `Reading payloads from:` / `Number of messages read: N` lines, a window line
 //! every 5 s, then the total line (the only one with "50th"), then with `--print-metrics` a table of
 //! `group:name:{tags} : value` rows. ConsumerPerformance: a header line, maybe a `WARNING: Exiting before
-//! consuming the expected number of messages` line, then one CSV line of 10 fields.
+//! consuming the expected number of messages` line, then one CSV line of 10 fields. On stderr, the client's
+//! `ProducerConfig values:` / `ConsumerConfig values:` block: what it ran with.
+
+use std::collections::BTreeMap;
 
 use anyhow::{Context, Result, bail};
 
@@ -135,6 +138,74 @@ fn parse_consumer_line(line: &str) -> Result<ConsumerTotal> {
     })
 }
 
+/// The `<kind> values:` block (`ProducerConfig`, `ConsumerConfig`) the client logs when it is created
+/// (AbstractConfig, at INFO, to stderr by the tools' log configuration): every setting as the client holds it,
+/// one `\tname = value` line each. None when the block is not there.
+pub fn config_values(stderr: &str, kind: &str) -> Option<BTreeMap<String, String>> {
+    let header = format!("{kind} values:");
+    let mut lines = stderr.lines().skip_while(|l| !l.contains(&header));
+    lines.next()?;
+    let values: BTreeMap<String, String> = lines
+        .map_while(|l| l.strip_prefix('\t'))
+        .filter_map(|l| l.split_once(" ="))
+        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
+        .collect();
+    (!values.is_empty()).then_some(values)
+}
+
+/// Java's producer settings for the record, from its `ProducerConfig values:` block.
+pub fn producer_applied(values: &BTreeMap<String, String>) -> Result<Vec<(&'static str, String)>> {
+    let mut out = pick(
+        values,
+        &[
+            "acks",
+            "enable.idempotence",
+            "compression.type",
+            "linger.ms",
+            "batch.size",
+            "max.in.flight.requests.per.connection",
+        ],
+    )?;
+    out.extend(security(values)?);
+    let adaptive = values.get("partitioner.adaptive.partitioning.enable").map(String::as_str) == Some("true");
+    let partitioner = match values.get("partitioner.class").map(String::as_str) {
+        None | Some("null") | Some("") if adaptive => "Java built-in sticky, adaptive".to_owned(),
+        None | Some("null") | Some("") => "Java built-in sticky".to_owned(),
+        Some(class) => class.trim_start_matches("class ").to_owned(),
+    };
+    out.push(("partitioner.class", partitioner));
+    Ok(out)
+}
+
+/// Java's consumer settings for the record, from its `ConsumerConfig values:` block.
+pub fn consumer_applied(values: &BTreeMap<String, String>) -> Result<Vec<(&'static str, String)>> {
+    let mut out = pick(
+        values,
+        &["fetch.min.bytes", "fetch.max.wait.ms", "fetch.max.bytes", "max.partition.fetch.bytes", "max.poll.records"],
+    )?;
+    out.extend(security(values)?);
+    Ok(out)
+}
+
+fn pick(values: &BTreeMap<String, String>, names: &[&'static str]) -> Result<Vec<(&'static str, String)>> {
+    names
+        .iter()
+        .map(|n| {
+            let v = values.get(*n).with_context(|| format!("the client's configuration block has no {n}"))?;
+            Ok((*n, v.clone()))
+        })
+        .collect()
+}
+
+/// security.protocol, and sasl.mechanism where SASL is on (Java prints its GSSAPI default otherwise).
+fn security(values: &BTreeMap<String, String>) -> Result<Vec<(&'static str, String)>> {
+    let mut out = pick(values, &["security.protocol"])?;
+    if out[0].1.starts_with("SASL") {
+        out.extend(pick(values, &["sasl.mechanism"])?);
+    }
+    Ok(out)
+}
+
 fn number_before<T: std::str::FromStr>(field: &str, suffix: &str) -> Result<T> {
     let n = field.strip_suffix(suffix).with_context(|| format!("{field:?} does not end in {suffix:?}"))?;
     number(n)
@@ -245,6 +316,32 @@ mod tests {
         let none = consumer_total(CONSUMER_UNKNOWN_TOPIC).unwrap();
         assert_eq!((none.consumed, none.fetch_records_per_s), (0, 0.0));
         assert!(none.warning.is_some());
+    }
+
+    #[test]
+    fn the_clients_configuration_block_gives_what_it_ran_with() {
+        let stderr = include_str!("../testdata/java-producer-plaintext.stderr");
+        let values = config_values(stderr, "ProducerConfig").unwrap();
+        assert_eq!(values["client.id"], "perf-producer-client");
+        assert_eq!(values["ssl.truststore.type"], "JKS", "the block is read to its last line");
+        let applied: BTreeMap<_, _> = producer_applied(&values).unwrap().into_iter().collect();
+        assert_eq!(applied["acks"], "1");
+        assert_eq!(applied["enable.idempotence"], "false");
+        assert_eq!(applied["batch.size"], "1000000");
+        assert_eq!(applied["max.in.flight.requests.per.connection"], "5");
+        assert_eq!(applied["partitioner.class"], "Java built-in sticky, adaptive");
+        assert_eq!(applied["security.protocol"], "PLAINTEXT");
+        assert!(!applied.contains_key("sasl.mechanism"), "GSSAPI is Java's default, not in use");
+        assert!(config_values(stderr, "ConsumerConfig").is_none());
+        let consumer = include_str!("../testdata/java-consumer-plaintext.stderr");
+        let values = config_values(consumer, "ConsumerConfig").unwrap();
+        let applied: BTreeMap<_, _> = consumer_applied(&values).unwrap().into_iter().collect();
+        assert_eq!(applied["max.poll.records"], "500");
+        assert_eq!(applied["max.partition.fetch.bytes"], "16777216", "--fetch-size");
+        assert_eq!((applied["fetch.max.wait.ms"].as_str(), applied["fetch.max.bytes"].as_str()), ("100", "16777216"));
+        let mut without = values.clone();
+        without.remove("fetch.min.bytes");
+        assert!(consumer_applied(&without).unwrap_err().to_string().contains("no fetch.min.bytes"));
     }
 
     #[test]

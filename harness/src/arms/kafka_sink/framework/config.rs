@@ -173,6 +173,35 @@ sink:
     ))
 }
 
+/// The librdkafka configuration spate 0.2.0's Kafka sink builds its one producer from, for the pipeline in
+/// `yaml` (spate-kafka 0.2.0 src/sink/config.rs, `client_config_impl`): the `rdkafka` passthrough first, then
+/// what the sink owns over it: the typed compression, the brokers, `enable.idempotence=true`, `acks=all`,
+/// the delivery timeout as `message.timeout.ms`, `message.max.bytes`, `statistics.interval.ms`. The sink
+/// keeps its producer to itself, so this is that function's order of settings, on spate's own parse of the
+/// same YAML.
+pub(super) fn sink_producer_config(yaml: &str) -> Result<ClientConfig> {
+    let config = spate::config::PipelineConfig::from_str(yaml).context("spate refused the pipeline config")?;
+    let sink: spate::kafka::KafkaSinkConfig =
+        config.sink_config("default")?.deserialize_into().context("spate refused the Kafka sink section")?;
+    let mut cc = ClientConfig::new();
+    for (k, v) in &sink.rdkafka {
+        cc.set(k, v);
+    }
+    if let Some(compression) = sink.compression {
+        // spate's codec names are librdkafka's, its enum's variants in lower case.
+        cc.set("compression.codec", format!("{compression:?}").to_ascii_lowercase());
+    }
+    cc.set("bootstrap.servers", &sink.brokers)
+        .set("enable.idempotence", "true")
+        .set("acks", "all")
+        .set("message.timeout.ms", sink.delivery_timeout.as_millis().to_string())
+        .set("message.max.bytes", sink.max_message_bytes.as_u64().to_string());
+    if !sink.statistics_interval.is_zero() {
+        cc.set("statistics.interval.ms", sink.statistics_interval.as_millis().to_string());
+    }
+    Ok(cc)
+}
+
 /// The `source: { generator: ... }` section.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -275,5 +304,22 @@ pub(super) mod tests {
         assert_eq!(sink.rdkafka.get("queue.buffering.max.messages").map(String::as_str), Some("100000"));
         assert_eq!(sink.rdkafka.get("linger.ms").map(String::as_str), Some("5"));
         assert!(!sink.rdkafka.contains_key("bootstrap.servers"));
+    }
+
+    #[test]
+    fn the_sinks_producer_is_read_with_what_spate_forces_over_the_passthrough() {
+        let mut base = ClientConfig::new();
+        base.set("bootstrap.servers", "127.0.0.1:39092").set("security.protocol", "plaintext");
+        let yaml = pipeline_yaml(&seed_knobs(), &base, "t").unwrap();
+        let cc = sink_producer_config(&yaml).unwrap();
+        let get = |k| cc.get(k).unwrap_or_default();
+        assert_eq!((get("acks"), get("enable.idempotence")), ("all", "true"));
+        assert_eq!((get("linger.ms"), get("queue.buffering.max.messages")), ("5", "100000"));
+        assert_eq!((get("bootstrap.servers"), get("security.protocol")), ("127.0.0.1:39092", "plaintext"));
+        assert_eq!((get("statistics.interval.ms"), get("message.timeout.ms")), ("1000", "30000"));
+        assert_eq!(cc.get("compression.codec"), None, "no typed compression: librdkafka's default");
+        let applied = crate::arms::kafka_sink::window::applied(256, 16, 3.0, 8.0, &cc).unwrap();
+        assert_eq!(applied["producer.max.in.flight.requests.per.connection"], "5");
+        assert_eq!(applied["producer.compression.type"], "none");
     }
 }

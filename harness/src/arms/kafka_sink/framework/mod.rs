@@ -1,8 +1,10 @@
 //! The framework arm: the real spate 0.2.0 pipeline, configured through spate's own YAML
 //! (`PipelineConfig`): an in-process generator source of fixed-size keyless payloads -> a chain -> spate's
 //! sink pool -> spate's Kafka sink (one shared ThreadedProducer, acks=all + idempotence forced, a batch
-//! acknowledged only after every delivery report). Rate = records the sink acknowledged in the window,
-//! read from spate's own `spate_sink_records_total` through `MetricsHandle::render()`.
+//! acknowledged only after every delivery report). Rate = the rise of the topic's high watermarks over the
+//! window, as for the raw arm; the sink's own count (`spate_sink_records_total`, through
+//! `MetricsHandle::render()`) is the integrity check, and a window needs ten of its whole-batch
+//! acknowledgements.
 //!
 //! - `config`: the knobs and the pipeline YAML they become (the seed harness's sizing rules);
 //! - `source`: the generator and the zero-copy chain types;
@@ -27,6 +29,7 @@ use crate::arms::ArmContext;
 use crate::arms::spec::{ArmSpec, KnobSpec, KnobStruct, KnobType};
 use crate::kafka::admin::{SHORT_RETENTION, fresh_topic, high_watermark_sum};
 use crate::kafka::config::{DEFAULT_LISTENER, client_config};
+use crate::kafka::watermarks::WatermarkSampler;
 
 /// How often the window reads spate's exposition (for the flow-control shares and the librdkafka gauges);
 /// the sampler's own CPU is subtracted from the client CPU figure.
@@ -66,10 +69,15 @@ pub fn run(ctx: &ArmContext) -> Result<Measurement> {
     let topic = super::topic_name("framework");
     fresh_topic(&base, &topic, knobs.partitions, SHORT_RETENTION)?;
 
+    let sampler = WatermarkSampler::new(&base, &topic, knobs.partitions)?;
+
     let yaml = config::pipeline_yaml(&knobs, &base, &topic)?;
-    let outcome = pipeline::run_pipeline(&yaml, &knobs)?;
+    let producer = config::sink_producer_config(&yaml)?;
+    let applied =
+        super::window::applied(knobs.payload_bytes, knobs.partitions, knobs.warmup_s, knobs.window_s, &producer)?;
+    let outcome = pipeline::run_pipeline(&yaml, &knobs, &sampler)?;
     let observed = high_watermark_sum(&base, &topic)?;
-    report::measurement(&knobs, &outcome, observed)
+    report::measurement(&knobs, &outcome, observed, applied)
 }
 
 #[cfg(test)]
@@ -86,8 +94,9 @@ mod tests {
         let _ = tracing_subscriber::fmt().with_writer(std::io::stderr).try_init();
         let mut knobs = config::tests::seed_knobs_json();
         knobs.insert("warmup_s".into(), 1.0.into());
-        knobs.insert("window_s".into(), 3.0.into());
-        knobs.insert("batch_max_rows".into(), 100_000.into());
+        // Batches of at most 50k records, sealed after 200 ms: dozens of acknowledgements in the window.
+        knobs.insert("window_s".into(), 4.0.into());
+        knobs.insert("batch_max_rows".into(), 50_000.into());
         knobs.insert("batch_linger_ms".into(), 200.into());
         let m = run(&ArmContext { env: crate::test_env(), knobs }).expect("the framework arm runs");
         let rate = m.metrics["records_per_s"].value;
@@ -95,5 +104,11 @@ mod tests {
         assert_eq!(m.integrity.status, IntegrityStatus::Verified, "{:?}", m.integrity);
         assert!(m.verdict.contains_key("upstream"), "{:?}", m.verdict);
         assert!(m.note.as_deref().unwrap_or("").contains("budget 2064 MiB"), "{:?}", m.note);
+        assert!(m.metrics["acks_in_window"].value >= 10.0, "{:?}", m.metrics);
+        assert!(m.metrics["watermark_timing_error_pct"].value < 5.0, "{:?}", m.metrics);
+        assert_eq!(
+            (m.applied["producer.acks"].as_str(), m.applied["producer.enable.idempotence"].as_str()),
+            ("-1", "true")
+        );
     }
 }

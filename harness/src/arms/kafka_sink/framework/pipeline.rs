@@ -17,6 +17,7 @@ use super::config::{GeneratorConfig, Knobs};
 use super::exposition::{Observer, Snapshot};
 use super::source::{BorrowPayload, BorrowedBytes, Generator, KeylessPayload};
 use crate::arms::kafka_sink::FIRST_ACK_TIMEOUT;
+use crate::kafka::watermarks::{WatermarkSampler, WatermarkWindow};
 
 /// What one run of the pipeline left behind.
 pub(super) struct Outcome {
@@ -45,7 +46,7 @@ impl Drain {
     }
 }
 
-pub(super) fn run_pipeline(yaml: &str, knobs: &Knobs) -> Result<Outcome> {
+pub(super) fn run_pipeline(yaml: &str, knobs: &Knobs, sampler: &WatermarkSampler) -> Result<Outcome> {
     let config = PipelineConfig::from_str(yaml).context("spate refused the pipeline config")?;
     let generator_config: GeneratorConfig =
         config.source.deserialize_into().context("spate refused the generator section")?;
@@ -75,7 +76,7 @@ pub(super) fn run_pipeline(yaml: &str, knobs: &Knobs) -> Result<Outcome> {
     let shutdown = runtime.shutdown_handle();
     let started = Instant::now();
     let running = std::thread::Builder::new().name("spate-runtime".into()).spawn(move || runtime.run())?;
-    let observed = observe_window(&observer, &baseline, started, knobs, &running);
+    let observed = observe_window(&observer, sampler, &baseline, started, knobs, &running);
     shutdown.trigger();
     let report = running
         .join()
@@ -98,10 +99,11 @@ pub(super) fn run_pipeline(yaml: &str, knobs: &Knobs) -> Result<Outcome> {
 }
 
 /// The exposition at the window's open, every [`SAMPLE_EVERY`] through it (the last sample is the close),
-/// and the client CPU spent in it.
+/// the topic's high watermarks at both edges, and the client CPU spent in it.
 pub(super) struct Window {
     pub open: Snapshot,
     pub samples: Vec<Snapshot>,
+    pub watermarks: WatermarkWindow,
     /// Process CPU seconds over the window, minus this sampling thread's own.
     pub client_cpu_s: f64,
 }
@@ -117,6 +119,7 @@ impl Window {
 /// acknowledgement came, in seconds from the start.
 fn observe_window<T>(
     observer: &Observer,
+    sampler: &WatermarkSampler,
     baseline: &Snapshot,
     started: Instant,
     knobs: &Knobs,
@@ -126,16 +129,20 @@ fn observe_window<T>(
     sleep_until(first_ack + Duration::from_secs_f64(knobs.warmup_s), running)?;
     let cpu_open = crate::cpu::process_cpu_seconds();
     let sampler_open = thread_cpu_seconds();
+    // The broker's count at each edge, from the sampler's own client (this thread is not spate's).
+    let hw_open = sampler.sample()?;
     let open = observer.snapshot();
-    let close_at = open.at + Duration::from_secs_f64(knobs.window_s);
+    let close_at = hw_open.at() + Duration::from_secs_f64(knobs.window_s);
     let mut samples = Vec::new();
     while Instant::now() < close_at {
         sleep_until((Instant::now() + SAMPLE_EVERY).min(close_at), running)?;
         samples.push(observer.snapshot());
     }
+    let hw_close = sampler.sample()?;
     let sampler_s = thread_cpu_seconds() - sampler_open;
     let client_cpu_s = crate::cpu::process_cpu_seconds() - cpu_open - sampler_s;
-    Ok((Window { open, samples, client_cpu_s }, first_ack.duration_since(started).as_secs_f64()))
+    let watermarks = WatermarkWindow { open: hw_open, close: hw_close };
+    Ok((Window { open, samples, watermarks, client_cpu_s }, first_ack.duration_since(started).as_secs_f64()))
 }
 
 fn wait_for_first_ack<T>(

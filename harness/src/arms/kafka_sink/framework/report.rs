@@ -3,7 +3,8 @@
 
 use std::collections::BTreeMap;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
+use streamlab_record::applied::Applied;
 use streamlab_record::stats::median;
 use streamlab_record::{Integrity, IntegrityStatus, Measurement, Metric};
 
@@ -11,8 +12,8 @@ use super::SAMPLE_EVERY;
 use super::config::{BUDGET_LOW_RATIO, Knobs};
 use super::exposition::{Snapshot, bucket_delta, histogram_quantile};
 use super::pipeline::{Drain, Outcome, Window};
-use crate::arms::kafka_sink::MIN_ACKS_IN_WINDOW;
 use crate::arms::kafka_sink::verdict::{self, DownstreamSignals, UpstreamSignals};
+use crate::arms::kafka_sink::window::{self, rate_metrics, rate_note};
 
 /// The sink's acknowledgements in the window. Batches are acknowledged whole, so the count over a fixed
 /// window is off by at most the batch straddling each edge; `largest_step` says how big that can be.
@@ -97,18 +98,16 @@ fn downstream_signals(window: &Window, knobs: &Knobs) -> Option<DownstreamSignal
     })
 }
 
-pub(super) fn measurement(knobs: &Knobs, outcome: &Outcome, observed: u64) -> Result<Measurement> {
+pub(super) fn measurement(knobs: &Knobs, outcome: &Outcome, observed: u64, applied: Applied) -> Result<Measurement> {
     let window = &outcome.window;
     let acks = acks_in_window(&window.open, &window.samples);
     enough_acks(&acks)?;
-    let records_per_s = acks.records_per_s();
-    let mut metrics = BTreeMap::from([
-        ("records_per_s".to_owned(), Metric::new(records_per_s, "records/s", true)),
-        ("mb_per_s".to_owned(), Metric::new(records_per_s * knobs.payload_bytes as f64 / 1e6, "MB/s", true)),
-        ("delivered_total".to_owned(), Metric::new(outcome.delivered as f64, "records", true)),
-    ]);
-    if acks.records > 0.0 && window.client_cpu_s.is_finite() {
-        let per_m = window.client_cpu_s / (acks.records / 1e6);
+    let mut metrics = rate_metrics(&window.watermarks, knobs.payload_bytes)?;
+    metrics.insert("acks_in_window".into(), Metric::new(acks.acks as f64, "batch acknowledgements", true));
+    metrics.insert("acked_records_per_s".into(), Metric::new(acks.records_per_s(), "records/s", true));
+    metrics.insert("delivered_total".into(), Metric::new(outcome.delivered as f64, "records", true));
+    if window.client_cpu_s.is_finite() {
+        let per_m = window.client_cpu_s / (window.watermarks.records() as f64 / 1e6);
         metrics.insert("client_cpu_s_per_m_records".into(), Metric::new(per_m, "CPU s / 1M records", false));
     }
     let e2e = bucket_delta(&window.open.e2e_buckets, &window.close().e2e_buckets);
@@ -128,10 +127,9 @@ pub(super) fn measurement(knobs: &Knobs, outcome: &Outcome, observed: u64) -> Re
     let integrity = integrity(outcome.delivered, observed, outcome.drain);
 
     let note = format!(
-        "rate = rise of spate_sink_records_total (records in batches whose every delivery report confirmed, read \
-         via MetricsHandle::render every {sample_ms} ms) over the {seconds:.2} s window after {warmup:.1} s \
-         warm-up: {records:.0} records in {acks} acknowledgements, the largest {largest:.0} (a batch straddling \
-         an edge moves the count by at most that); e2e = spate_e2e_latency_seconds over {e2e_batches:.0} batches \
+        "{rate}; window after {warmup:.1} s warm-up; the sink's own count, spate_sink_records_total (records in \
+         batches whose every delivery report confirmed, read via MetricsHandle::render every {sample_ms} ms), rose \
+         by {records:.0} in {seconds:.2} s in {acks} whole-batch acknowledgements, the largest {largest:.0}; e2e = spate_e2e_latency_seconds over {e2e_batches:.0} batches \
          (ingest of the batch's oldest record to its acknowledgement, bucket-interpolated); librdkafka figures are \
          medians of spate_kafka_sink_* gauges (per-interval p99s, worst broker) over the window; {verdict_evidence}; \
          generator {partitions} partitions x {payload} B keyless payloads; {generated} generated, {delivered} \
@@ -139,6 +137,7 @@ pub(super) fn measurement(knobs: &Knobs, outcome: &Outcome, observed: u64) -> Re
          first acknowledgement {first_ack:.2} s after the start (the warm-up starts then); pipeline threads \
          {threads}, io threads {io_threads}, sink queue {queue_cap} chunks, inflight.max_per_shard {slots}, \
          max pending batches {max_pending}, batch.linger {linger} ms, budget {budget_mib} MiB, min_pause {min_pause} ms",
+        rate = rate_note(&window.watermarks),
         sample_ms = SAMPLE_EVERY.as_millis(),
         seconds = acks.seconds,
         warmup = knobs.warmup_s,
@@ -174,23 +173,19 @@ pub(super) fn measurement(knobs: &Knobs, outcome: &Outcome, observed: u64) -> Re
         note: Some(note),
         details: BTreeMap::new(),
         versions: crate::versions::client_versions(),
-        applied: Default::default(),
+        applied,
     })
 }
 
-/// A window needs acknowledgements to be a rate: batches are acknowledged whole, so fewer than
-/// [`MIN_ACKS_IN_WINDOW`] says nothing about the rate between them and fails the arm with the reason.
+/// A window needs acknowledgements: batches are acknowledged whole, and a window fewer than
+/// [`window::MIN_ACKS_IN_WINDOW`] of them touch is not a steady state of the sink (the arm fails with the reason).
 fn enough_acks(acks: &AckCount) -> Result<()> {
-    if (acks.acks as u64) < MIN_ACKS_IN_WINDOW || acks.records <= 0.0 {
-        bail!(
-            "only {} acknowledgement(s) ({:.0} records) in the {:.2} s window; at least {MIN_ACKS_IN_WINDOW} are \
-             needed for a rate: lengthen window_s or shorten batch_linger_ms",
-            acks.acks,
-            acks.records,
-            acks.seconds
-        );
-    }
-    Ok(())
+    window::enough_acks(
+        acks.acks as u64,
+        &format!("whole-batch acknowledgements ({:.0} records)", acks.records),
+        acks.seconds,
+        ": lengthen window_s or shorten batch_linger_ms",
+    )
 }
 
 /// Broker high watermarks against the sink's acknowledgements; a drain that abandoned batches (or left no
@@ -219,6 +214,7 @@ mod tests {
 
     use super::*;
     use crate::arms::kafka_sink::framework::config::tests::seed_knobs;
+    use crate::kafka::watermarks::{WatermarkSample, WatermarkWindow};
 
     fn at(t0: Instant, ms: u64, records: f64) -> Snapshot {
         let mut s = Snapshot::parse("", t0 + Duration::from_millis(ms));
@@ -242,7 +238,11 @@ mod tests {
         assert_eq!((a.records, a.acks, a.largest_step), (1_250_000.0, 3, 500_000.0));
         assert!((a.seconds - 2.0).abs() < 1e-9);
         assert!((a.records_per_s() - 625_000.0).abs() < 1e-6, "{a:?}");
-        enough_acks(&a).unwrap();
+        let three = enough_acks(&a).unwrap_err().to_string();
+        assert!(three.contains("only 3 whole-batch acknowledgements (1250000 records)"), "{three}");
+        // Ten batches of 100k, one every 100 ms.
+        let ten: Vec<Snapshot> = (1..=10).map(|i| at(t0, 100 * i, 1_000_000.0 + 100_000.0 * i as f64)).collect();
+        enough_acks(&acks_in_window(&open, &ten)).unwrap();
     }
 
     #[test]
@@ -260,8 +260,13 @@ mod tests {
         rejected.inflight_bytes = 2e6;
         let mut running = at(t0, 100, 0.0);
         running.queue_full_events = 3.0;
-        let window =
-            Window { open: at(t0, 0, 0.0), samples: vec![held.clone(), held, rejected, running], client_cpu_s: 1.0 };
+        let hw = WatermarkSample { sum: 0, sent: t0, took: Duration::from_millis(1) };
+        let window = Window {
+            open: at(t0, 0, 0.0),
+            samples: vec![held.clone(), held, rejected, running],
+            watermarks: WatermarkWindow { open: hw, close: hw },
+            client_cpu_s: 1.0,
+        };
         let mut k = seed_knobs();
         k.pipeline_threads = 1;
         k.max_inflight_mb = 256;
@@ -291,7 +296,7 @@ mod tests {
         let open = at(t0, 0, 1_000_000.0);
         let empty = acks_in_window(&open, &[at(t0, 2000, 1_000_000.0)]);
         let err = enough_acks(&empty).unwrap_err().to_string();
-        assert!(err.starts_with("only 0 acknowledgement(s) (0 records)"), "{err}");
+        assert!(err.starts_with("only 0 whole-batch acknowledgements (0 records) in the 2.00 s window"), "{err}");
         let one = acks_in_window(&open, &[at(t0, 1000, 1_200_000.0), at(t0, 2000, 1_200_000.0)]);
         assert!(enough_acks(&one).is_err(), "one batch in the window is not a rate");
         assert!(enough_acks(&acks_in_window(&open, &[])).is_err());

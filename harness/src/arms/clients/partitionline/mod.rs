@@ -6,11 +6,17 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use partitionline::{Acks, Consumer, ConsumerConfig, ProduceRecord, Producer, ProducerConfig, Sasl, TlsConfig};
+use partitionline::{Consumer, ConsumerConfig, ProduceRecord, Producer, ProducerConfig};
 use streamlab_record::Measurement;
-use streamlab_record::descriptor::Listener;
+use streamlab_record::applied::Applied;
 
-use super::{Asymmetries, ClientInfo, Compression, Fetched, Knobs, NotRunnable, Produced, Workload};
+mod config;
+
+use self::config::{
+    Security, compression, consumer_applied, consumer_config, describe_producer, latency_producer_config,
+    producer_applied, producer_config,
+};
+use super::{Asymmetries, ClientInfo, Fetched, Knobs, Produced, Workload};
 use crate::arms::ArmContext;
 use crate::arms::spec::{ArmSpec, KnobStruct};
 
@@ -50,135 +56,6 @@ pub fn run(ctx: &ArmContext) -> Result<Measurement> {
     measurement
 }
 
-/// The crate's codec for the knob; zstd does not exist in partitionline 0.1.0.
-fn compression(c: Compression) -> Result<partitionline::Compression> {
-    match c {
-        Compression::None => Ok(partitionline::Compression::None),
-        Compression::Lz4 => Ok(partitionline::Compression::Lz4),
-        Compression::Zstd => Err(NotRunnable(
-            "partitionline 0.1.0 has no zstd (Compression::from_name(\"zstd\") is an error; it offers none, gzip, \
-             snappy and lz4)"
-                .into(),
-        )
-        .into()),
-    }
-}
-
-fn acks(knob: i32) -> Result<Acks> {
-    i16::try_from(knob).ok().and_then(Acks::from_i16).with_context(|| format!("acks {knob} is not 0, 1 or -1"))
-}
-
-/// The produce throughput configuration: the knobs where the crate has them, its defaults elsewhere
-/// (8 connections x 16 in flight, as the seed ran). Security comes from [`Security::apply_producer`].
-fn producer_config(knobs: &Knobs, bootstrap: &str) -> Result<ProducerConfig> {
-    let mut cfg = ProducerConfig::bootstrap([bootstrap])
-        .acks(acks(knobs.acks)?)
-        .linger(Duration::from_millis(knobs.linger_ms))
-        .compression(compression(knobs.compression)?)
-        .idempotent(knobs.idempotence);
-    if knobs.batch_messages > 0 {
-        cfg = cfg.batch_records(usize::try_from(knobs.batch_messages)?);
-    }
-    if knobs.batch_bytes > 0 {
-        cfg = cfg.batch_bytes(usize::try_from(knobs.batch_bytes)?);
-    }
-    Ok(cfg)
-}
-
-/// The seed's bench_latency producer: one record per request, one request at a time, on one connection.
-fn latency_producer_config(knobs: &Knobs, bootstrap: &str) -> Result<ProducerConfig> {
-    Ok(ProducerConfig::bootstrap([bootstrap])
-        .acks(acks(knobs.acks)?)
-        .linger(Duration::ZERO)
-        .batch_records(1)
-        // bench_latency's value: room for one record and its framing.
-        .batch_bytes(knobs.payload_bytes.saturating_add(256))
-        .connections(1)
-        .max_in_flight(1)
-        .idempotent(knobs.idempotence))
-}
-
-fn consumer_config(knobs: &Knobs, bootstrap: &str) -> Result<ConsumerConfig> {
-    Ok(ConsumerConfig::bootstrap([bootstrap])
-        .max_wait_ms(i32::try_from(knobs.fetch_max_wait_ms).context("fetch_max_wait_ms")?)
-        .min_bytes(i32::try_from(knobs.fetch_min_bytes).context("fetch_min_bytes")?)
-        // Both fetch.max.bytes and max.partition.fetch.bytes, as the librdkafka arms set both.
-        .max_bytes(i32::try_from(knobs.fetch_max_bytes).context("fetch_max_bytes")?))
-}
-
-/// The listener's TLS and SASL, as partitionline takes them.
-struct Security {
-    tls: Option<TlsConfig>,
-    sasl: Option<Sasl>,
-    /// e.g. `SSL, CA <file>, server name 127.0.0.1` (never the password).
-    described: String,
-}
-
-impl Security {
-    fn of(listener: &Listener, password: Option<String>) -> Result<Self> {
-        let (tls, tls_described) = match &listener.ca_file {
-            Some(ca) => {
-                let pem = std::fs::read(ca).with_context(|| format!("cannot read the CA file {}", ca.display()))?;
-                let name = server_name(&listener.bootstrap)?;
-                let described = format!(", CA {} (PEM bytes), server name {name}", ca.display());
-                (Some(TlsConfig::default().ca_pem(pem).server_name(name)), described)
-            }
-            None => (None, String::new()),
-        };
-        let sasl = sasl(listener, password)?;
-        let sasl_described = match (&listener.sasl_mechanism, &listener.username) {
-            (Some(m), Some(u)) if m == "OAUTHBEARER" => format!(", OAUTHBEARER unsecured JWT, principal {u}"),
-            (Some(m), Some(u)) => format!(", {m} user {u}"),
-            (Some(m), None) => format!(", {m}"),
-            _ => String::new(),
-        };
-        let described = format!("{}{tls_described}{sasl_described}", listener.security_protocol);
-        Ok(Security { tls, sasl, described })
-    }
-
-    fn apply_producer(&self, mut cfg: ProducerConfig) -> ProducerConfig {
-        if let Some(tls) = &self.tls {
-            cfg = cfg.tls(tls.clone());
-        }
-        if let Some(sasl) = &self.sasl {
-            cfg = cfg.sasl(sasl.clone());
-        }
-        cfg
-    }
-
-    fn apply_consumer(&self, mut cfg: ConsumerConfig) -> ConsumerConfig {
-        if let Some(tls) = &self.tls {
-            cfg = cfg.tls(tls.clone());
-        }
-        if let Some(sasl) = &self.sasl {
-            cfg = cfg.sasl(sasl.clone());
-        }
-        cfg
-    }
-}
-
-/// The name the broker certificate is checked against: the host partitionline dials (the broker advertises
-/// the same 127.0.0.1 its certificate names), set explicitly so that the record says which it was.
-fn server_name(bootstrap: &str) -> Result<String> {
-    let (host, _port) =
-        bootstrap.rsplit_once(':').with_context(|| format!("bootstrap {bootstrap:?} is not host:port"))?;
-    Ok(host.trim_start_matches('[').trim_end_matches(']').to_owned())
-}
-
-fn sasl(listener: &Listener, password: Option<String>) -> Result<Option<Sasl>> {
-    let Some(mechanism) = listener.sasl_mechanism.as_deref() else { return Ok(None) };
-    let user = || listener.username.clone().with_context(|| format!("the {mechanism} listener has no username"));
-    let pass = || password.clone().with_context(|| format!("the {mechanism} listener has no password file"));
-    Ok(Some(match mechanism {
-        "SCRAM-SHA-256" => Sasl::scram_sha256(user()?, pass()?),
-        "SCRAM-SHA-512" => Sasl::scram_sha512(user()?, pass()?),
-        "PLAIN" => Sasl::plain(user()?, pass()?),
-        // Unsecured JWT (alg none): the principal is its only claim the crate lets us set.
-        "OAUTHBEARER" => Sasl::oauthbearer(user()?),
-        other => return Err(NotRunnable(format!("partitionline 0.1.0 has no SASL mechanism {other}")).into()),
-    }))
-}
-
 /// A multi-thread runtime like the seed's `#[tokio::main]` (one worker per CPU).
 fn runtime() -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread()
@@ -193,33 +70,14 @@ fn stop(rt: tokio::runtime::Runtime) {
     rt.shutdown_timeout(Duration::from_secs(5));
 }
 
-fn info(command: String, asymmetries: Asymmetries, note: Option<String>) -> ClientInfo {
+fn info(command: String, asymmetries: Asymmetries, note: Option<String>, applied: Applied) -> ClientInfo {
     ClientInfo {
         versions: [("partitionline".to_owned(), partitionline::CLIENT_VERSION.to_owned())].into(),
         command,
         asymmetries,
         note,
+        applied,
     }
-}
-
-/// The producer settings that decide throughput, as the crate will run them.
-fn describe_producer(cfg: &ProducerConfig) -> String {
-    let effective =
-        if cfg.enable_idempotence { " (idempotence: the crate forces acks=-1 and max_in_flight<=5)" } else { "" };
-    format!(
-        "acks={} linger={}ms batch_records={} batch_bytes={} max_request_size={} buffer_memory={} compression={} \
-         idempotence={} connections={} max_in_flight={}{effective}",
-        cfg.acks,
-        cfg.linger.as_millis(),
-        cfg.batch_records,
-        cfg.batch_bytes,
-        cfg.max_request_size,
-        cfg.buffer_memory,
-        cfg.compression.as_str(),
-        cfg.enable_idempotence,
-        cfg.connections,
-        cfg.max_in_flight,
-    )
 }
 
 fn produce_asymmetries(cfg: &ProducerConfig, partitions: i32) -> Asymmetries {
@@ -228,14 +86,21 @@ fn produce_asymmetries(cfg: &ProducerConfig, partitions: i32) -> Asymmetries {
     Asymmetries {
         connections: format!(
             "{} per broker for produce (partition p on connection p % {}; {carrying} of them carry the topic's \
-             {partitions} partitions on one broker) + 1 metadata connection; crate default, as the seed ran",
-            cfg.connections, cfg.connections
+             {partitions} partitions on one broker) + 1 metadata connection, not counted; {}",
+            cfg.connections,
+            cfg.connections,
+            if cfg.connections == ProducerConfig::default().connections {
+                "the crate's default, as the seed ran"
+            } else {
+                "set by the connections knob"
+            }
         ),
         in_flight: format!("{in_flight} Produce requests per connection (crate default 16; 5 when idempotent)"),
         partitioner: "keyless records round-robin per record (DefaultPartitioner)".into(),
-        clock: "from after Producer::new (bootstrap connect, ApiVersions, SASL, InitProducerId excluded; metadata and \
-                leader connections, which try_send waits for through QueueFull, included) to flush returning, as \
-                the seed's bench_produce"
+        clock: "from before Producer::new (bootstrap connect, ApiVersions, SASL, InitProducerId, metadata and the \
+                leader connections, which try_send waits for through QueueFull, all inside: the C tool's clock \
+                starts before it connects too; the seed's bench_produce started after Producer::new) to flush \
+                returning"
             .into(),
         payload: "'x' repeated".into(),
     }
@@ -248,6 +113,9 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> 
     let described = describe_producer(&cfg);
     let record = ProduceRecord::to(topic).value(super::payload(knobs.payload_bytes));
     let asymmetries = produce_asymmetries(&cfg, knobs.partitions);
+    let applied = super::applied::base(knobs, cfg.connections, super::applied::CLOCK_BEFORE_CONNECT)
+        .producer(producer_applied(&cfg, &security))
+        .build();
     let rt = runtime()?;
     let outcome = rt.block_on(produce_async(cfg, record, knobs.count));
     stop(rt);
@@ -277,8 +145,8 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> 
         FLUSH_TIMEOUT.as_secs(),
     );
     let note = (!notes.is_empty()).then(|| notes.join("; "));
-    let mut m = super::produce_measurement(knobs, &outcome.produced, hw, info(command, asymmetries, note));
-    // How much of the clock went to metadata and leader connections (the seed's clock includes them).
+    let mut m = super::produce_measurement(knobs, &outcome.produced, hw, info(command, asymmetries, note, applied));
+    // How much of the clock went to connecting, metadata and the leader connections.
     m.metrics.insert(
         "first_queued_ms".into(),
         streamlab_record::Metric::new(outcome.first_queued.as_secs_f64() * 1e3, "ms", false),
@@ -301,7 +169,7 @@ fn failed_note(p: &Produced, count: u64, high_watermark: u64) -> String {
 
 struct ProduceOutcome {
     produced: Produced,
-    /// From the clock's start to the first record `try_send` accepted.
+    /// From the clock's start (before `Producer::new`) to the first record `try_send` accepted.
     first_queued: Duration,
     setup_note: Option<String>,
     /// Records queued when try_send had been refusing them for [`STALL_TIMEOUT`].
@@ -335,13 +203,13 @@ async fn new_producer(cfg: ProducerConfig) -> Result<(Producer, Option<String>)>
     }
 }
 
-/// The seed's bench_produce loop with COUNT set and no warm-up, counting the broker's acknowledgements.
-/// Each send clones `record` (its topic is an `Arc<str>`, its value `Bytes`: two reference counts, as the
-/// seed's loop).
+/// The seed's bench_produce loop with COUNT set and no warm-up, counting the broker's acknowledgements, its
+/// clock started before the producer connects (as the C tool's). Each send clones `record` (its topic is an
+/// `Arc<str>`, its value `Bytes`: two reference counts, as the seed's loop).
 async fn produce_async(cfg: ProducerConfig, record: ProduceRecord, count: u64) -> Result<ProduceOutcome> {
-    let (producer, setup_note) = new_producer(cfg).await?;
     let cpu_before = crate::cpu::process_cpu_seconds();
     let started = Instant::now();
+    let (producer, setup_note) = new_producer(cfg).await?;
     let mut first_queued = Duration::ZERO;
     let (mut queued, mut spins) = (0u64, 0u32);
     // Progress is looked at only when the queue is full (the one way this loop stops moving), so the hot
@@ -416,18 +284,19 @@ fn fetch(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
         "max_wait_ms={} min_bytes={} max_bytes={} max_partition_fetch_bytes={} isolation={}",
         cfg.max_wait_ms, cfg.min_bytes, cfg.max_bytes, cfg.max_partition_fetch_bytes, cfg.isolation_level
     );
+    let cfg_applied = cfg.clone();
     let rt = runtime()?;
     let fetched = rt.block_on(fetch_async(cfg, topic, hw));
     stop(rt);
-    let (fetched, stalled) = fetched?;
+    let (fetched, stalled, first_round_records) = fetched?;
     let asymmetries = Asymmetries {
-        connections: "1 per broker (plus the bootstrap connection)".into(),
+        connections: "1 per broker (plus the bootstrap connection, not counted)".into(),
         in_flight: "1 Fetch per broker at a time (one fetch() round)".into(),
         partitioner: "all partitions assigned with assign_topic, from offset 0".into(),
-        clock: "from after Consumer::new and assign_topic (bootstrap connect, SASL, metadata excluded) to the \
-                fetch() that reached the high watermark, as the seed's bench_fetch; the first fetch() opens the \
-                leader connection (TCP, TLS, ApiVersions, SASL), so that is inside the clock and in the first \
-                fetch_request sample"
+        clock: "from the return of the first fetch() that brought records to the fetch() that reached the high \
+                watermark: connect, metadata, the leader connection and the first Fetch round trip outside it, as \
+                for the C tool (whose clock starts at its first message); the seed's bench_fetch started after \
+                assign_topic. The first fetch_request sample holds the leader connection"
             .into(),
         payload: "preloaded by rust-rdkafka: 'x' repeated".into(),
     };
@@ -441,22 +310,32 @@ fn fetch(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
     let note =
         stalled.then(|| format!("no progress for {}s; stopped at {}", STALL_TIMEOUT.as_secs(), fetched.consumed));
     let requests = fetched.fetch_request_us.len() as f64;
-    let mut m = super::fetch_measurement(&fetched, hw, info(command, asymmetries, note));
+    let first_round = first_round_records as f64;
+    let applied = super::applied::base(knobs, 1, super::applied::CLOCK_FIRST_RECORD)
+        .consumer(consumer_applied(&cfg_applied, &security))
+        .build();
+    let mut m = super::fetch_measurement(&fetched, hw, info(command, asymmetries, note, applied));
     // How many samples the fetch_request percentiles stand on (a 16 MiB fetch returns a lot per round).
     m.metrics.insert("fetch_requests".into(), streamlab_record::Metric::new(requests, "requests", false));
+    // Records the first round brought before the clock started (counted, not timed; as the C tool's first
+    // message set): with few rounds they weigh on the rate.
+    m.metrics.insert("first_round_records".into(), streamlab_record::Metric::new(first_round, "records", false));
     Ok(m)
 }
 
-/// Read every partition from offset 0 until `high_watermark` records have come back; `true` if it stalled.
-async fn fetch_async(cfg: ConsumerConfig, topic: &str, high_watermark: u64) -> Result<(Fetched, bool)> {
+/// Read every partition from offset 0 until `high_watermark` records have come back; `true` if it stalled, and
+/// how many records the first round brought.
+async fn fetch_async(cfg: ConsumerConfig, topic: &str, high_watermark: u64) -> Result<(Fetched, bool, u64)> {
     let mut consumer = Consumer::new(cfg).await.context("cannot create the consumer")?;
     consumer.assign_topic(topic, 0).await.with_context(|| format!("cannot assign {topic}"))?;
     let cpu_before = crate::cpu::process_cpu_seconds();
-    let started = Instant::now();
     let (mut consumed, mut bytes) = (0u64, 0u64);
     let mut fetch_request_us = Vec::new();
     let mut stall = Stall::new(STALL_TIMEOUT);
     let mut stalled = false;
+    // The clock starts when the first records arrive (see the record's `clock`).
+    let mut first: Option<Instant> = None;
+    let mut first_round_records = 0;
     while consumed < high_watermark {
         let t = Instant::now();
         let records = consumer.fetch().await.with_context(|| format!("fetch failed after {consumed} records"))?;
@@ -468,18 +347,25 @@ async fn fetch_async(cfg: ConsumerConfig, topic: &str, high_watermark: u64) -> R
             }
             continue;
         }
+        if first.is_none() {
+            first = Some(Instant::now());
+            first_round_records = records.len() as u64;
+        }
         fetch_request_us.push(took.as_secs_f64() * 1e6);
         consumed += records.len() as u64;
         bytes += records.iter().map(|r| r.value.as_ref().map_or(0, |v| v.len() as u64)).sum::<u64>();
     }
+    // A single round that brought every record leaves the clock nothing to time: no rate, not a huge one.
+    let elapsed =
+        if fetch_request_us.len() > 1 { first.map_or(Duration::ZERO, |f| f.elapsed()) } else { Duration::ZERO };
     let fetched = Fetched {
         consumed,
         bytes,
-        elapsed: started.elapsed(),
+        elapsed,
         client_cpu_s: crate::cpu::process_cpu_seconds() - cpu_before,
         fetch_request_us,
     };
-    Ok((fetched, stalled))
+    Ok((fetched, stalled, first_round_records))
 }
 
 fn latency(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
@@ -487,6 +373,10 @@ fn latency(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> 
     let security = Security::of(listener, password)?;
     let cfg = security.apply_producer(latency_producer_config(knobs, &listener.bootstrap)?);
     let described = describe_producer(&cfg);
+    let applied = super::applied::base(knobs, cfg.connections, super::applied::CLOCK_PER_ROUND_TRIP)
+        .producer(producer_applied(&cfg, &security))
+        .set("producer.partitioner.class", super::applied::EXPLICIT_PARTITION)
+        .build();
     let record = ProduceRecord::to(topic).partition(0).value(super::payload(knobs.payload_bytes));
     let rt = runtime()?;
     let samples = rt.block_on(latency_async(cfg, record, knobs.latency_warmup, knobs.latency_samples));
@@ -494,7 +384,7 @@ fn latency(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> 
     let (samples, setup_note) = samples?;
     let hw = super::topic_high_watermark(&ctx.env, topic)?;
     let asymmetries = Asymmetries {
-        connections: "1 per broker for produce + 1 metadata connection".into(),
+        connections: "1 per broker for produce + 1 metadata connection, not counted".into(),
         in_flight: "1 (max_in_flight=1, one send().await at a time)".into(),
         partitioner: "partition 0".into(),
         clock: "from send() to its future resolving with the Produce response (RecordMetadata), as the seed's \
@@ -508,7 +398,7 @@ fn latency(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> 
         knobs.listener,
         security.described,
     );
-    Ok(super::latency_measurement(knobs, &samples, hw, info(command, asymmetries, setup_note)))
+    Ok(super::latency_measurement(knobs, &samples, hw, info(command, asymmetries, setup_note, applied)))
 }
 
 /// `warmup` then `samples` sequential produce -> ack round trips; the measured ones in microseconds.
@@ -532,15 +422,16 @@ async fn latency_async(
 }
 
 #[cfg(test)]
-mod tests {
-    use std::path::PathBuf;
-
+pub(super) mod tests {
     use streamlab_record::IntegrityStatus;
+    use streamlab_record::descriptor::Listener;
+
+    use super::super::NotRunnable;
 
     use super::*;
 
     /// The seed's locked produce knobs at a small count, with `overrides`.
-    fn knobs_json(overrides: serde_json::Value) -> serde_json::Map<String, serde_json::Value> {
+    pub(super) fn knobs_json(overrides: serde_json::Value) -> serde_json::Map<String, serde_json::Value> {
         let mut v = serde_json::json!({
             "workload": "produce", "listener": "plaintext", "compression": "none", "acks": 1, "idempotence": false,
             "count": 20000, "payload_bytes": 100, "partitions": 6, "linger_ms": 5, "batch_messages": 32768,
@@ -553,11 +444,11 @@ mod tests {
         v.as_object().unwrap().clone()
     }
 
-    fn knobs(overrides: serde_json::Value) -> Knobs {
+    pub(super) fn knobs(overrides: serde_json::Value) -> Knobs {
         crate::arms::spec::parse_knobs(&knobs_json(overrides)).unwrap()
     }
 
-    fn listener(security_protocol: &str, mechanism: Option<&str>, user: Option<&str>) -> Listener {
+    pub(super) fn listener(security_protocol: &str, mechanism: Option<&str>, user: Option<&str>) -> Listener {
         Listener {
             bootstrap: "127.0.0.1:9095".into(),
             security_protocol: security_protocol.into(),
@@ -566,103 +457,6 @@ mod tests {
             password_file: None,
             ca_file: None,
         }
-    }
-
-    #[test]
-    fn the_seed_knobs_map_onto_the_producer_config_and_leave_connections_at_the_crate_default() {
-        let cfg = producer_config(&knobs(serde_json::json!({})), "127.0.0.1:9092").unwrap();
-        assert_eq!(
-            (cfg.acks, cfg.linger, cfg.batch_records, cfg.batch_bytes),
-            (1, Duration::from_millis(5), 32768, 1_000_000)
-        );
-        assert_eq!(cfg.compression, partitionline::Compression::None);
-        assert_eq!((cfg.connections, cfg.max_in_flight), (8, 16));
-        assert_eq!(cfg.bootstrap, vec!["127.0.0.1:9092".to_owned()]);
-        let lz4 =
-            producer_config(&knobs(serde_json::json!({"compression": "lz4", "acks": -1, "idempotence": true})), "h:1")
-                .unwrap();
-        assert_eq!((lz4.compression, lz4.acks, lz4.enable_idempotence), (partitionline::Compression::Lz4, -1, true));
-    }
-
-    #[test]
-    fn zero_batch_knobs_keep_the_crate_defaults() {
-        let cfg = producer_config(&knobs(serde_json::json!({"batch_messages": 0, "batch_bytes": 0})), "h:1").unwrap();
-        let default = ProducerConfig::default();
-        assert_eq!((cfg.batch_records, cfg.batch_bytes), (default.batch_records, default.batch_bytes));
-        assert_eq!((default.batch_records, default.batch_bytes), (32_768, 1_000_000));
-        let set =
-            producer_config(&knobs(serde_json::json!({"batch_messages": 500, "batch_bytes": 200000})), "h:1").unwrap();
-        assert_eq!((set.batch_records, set.batch_bytes), (500, 200_000));
-    }
-
-    #[test]
-    fn zstd_is_not_runnable_and_says_why() {
-        let err = producer_config(&knobs(serde_json::json!({"compression": "zstd"})), "h:1").unwrap_err();
-        let not_runnable = err.downcast_ref::<NotRunnable>().expect("a NotRunnable");
-        assert!(not_runnable.0.contains("no zstd"), "{not_runnable}");
-    }
-
-    #[test]
-    fn acks_outside_0_1_and_minus_1_are_refused() {
-        assert!(producer_config(&knobs(serde_json::json!({"acks": 2})), "h:1").is_err());
-        assert_eq!(acks(0).unwrap(), Acks::None);
-        assert_eq!(acks(-1).unwrap(), Acks::All);
-    }
-
-    #[test]
-    fn the_latency_producer_is_one_record_at_a_time_on_one_connection() {
-        let cfg =
-            latency_producer_config(&knobs(serde_json::json!({"workload": "latency", "acks": -1})), "h:1").unwrap();
-        assert_eq!((cfg.linger, cfg.batch_records, cfg.connections, cfg.max_in_flight), (Duration::ZERO, 1, 1, 1));
-        assert_eq!((cfg.acks, cfg.batch_bytes), (-1, 356));
-    }
-
-    #[test]
-    fn the_fetch_knobs_set_both_byte_caps() {
-        let cfg =
-            consumer_config(&knobs(serde_json::json!({"fetch_max_bytes": 1048576, "fetch_max_wait_ms": 50})), "h:1")
-                .unwrap();
-        assert_eq!(
-            (cfg.max_wait_ms, cfg.min_bytes, cfg.max_bytes, cfg.max_partition_fetch_bytes),
-            (50, 1, 1 << 20, 1 << 20)
-        );
-    }
-
-    #[test]
-    fn sasl_follows_the_listener_mechanism_and_never_describes_the_password() {
-        let scram = listener("SASL_PLAINTEXT", Some("SCRAM-SHA-512"), Some("admin"));
-        match sasl(&scram, Some("hunter2".into())).unwrap() {
-            Some(Sasl::ScramSha512 { username, password }) => {
-                assert_eq!((username.as_str(), password.as_str()), ("admin", "hunter2"))
-            }
-            _ => panic!("not SCRAM-SHA-512"),
-        }
-        let described = Security::of(&scram, Some("hunter2".into())).unwrap().described;
-        assert!(described.contains("SCRAM-SHA-512 user admin") && !described.contains("hunter2"), "{described}");
-        let oauth = listener("SASL_PLAINTEXT", Some("OAUTHBEARER"), Some("alice"));
-        assert!(matches!(sasl(&oauth, None).unwrap(), Some(Sasl::OauthBearer { principal }) if principal == "alice"));
-        assert!(sasl(&listener("PLAINTEXT", None, None), None).unwrap().is_none());
-        let gssapi = sasl(&listener("SASL_PLAINTEXT", Some("GSSAPI"), Some("u")), None).unwrap_err();
-        assert!(gssapi.downcast_ref::<NotRunnable>().is_some());
-        assert!(sasl(&listener("SASL_PLAINTEXT", Some("SCRAM-SHA-256"), Some("u")), None).is_err(), "no password");
-    }
-
-    #[test]
-    fn tls_reads_the_ca_file_and_checks_the_host_it_dials() {
-        assert_eq!(server_name("127.0.0.1:9093").unwrap(), "127.0.0.1");
-        assert_eq!(server_name("[::1]:9093").unwrap(), "::1");
-        let dir = tempdir();
-        let ca = dir.join("ca.pem");
-        std::fs::write(&ca, "-----BEGIN CERTIFICATE-----\n").unwrap();
-        let ssl = Listener { ca_file: Some(ca.clone()), ..listener("SSL", None, None) };
-        let s = Security::of(&ssl, None).unwrap();
-        let tls = s.tls.unwrap();
-        assert_eq!(tls.ca_pem.as_deref(), Some(&b"-----BEGIN CERTIFICATE-----\n"[..]));
-        assert_eq!(tls.server_name.as_deref(), Some("127.0.0.1"));
-        let missing = Listener { ca_file: Some(dir.join("nope.pem")), ..ssl };
-        let err = Security::of(&missing, None).err().expect("a missing CA file is an error");
-        assert!(err.to_string().contains("nope.pem"), "{err}");
-        std::fs::remove_dir_all(dir).unwrap();
     }
 
     #[test]
@@ -686,12 +480,6 @@ mod tests {
         assert!(!stall.is_stuck(5));
         std::thread::sleep(Duration::from_millis(30));
         assert!(stall.is_stuck(5));
-    }
-
-    fn tempdir() -> PathBuf {
-        let d = std::env::temp_dir().join(format!("pl-arm-test-{}", std::process::id()));
-        std::fs::create_dir_all(&d).unwrap();
-        d
     }
 
     // Against a broker.
@@ -760,18 +548,24 @@ mod tests {
         let m = run_with(serde_json::json!({"acks": -1, "idempotence": true}));
         assert_produced_all(&m, 20000);
         assert!(m.details["command"].contains("acks=-1") && m.details["in_flight"].starts_with("5 "));
+        assert_eq!(m.applied["producer.max.in.flight.requests.per.connection"], "5");
+        assert_eq!(m.applied["clock_start"], "before connect");
     }
 
     #[test]
     #[ignore = "needs a broker: cargo xtask test"]
     fn fetch_reads_exactly_the_high_watermark_and_times_fetch_requests() {
-        let m = run_with(serde_json::json!({"workload": "fetch", "count": 50000}));
+        // 30 MB: more than one 16 MiB fetch round, so the clock (from the first records) has rounds to time.
+        let m = run_with(serde_json::json!({"workload": "fetch", "count": 300000}));
         assert_eq!(m.integrity.status, IntegrityStatus::Verified, "{:?}", m.integrity);
-        assert_eq!(m.metrics["consumed"].value, 50000.0);
-        // Bytes are the values' lengths: 50000 x 100.
+        assert_eq!(m.metrics["consumed"].value, 300000.0);
+        // Bytes are the values' lengths: 300000 x 100.
         let bytes = m.metrics["mb_per_s"].value * m.metrics["elapsed_s"].value * 1e6;
-        assert!((bytes - 5e6).abs() < 1.0, "{bytes}");
-        assert!(m.metrics["fetch_rpc_p50_us"].value > 0.0 && m.metrics["fetch_requests"].value >= 1.0);
+        assert!((bytes - 3e7).abs() < 1.0, "{bytes}");
+        assert!(m.metrics["fetch_rpc_p50_us"].value > 0.0 && m.metrics["fetch_requests"].value >= 2.0);
+        assert_eq!(m.applied["clock_start"], "first record received");
+        assert_eq!(m.applied["consumer.fetch.max.wait.ms"], "100");
+        assert_eq!(m.applied["consumer.max.partition.fetch.bytes"], "16777216");
     }
 
     #[test]
