@@ -5,12 +5,12 @@
 //!   into the cache and verified before use.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
-use anyhow::{Context, Result, bail, ensure};
+use anyhow::{Context, Result, ensure};
 use serde::Deserialize;
 use sha2::{Digest, Sha512};
+use streamlab_process::Cmd;
 
 use crate::paths::repo_root;
 
@@ -53,7 +53,7 @@ impl LibrarySource {
     /// into `cache` and verified first.
     pub fn materialize(&self, dest: &Path, cache: &Path) -> Result<()> {
         match &self.origin {
-            Origin::Dir(dir) => run(Command::new("cp").arg("-R").arg(dir).arg(dest)),
+            Origin::Dir(dir) => Cmd::new("cp").arg("-R").arg(dir).arg(dest).read(SHORT_COMMAND).map(drop),
             Origin::Npm(pin) => {
                 let tarball = ensure_tarball(pin, cache)?;
                 pin.extract(&tarball, dest)
@@ -101,13 +101,12 @@ pub fn vendored() -> Result<Vendored> {
 /// The directory and version of `name` as the workspace resolves it.
 fn locate_crate(root: &Path, name: &str) -> Result<(PathBuf, String)> {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let out = Command::new(cargo)
+    let out = Cmd::new(cargo)
         .args(["metadata", "--format-version", "1", "--locked", "--manifest-path"])
         .arg(root.join("Cargo.toml"))
-        .output()
-        .context("cannot run cargo metadata")?;
-    ensure!(out.status.success(), "cargo metadata failed: {}", String::from_utf8_lossy(&out.stderr).trim());
-    let metadata: serde_json::Value = serde_json::from_slice(&out.stdout).context("cargo metadata printed no JSON")?;
+        .read(SHORT_COMMAND)
+        .context("cargo metadata")?;
+    let metadata: serde_json::Value = serde_json::from_str(&out).context("cargo metadata printed no JSON")?;
     let package = metadata["packages"]
         .as_array()
         .and_then(|ps| ps.iter().find(|p| p["name"] == name))
@@ -182,13 +181,14 @@ impl NpmPin {
     fn extract(&self, tarball: &Path, dest: &Path) -> Result<()> {
         let parent = dest.parent().context("an extraction target has a parent")?;
         let unpacked = tempfile::Builder::new().prefix(".unpack-").tempdir_in(parent)?;
-        run(Command::new("tar")
+        Cmd::new("tar")
             .arg("-xzf")
             .arg(tarball)
             .arg("--no-same-owner")
             .arg("-C")
             .arg(unpacked.path())
-            .arg(&self.member))?;
+            .arg(&self.member)
+            .read(SHORT_COMMAND)?;
         let tree = unpacked.path().join(&self.member);
         ensure!(tree.join("configure").is_file(), "{} has no {}/configure", tarball.display(), self.member);
         std::fs::rename(&tree, dest).with_context(|| format!("cannot move the extracted tree to {}", dest.display()))
@@ -307,13 +307,8 @@ fn base64(bytes: &[u8]) -> String {
     out
 }
 
-fn run(cmd: &mut Command) -> Result<()> {
-    let out = cmd.output().with_context(|| format!("cannot run {cmd:?}"))?;
-    if !out.status.success() {
-        bail!("{cmd:?} failed ({}): {}", out.status, String::from_utf8_lossy(&out.stderr).trim());
-    }
-    Ok(())
-}
+/// A copy, an extraction, a metadata query: seconds, minutes on a cold cache at most.
+const SHORT_COMMAND: std::time::Duration = std::time::Duration::from_secs(600);
 
 #[cfg(test)]
 mod tests {

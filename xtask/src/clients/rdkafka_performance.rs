@@ -12,11 +12,12 @@
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail, ensure};
 use sha2::{Digest, Sha256};
+use streamlab_process::Cmd;
 use streamlab_record::tools::CTool;
 
 use super::librdkafka_source::{self, LibrarySource};
@@ -187,7 +188,11 @@ fn build(inputs: &BuildInputs, cache: &Path, dir: &Path) -> Result<()> {
         crate::interrupt::check()?;
         let kept = parent.join(format!("{}.failed.log", dir.file_name().unwrap_or_default().to_string_lossy()));
         let _ = std::fs::copy(&log_path, &kept);
-        bail!("{error:#}\nlast lines of the build log (kept as {}):\n{}", kept.display(), log_tail(&log_path, 30));
+        bail!(
+            "{error:#}\nlast lines of the build log (kept as {}):\n{}",
+            kept.display(),
+            streamlab_process::files::log_tail(&log_path, 30)
+        );
     }
     let out = staging.path().join("out");
     std::fs::create_dir(&out)?;
@@ -229,21 +234,14 @@ fn run_steps(inputs: &BuildInputs, cache: &Path, staging: &Path, log: &Path) -> 
     std::fs::copy(&inputs.tool.path, &tool_source)?;
     std::fs::write(tree.join(TOOL_MAKEFILE_NAME), TOOL_MAKEFILE)?;
     let jobs = std::thread::available_parallelism().map_or(2, |n| n.get()).to_string();
-    let log = File::create(log)?;
+    File::create(log)?;
     let step = |program: &str, args: &[&str]| -> Result<()> {
         crate::interrupt::check()?;
-        let mut cmd = Command::new(program);
-        cmd.args(args).current_dir(&tree).env("CC", CC).stdin(Stdio::null());
+        let mut cmd = Cmd::new(program).args(args).current_dir(&tree).env("CC", CC).log_to(log);
         for var in SCRUBBED_ENV {
-            cmd.env_remove(var);
+            cmd = cmd.env_remove(var);
         }
-        let status = cmd
-            .stdout(log.try_clone()?)
-            .stderr(log.try_clone()?)
-            .status()
-            .with_context(|| format!("cannot run {program}"))?;
-        ensure!(status.success(), "`{program} {}` failed ({status})", args.join(" "));
-        Ok(())
+        cmd.run(BUILD_STEP_TIMEOUT).with_context(|| format!("`{program} {}`", args.join(" ")))
     };
     step("bash", &[&["./configure"], CONFIGURE_FLAGS].concat())?;
     step("make", &["-j", &jobs, "-C", "src", "librdkafka.a"])?;
@@ -251,17 +249,10 @@ fn run_steps(inputs: &BuildInputs, cache: &Path, staging: &Path, log: &Path) -> 
     step("make", &["-f", TOOL_MAKEFILE_NAME, &tool_arg, BINARY])
 }
 
-/// The last `n` lines of a log (or why it cannot be read).
-fn log_tail(path: &Path, n: usize) -> String {
-    match std::fs::read(path) {
-        Ok(bytes) => {
-            let text = String::from_utf8_lossy(&bytes);
-            let lines: Vec<&str> = text.lines().collect();
-            lines[lines.len().saturating_sub(n)..].join("\n")
-        }
-        Err(e) => format!("(cannot read {}: {e})", path.display()),
-    }
-}
+/// One configure or make step on a cold, shared 2-core machine.
+const BUILD_STEP_TIMEOUT: Duration = Duration::from_secs(1800);
+/// The built tool answering about itself.
+const QUERY_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// What a built binary says about itself.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -274,14 +265,13 @@ pub struct Verified {
 /// Runs the binary: it must report librdkafka `version` and every [`REQUIRED_FEATURES`].
 pub fn verify(binary: &Path, version: &str) -> Result<Verified> {
     // Without arguments the tool prints its usage, with the library's version, to stderr (and exits 1).
-    let usage = Command::new(binary).output().with_context(|| format!("cannot run {}", binary.display()))?;
-    let reported = parse_version(&String::from_utf8_lossy(&usage.stderr))
-        .with_context(|| format!("{} printed no librdkafka version", binary.display()))?;
+    let usage = Cmd::new(binary).output(QUERY_TIMEOUT).with_context(|| format!("cannot run {}", binary.display()))?;
+    let reported =
+        parse_version(&usage.stderr).with_context(|| format!("{} printed no librdkafka version", binary.display()))?;
     ensure!(reported == version, "{} reports librdkafka {reported}, not {version}", binary.display());
-    let dump = Command::new(binary).args(["-P", "-t", "streamlab-features", "-X", "dump"]).output()?;
-    ensure!(dump.status.success(), "{} -X dump failed: {}", binary.display(), String::from_utf8_lossy(&dump.stderr));
-    let features = parse_features(&String::from_utf8_lossy(&dump.stdout))
-        .with_context(|| format!("{} -X dump lists no builtin.features", binary.display()))?;
+    let dump = Cmd::new(binary).args(["-P", "-t", "streamlab-features", "-X", "dump"]).read(QUERY_TIMEOUT)?;
+    let features =
+        parse_features(&dump).with_context(|| format!("{} -X dump lists no builtin.features", binary.display()))?;
     let missing = missing_features(&features);
     ensure!(
         missing.is_empty(),

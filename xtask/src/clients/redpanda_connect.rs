@@ -4,13 +4,12 @@
 //! A variable that is set is checked before anything is provisioned: a wrong path fails the run at once.
 
 use std::ffi::OsStr;
-use std::io::Read;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Result, bail};
+use streamlab_process::Cmd;
 use streamlab_record::tools::RedpandaConnect;
 
 /// The variable naming the user's Redpanda Connect binary.
@@ -51,31 +50,11 @@ pub fn check(value: Option<&OsStr>) -> Result<Option<RedpandaConnect>> {
 
 /// `<bin> --version`'s first non-empty line, within [`VERSION_TIMEOUT`].
 fn version_of(path: &Path) -> Result<String> {
-    let mut child = Command::new(path)
-        .arg("--version")
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()?;
-    let started = Instant::now();
-    let status = loop {
-        if let Some(status) = child.try_wait()? {
-            break status;
-        }
-        if started.elapsed() > VERSION_TIMEOUT {
-            let _ = child.kill();
-            let _ = child.wait();
-            bail!("no answer within {} s", VERSION_TIMEOUT.as_secs());
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    let mut out = String::new();
-    let mut err = String::new();
-    child.stdout.take().map(|mut s| s.read_to_string(&mut out));
-    child.stderr.take().map(|mut s| s.read_to_string(&mut err));
-    if !status.success() {
-        bail!("{status}: {}", err.trim());
+    let answer = Cmd::new(path).arg("--version").output(VERSION_TIMEOUT)?;
+    if !answer.status.success() {
+        bail!("{}: {}", answer.status, answer.stderr.trim());
     }
+    let (out, err) = (answer.stdout, answer.stderr);
     let text = if out.trim().is_empty() { &err } else { &out };
     match text.lines().map(str::trim).find(|l| !l.is_empty()) {
         Some(line) => Ok(line.to_owned()),

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail, ensure};
-use xshell::{Shell, cmd};
+use streamlab_process::Cmd;
 
 use crate::paths;
 
@@ -60,29 +60,34 @@ pub fn run(site: &Path) -> Result<()> {
     Ok(())
 }
 
+/// A validator or browser pass over a few dozen pages.
+const CHECK_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(900);
+
 /// Every page and the stylesheet through the Nu HTML Checker; any error fails the check.
 fn validate_html(tools: &Tools, site: &Path) -> Result<()> {
     let mut files = Vec::new();
     collect(site, &mut files)?;
     files.retain(|f| f.extension().is_some_and(|e| e == "html" || e == "css"));
     files.sort();
-    let sh = Shell::new()?;
-    let (java, jar) = (&tools.java, &tools.vnu_jar);
     tracing::info!("validating {} files with the Nu HTML Checker", files.len());
-    cmd!(sh, "{java} -jar {jar} --errors-only --also-check-css --also-check-svg {files...}")
-        .run()
+    Cmd::new(&tools.java)
+        .arg("-jar")
+        .arg(&tools.vnu_jar)
+        .args(["--errors-only", "--also-check-css", "--also-check-svg"])
+        .args(&files)
+        .run(CHECK_TIMEOUT)
         .context("the Nu HTML Checker found errors (listed above)")?;
     Ok(())
 }
 
 /// Open every page in headless Chromium: charts and tables present, nothing fails to load, no network.
 fn browse(tools: &Tools, site: &Path) -> Result<()> {
-    let sh = Shell::new()?;
-    let (node, script) = (&tools.node, &tools.script);
     let site = site.canonicalize().with_context(|| format!("cannot resolve {}", site.display()))?;
-    cmd!(sh, "{node} {script} {site}")
+    Cmd::new(&tools.node)
+        .arg(&tools.script)
+        .arg(&site)
         .env("CHROMIUM", &tools.chromium)
-        .run()
+        .run(CHECK_TIMEOUT)
         .context("the headless Chromium check failed (see above)")?;
     Ok(())
 }
