@@ -4,9 +4,9 @@ use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
-use harness::arms::clients::{NOT_RUNNABLE_EXIT, NotRunnable};
 use harness::arms::{self, ArmContext};
 use streamlab_record::EnvDescriptor;
+use streamlab_record::arms::{NOT_RUNNABLE_EXIT, NotRunnable};
 
 #[derive(Parser)]
 #[command(name = "harness", about = "streamlab benchmark arms (started by `cargo xtask lab run`)")]
@@ -50,7 +50,7 @@ fn main() {
     if let Err(e) = run() {
         // A point the client cannot run is not a failure: the runner records it as not run, with this reason.
         if let Some(not_runnable) = e.downcast_ref::<NotRunnable>() {
-            eprintln!("not runnable: {not_runnable}");
+            eprintln!("{}", not_runnable.line());
             std::process::exit(NOT_RUNNABLE_EXIT);
         }
         eprintln!("error: {e:#}");

@@ -7,6 +7,11 @@ pub fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
+/// Milliseconds since the Unix epoch, signed: what Kafka's message timestamps are compared with.
+pub fn now_ms_i64() -> i64 {
+    now_ms() as i64
+}
+
 /// Milliseconds since the Unix epoch with sub-millisecond precision (for clocks that compare with a broker's).
 pub fn now_ms_f64() -> f64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64() * 1e3)

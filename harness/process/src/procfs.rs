@@ -47,6 +47,14 @@ pub fn self_cpu_seconds() -> f64 {
     rusage_seconds(UsageWho::RUSAGE_SELF)
 }
 
+/// CPU seconds the calling thread has used.
+pub fn thread_cpu_seconds() -> f64 {
+    match nix::time::clock_gettime(nix::time::ClockId::CLOCK_THREAD_CPUTIME_ID) {
+        Ok(t) => t.tv_sec() as f64 + t.tv_nsec() as f64 / 1e9,
+        Err(_) => f64::NAN,
+    }
+}
+
 /// User + system CPU seconds of this process's children that have ended and been waited for.
 pub fn children_cpu_seconds() -> f64 {
     rusage_seconds(UsageWho::RUSAGE_CHILDREN)

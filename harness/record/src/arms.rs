@@ -25,6 +25,29 @@ impl KnobType {
     }
 }
 
+/// The harness process's exit status for "this arm cannot run this point"; the reason is its last stderr line,
+/// after [`NOT_RUNNABLE_PREFIX`]. The runner records such a point as not run, with the reason: it does not
+/// fail the run.
+pub const NOT_RUNNABLE_EXIT: i32 = 3;
+pub const NOT_RUNNABLE_PREFIX: &str = "not runnable: ";
+
+/// A point an arm cannot run, and why (e.g. partitionline has no zstd).
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct NotRunnable(pub String);
+
+impl NotRunnable {
+    /// The stderr line the harness ends with.
+    pub fn line(&self) -> String {
+        format!("{NOT_RUNNABLE_PREFIX}{}", self.0)
+    }
+
+    /// The reason in a harness's stderr tail, if it ended not runnable.
+    pub fn reason_in(stderr_tail: &str) -> Option<&str> {
+        stderr_tail.lines().rev().find_map(|l| l.trim().strip_prefix(NOT_RUNNABLE_PREFIX))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use streamlab_process::Cmd;
+use streamlab_record::arms::{NOT_RUNNABLE_EXIT, NotRunnable};
 use streamlab_record::descriptor::DESCRIPTOR_FILE;
 use streamlab_record::{EnvDescriptor, Integrity, Measurement, Metric, Record, RunInfo, SCHEMA, Status, Variant};
 
@@ -29,9 +30,6 @@ pub enum Outcome {
         reason: String,
     },
 }
-
-/// The harness's exit status for a point its client cannot run (harness/src/arms/clients/mod.rs).
-const NOT_RUNNABLE_EXIT: i32 = 3;
 
 pub fn run_task(
     harness: &Path,
@@ -102,7 +100,7 @@ pub fn run_task(
     let stdout = reader.join().unwrap_or_default();
     if status.code() == Some(NOT_RUNNABLE_EXIT) {
         let tail = process::log_tail(&log_path, 20);
-        let reason = tail.lines().rev().find_map(|l| l.trim().strip_prefix("not runnable: ")).unwrap_or(&tail);
+        let reason = NotRunnable::reason_in(&tail).unwrap_or(&tail);
         return Ok(Outcome::NotRunnable { reason: reason.to_owned() });
     }
     if !status.success() {

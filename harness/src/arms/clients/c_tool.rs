@@ -10,13 +10,13 @@
 //! invocation with `-X dump` added prints the configuration the tool will run with: the record's `applied`
 //! settings come from it.
 
-mod child;
 mod summary;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail, ensure};
+use streamlab_process::Cmd;
 use streamlab_record::Measurement;
 
 use super::rdkafka_arm::{fetch_properties, producer_properties};
@@ -83,10 +83,9 @@ const LATENCY_NOT_RUNNABLE: &str = "rdkafka_performance has no sequential produc
 
 /// The binary the tools file names must still be the build it describes.
 fn check_reported_version(tool: &CTool) -> Result<()> {
-    let usage = std::process::Command::new(&tool.path)
-        .output()
-        .with_context(|| format!("cannot run {}", tool.path.display()))?;
-    let stderr = String::from_utf8_lossy(&usage.stderr);
+    let usage =
+        Cmd::new(&tool.path).output(DUMP_TIMEOUT).with_context(|| format!("cannot run {}", tool.path.display()))?;
+    let stderr = usage.stderr;
     let reported = stderr
         .lines()
         .find_map(|l| l.trim().strip_prefix("librdkafka version "))
@@ -176,7 +175,7 @@ const DUMP_TIMEOUT: Duration = Duration::from_secs(60);
 fn effective(tool: &Path, args: &[String], shown: &str) -> Result<LibrdkafkaConf> {
     let mut dump_args = args.to_vec();
     dump_args.extend(["-X".to_owned(), "dump".to_owned()]);
-    let run = child::run(tool, &dump_args, DUMP_TIMEOUT)?;
+    let run = Cmd::new(tool).args(&dump_args).output(DUMP_TIMEOUT)?;
     ensure!(run.status.success(), "{shown} -X dump failed ({}); stderr: {}", run.status, run.stderr.trim());
     // Every property the arguments set: -X key=value, and -a (acks).
     let explicit = args
@@ -259,10 +258,10 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str, tool: &CTool) -> Result
     let bootstrap = bootstrap(ctx, knobs)?;
     let call = Invocation::new(&tool.path, produce_args(knobs, topic, &bootstrap, &security.path), &security);
     let conf = effective(&tool.path, &call.args, &call.shown)?;
-    let run = child::run(&tool.path, &call.args, TOOL_TIMEOUT)?;
+    let run = Cmd::new(&tool.path).args(&call.args).output(TOOL_TIMEOUT)?;
     drop(security);
     let s = summary::producer(&run.stdout)
-        .with_context(|| format!("{} ({}) printed no producer summary\n{}", call.shown, run.status, run.tail()))?;
+        .with_context(|| format!("{} ({}) printed no producer summary\n{}", call.shown, run.status, run.tail(10)))?;
     // The tool exits 1 unless every record it produced was delivered; a failure it does not count is not ours to
     // guess at.
     if !run.status.success() && s.failed == 0 && s.delivered == knobs.count {
@@ -270,7 +269,7 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str, tool: &CTool) -> Result
             "{} exited with {} although its summary says every record was delivered\n{}",
             call.shown,
             run.status,
-            run.tail()
+            run.tail(10)
         );
     }
     let produced = Produced { acked: s.delivered, failed: s.failed, elapsed: s.elapsed(), client_cpu_s: run.cpu_s };
@@ -322,11 +321,11 @@ fn fetch(ctx: &ArmContext, knobs: &Knobs, topic: &str, tool: &CTool) -> Result<M
     let bootstrap = bootstrap(ctx, knobs)?;
     let call = Invocation::new(&tool.path, fetch_args(knobs, topic, &bootstrap, &security.path, hw), &security);
     let conf = effective(&tool.path, &call.args, &call.shown)?;
-    let run = child::run(&tool.path, &call.args, TOOL_TIMEOUT)?;
+    let run = Cmd::new(&tool.path).args(&call.args).output(TOOL_TIMEOUT)?;
     drop(security);
-    ensure!(run.status.success(), "{} failed ({})\n{}", call.shown, run.status, run.tail());
+    ensure!(run.status.success(), "{} failed ({})\n{}", call.shown, run.status, run.tail(10));
     let s = summary::consumer(&run.stdout)
-        .with_context(|| format!("{} printed no consumer summary\n{}", call.shown, run.tail()))?;
+        .with_context(|| format!("{} printed no consumer summary\n{}", call.shown, run.tail(10)))?;
     let fetched = Fetched {
         consumed: s.consumed,
         bytes: s.bytes,

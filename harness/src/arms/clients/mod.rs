@@ -15,7 +15,7 @@
 //!   nearest-rank percentiles in microseconds.
 //!
 //! An adapter that cannot run a point (a feature its client lacks) returns [`NotRunnable`]: the harness
-//! exits with [`NOT_RUNNABLE_EXIT`] and the runner records the point as not run, with the reason.
+//! exits with [`streamlab_record::arms::NOT_RUNNABLE_EXIT`] and the runner records the point as not run, with the reason.
 
 pub mod applied;
 pub mod c_tool;
@@ -39,13 +39,7 @@ use crate::arms::spec::{KnobSpec, KnobType};
 use crate::kafka::admin::{fresh_topic, high_watermark_sum};
 use crate::kafka::config::{DEFAULT_LISTENER, client_config};
 
-/// The harness's exit status for "this client cannot run this point" (the reason is the last stderr line).
-pub const NOT_RUNNABLE_EXIT: i32 = 3;
-
-/// A point this client cannot run, and why (e.g. partitionline has no zstd).
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct NotRunnable(pub String);
+pub use streamlab_record::arms::NotRunnable;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]

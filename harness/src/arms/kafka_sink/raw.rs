@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use rdkafka::ClientContext;
@@ -83,7 +83,7 @@ impl ProducerContext for Context_ {
                 if self.latency.wants_sample()
                     && let Some(created_ms) = rdkafka::Message::timestamp(msg).to_millis()
                 {
-                    self.latency.push((now_ms() - created_ms).max(0) as f64);
+                    self.latency.push((streamlab_process::clock::now_ms_i64() - created_ms).max(0) as f64);
                 }
             }
             Err((e, _)) => {
@@ -92,10 +92,6 @@ impl ProducerContext for Context_ {
             }
         }
     }
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }
 
 pub fn run(ctx: &ArmContext) -> Result<Measurement> {

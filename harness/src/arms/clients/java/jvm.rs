@@ -2,12 +2,12 @@
 //! classpath the tools file names, with a private directory for the config files it reads.
 
 use std::ffi::OsString;
-use std::os::unix::process::CommandExt;
-use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::path::PathBuf;
+use std::process::ExitStatus;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
+use streamlab_process::Cmd;
 use streamlab_record::tools::JavaTools;
 
 /// `kafka-producer-perf-test.sh` and `kafka-consumer-perf-test.sh` set this heap.
@@ -71,26 +71,29 @@ impl<'t> Jvm<'t> {
     }
 
     /// `java <heap> <perf opts> <log config> -cp <pinned jars> <main class> <args>`.
-    pub fn command(&self, main_class: &str, args: &[OsString]) -> Command {
-        let mut cmd = Command::new(&self.tools.java);
-        cmd.arg(HEAP).args(PERFORMANCE_OPTS);
-        cmd.arg(format!("-Dlog4j2.configurationFile={}", self.dir.path().join(TOOLS_LOG_CONFIG_FILE).display()));
-        cmd.arg("-cp").arg(std::env::join_paths(&self.tools.classpath).unwrap_or_default());
-        cmd.arg(main_class).args(args);
-        cmd
+    pub fn command(&self, main_class: &str, args: &[OsString]) -> Cmd {
+        Cmd::new(&self.tools.java)
+            .arg(HEAP)
+            .args(PERFORMANCE_OPTS)
+            .arg(format!("-Dlog4j2.configurationFile={}", self.dir.path().join(TOOLS_LOG_CONFIG_FILE).display()))
+            .arg("-cp")
+            .arg(std::env::join_paths(&self.tools.classpath).unwrap_or_default())
+            .arg(main_class)
+            .args(args)
     }
 
     /// The command as a record shows it: the classpath summarised, the private directory as `<private>`.
-    pub fn describe(&self, cmd: &Command) -> String {
+    pub fn describe(&self, cmd: &Cmd) -> String {
         let private = self.dir.path().display().to_string();
         let classpath = format!(
             "<{} pinned jars: {} and its dependencies, env/kafka/jars.lock>",
             self.tools.classpath.len(),
             self.tools.kafka_tools
         );
-        let mut words = vec![cmd.get_program().to_string_lossy().into_owned()];
+        let argv = cmd.argv();
+        let mut words = vec![argv[0].to_string_lossy().into_owned()];
         let mut after_cp = false;
-        for arg in cmd.get_args() {
+        for arg in &argv[1..] {
             let arg = arg.to_string_lossy();
             words.push(if after_cp { classpath.clone() } else { arg.replace(&private, "<private>") });
             after_cp = arg == "-cp";
@@ -98,42 +101,16 @@ impl<'t> Jvm<'t> {
         words.join(" ")
     }
 
-    /// Runs the tool to its end (killed after `deadline`), stdout and stderr into the private directory.
-    pub fn run(&self, label: &str, mut cmd: Command, deadline: Duration) -> Result<ToolRun> {
-        let out_path = self.dir.path().join(format!("{label}.stdout"));
-        let err_path = self.dir.path().join(format!("{label}.stderr"));
-        let create = |p: &Path| std::fs::File::create(p).with_context(|| format!("cannot create {}", p.display()));
-        cmd.stdin(Stdio::null()).stdout(create(&out_path)?).stderr(create(&err_path)?);
-        // SAFETY: prctl is async-signal-safe; the JVM dies with the harness rather than outliving it.
-        unsafe {
-            cmd.pre_exec(|| {
-                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
-                Ok(())
-            });
-        }
-        let cpu_before = crate::cpu::children_cpu_seconds();
+    /// Runs the tool to its end (killed after `deadline`), its output captured; the JVM dies with the harness.
+    pub fn run(&self, label: &str, cmd: Cmd, deadline: Duration) -> Result<ToolRun> {
         let started = Instant::now();
-        let mut child = cmd.spawn().with_context(|| format!("cannot start {}", self.tools.java.display()))?;
-        let status = loop {
-            if let Some(status) = child.try_wait().context("cannot wait for the JVM")? {
-                break status;
-            }
-            if started.elapsed() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                bail!("{label}: the JVM was still running after {} s and was killed", deadline.as_secs());
-            }
-            std::thread::sleep(Duration::from_millis(10));
-        };
-        let wall = started.elapsed();
-        let cpu_s = crate::cpu::children_cpu_seconds() - cpu_before;
-        let read = |p: &Path| std::fs::read(p).map(|b| String::from_utf8_lossy(&b).into_owned());
+        let out = cmd.output(deadline).with_context(|| format!("{label}: the JVM"))?;
         Ok(ToolRun {
-            status,
-            stdout: read(&out_path).with_context(|| format!("cannot read {}", out_path.display()))?,
-            stderr: read(&err_path).with_context(|| format!("cannot read {}", err_path.display()))?,
-            wall,
-            cpu_s,
+            status: out.status,
+            stdout: out.stdout,
+            stderr: out.stderr,
+            wall: started.elapsed(),
+            cpu_s: out.cpu_s,
         })
     }
 }
@@ -158,7 +135,7 @@ mod tests {
         let config = jvm.write_private("producer.properties", b"acks=1\n").unwrap();
         let cmd =
             jvm.command("org.apache.kafka.tools.ProducerPerformance", &["--producer.config".into(), config.into()]);
-        let args: Vec<String> = cmd.get_args().map(|a| a.to_string_lossy().into_owned()).collect();
+        let args: Vec<String> = cmd.argv().iter().skip(1).map(|a| a.to_string_lossy().into_owned()).collect();
         assert_eq!(args[0], "-Xmx512M");
         assert!(args.contains(&"/c/a.jar:/c/kafka-tools-4.1.0.jar".to_owned()), "{args:?}");
         let log = args.iter().find_map(|a| a.strip_prefix("-Dlog4j2.configurationFile=")).unwrap();
@@ -192,16 +169,15 @@ mod tests {
     fn a_tool_run_reports_exit_status_output_and_its_own_cpu() {
         let tools = JavaTools { java: "/bin/sh".into(), ..tools() };
         let jvm = Jvm::new(&tools).unwrap();
-        let mut cmd = Command::new("/bin/sh");
-        cmd.args(["-c", "echo out; echo err >&2; i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; exit 4"]);
+        let cmd = Cmd::new("/bin/sh")
+            .args(["-c", "echo out; echo err >&2; i=0; while [ $i -lt 200000 ]; do i=$((i+1)); done; exit 4"]);
         let run = jvm.run("spin", cmd, Duration::from_secs(60)).unwrap();
         assert_eq!((run.status.code(), run.stdout.as_str(), run.stderr.as_str()), (Some(4), "out\n", "err\n"));
         // The shell's own CPU, counted once it has been waited for (getrusage is process-wide: another test's
         // child reaped in the same window would add to it, so no upper bound beyond sanity).
         assert!(run.cpu_s > 0.0 && run.cpu_s < 30.0, "{run:?}");
-        let mut slow = Command::new("/bin/sh");
-        slow.args(["-c", "sleep 30"]);
-        let e = jvm.run("slow", slow, Duration::from_millis(200)).unwrap_err().to_string();
+        let slow = Cmd::new("/bin/sh").args(["-c", "sleep 30"]);
+        let e = format!("{:#}", jvm.run("slow", slow, Duration::from_millis(200)).unwrap_err());
         assert!(e.contains("killed"), "{e}");
     }
 }

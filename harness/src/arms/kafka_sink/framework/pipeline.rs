@@ -128,7 +128,7 @@ fn observe_window<T>(
     let first_ack = wait_for_first_ack(observer, baseline, started, running)?;
     sleep_until(first_ack + Duration::from_secs_f64(knobs.warmup_s), running)?;
     let cpu_open = crate::cpu::process_cpu_seconds();
-    let sampler_open = thread_cpu_seconds();
+    let sampler_open = streamlab_process::procfs::thread_cpu_seconds();
     // The broker's count at each edge, from the sampler's own client (this thread is not spate's).
     let hw_open = sampler.sample()?;
     let open = observer.snapshot();
@@ -139,7 +139,7 @@ fn observe_window<T>(
         samples.push(observer.snapshot());
     }
     let hw_close = sampler.sample()?;
-    let sampler_s = thread_cpu_seconds() - sampler_open;
+    let sampler_s = streamlab_process::procfs::thread_cpu_seconds() - sampler_open;
     let client_cpu_s = crate::cpu::process_cpu_seconds() - cpu_open - sampler_s;
     let watermarks = WatermarkWindow { open: hw_open, close: hw_close };
     Ok((Window { open, samples, watermarks, client_cpu_s }, first_ack.duration_since(started).as_secs_f64()))
@@ -182,15 +182,4 @@ fn sleep_until<T>(deadline: Instant, running: &JoinHandle<T>) -> Result<()> {
         }
         std::thread::sleep((deadline - now).min(SAMPLE_EVERY));
     }
-}
-
-/// CPU seconds the calling thread has used.
-fn thread_cpu_seconds() -> f64 {
-    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
-    // SAFETY: clock_gettime only writes into the timespec we pass.
-    let rc = unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
-    if rc != 0 {
-        return f64::NAN;
-    }
-    ts.tv_sec as f64 + ts.tv_nsec as f64 / 1e9
 }

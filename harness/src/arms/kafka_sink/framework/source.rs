@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use spate::checkpoint::{AckIssuer, AckRef};
 use spate::deser::{Deserializer, EmitRecord, RecFamily};
@@ -103,7 +103,7 @@ impl SourceLane for GeneratorLane {
             base_offset,
             len: max_records,
             idx: 0,
-            timestamp_ms: now_ms(),
+            timestamp_ms: streamlab_process::clock::now_ms_i64(),
             ack,
         }))
     }
@@ -128,10 +128,6 @@ impl<'a> PayloadBatch<'a> for GeneratorBatch<'a> {
     fn ack(&self) -> &AckRef {
         &self.ack
     }
-}
-
-fn now_ms() -> i64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }
 
 // ----- the chain: borrowed payloads in, one keyless Kafka message per record out -----
