@@ -101,6 +101,7 @@ impl CdcArm for Redpanda {
                 ),
             )]),
             note: None,
+            applied: Default::default(),
         };
         Ok(Box::new(RunningPipeline::new(process, info)))
     }

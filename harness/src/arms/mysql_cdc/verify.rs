@@ -22,6 +22,8 @@ pub struct TopicReport {
     pub messages: u64,
     /// Value bytes (what each arm chose to put on the wire; they differ several-fold between formats).
     pub bytes: u64,
+    /// Key bytes.
+    pub key_bytes: u64,
     pub ids: IdSet,
     /// The broker's append time of the first and last message (epoch ms).
     pub first_ms: Option<f64>,
@@ -56,7 +58,8 @@ pub fn read_topic(
         ends.push(high);
     }
     consumer.assign(&tpl)?;
-    let mut report = TopicReport { messages: 0, bytes: 0, ids: IdSet::new(expected), first_ms: None, last_ms: None };
+    let mut report =
+        TopicReport { messages: 0, bytes: 0, key_bytes: 0, ids: IdSet::new(expected), first_ms: None, last_ms: None };
     let mut last_progress = Instant::now();
     while remaining > 0 {
         let Some(msg) = consumer.poll(Duration::from_millis(200)) else {
@@ -80,6 +83,7 @@ pub fn read_topic(
         report.messages += 1;
         let value = msg.payload().unwrap_or_default();
         report.bytes += value.len() as u64;
+        report.key_bytes += msg.key().map_or(0, <[u8]>::len) as u64;
         let id = row_id(value).unwrap_or(0);
         report.ids.insert(id);
         each(id, ms);
