@@ -29,6 +29,8 @@ pub mod procs;
 pub mod redpanda;
 pub mod rig;
 pub mod rust_arm;
+#[cfg(test)]
+mod same_row;
 pub mod verify;
 
 use std::collections::BTreeMap;
