@@ -200,7 +200,8 @@ impl Inserter {
                 done += n;
             }
             let pacing = format!(
-                "{rows} rows at {rate} rows/s in commits of {commit} rows ({PACED_COMMITS_PER_S} a second), each                  when its last row was due; the session fell at most {} ms behind that schedule",
+                "{rows} rows at {rate} rows/s in commits of {commit} rows ({PACED_COMMITS_PER_S} a second), each \
+                 when its last row was due; the session fell at most {} ms behind that schedule",
                 behind.as_millis()
             );
             Ok(Inserted { began_ms, ended_ms: now_ms(), pacing: Some(pacing) })
