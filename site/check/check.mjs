@@ -66,7 +66,7 @@ for (const file of pages) {
     charts: [...document.querySelectorAll('svg.chart')].map((s) => {
       const box = s.getBoundingClientRect();
       const next = s.closest('figure')?.nextElementSibling;
-      return { w: box.width, h: box.height, bars: s.querySelectorAll('rect.bar, rect.ref, text.missing').length, table: next?.tagName === 'TABLE' && next.querySelectorAll('tbody tr').length };
+      return { w: box.width, h: box.height, bars: s.querySelectorAll('rect.bar, rect.ref, rect.forest-point, text.missing').length, table: next?.tagName === 'TABLE' && next.querySelectorAll('tbody tr').length };
     }),
     tables: document.querySelectorAll('table').length,
     links: [...document.querySelectorAll('a[href]')].map((a) => a.getAttribute('href')),

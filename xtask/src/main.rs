@@ -10,6 +10,7 @@ mod paths;
 mod provenance;
 mod site;
 mod testcmd;
+mod tidy;
 mod tools;
 
 use anyhow::Result;

@@ -30,14 +30,13 @@ pub fn collect_host() -> Host {
 /// `git rev-parse HEAD` and whether the work tree has changes.
 pub fn collect_git(root: &std::path::Path) -> Git {
     let run = |args: &[&str]| {
-        std::process::Command::new("git")
+        streamlab_process::Cmd::new("git")
             .arg("-C")
             .arg(root)
             .args(args)
-            .output()
+            .read(std::time::Duration::from_secs(60))
             .ok()
-            .filter(|o| o.status.success())
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+            .map(|o| o.trim().to_owned())
     };
     let commit = run(&["rev-parse", "HEAD"]).unwrap_or_else(|| "unknown".into());
     // results/ is data the lab writes; a run in progress must not mark its own commit dirty.

@@ -1,14 +1,22 @@
-//! `cargo xtask test`, the README's test command: formatting and lints, unit tests, then the
-//! integration tests against real services (a native environment this command brings up and
-//! down), the site checks and the workflow linter. Ends with one `N passed, N failed` line.
+//! `cargo xtask test`, the README's test command: formatting and lints, one release build of the workspace,
+//! unit tests, then the integration tests against real services (the xtask ones start their own
+//! environments; the harness ones share one native environment brought up here), the site checks and the
+//! workflow linter. Prints how long each step took and ends with one `N passed, N failed` line.
 
-use std::process::{Command, Stdio};
+use std::io::Read;
+use std::path::Path;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use streamlab_process::Cmd;
 use streamlab_record::descriptor::DESCRIPTOR_FILE;
 
-use crate::env::{native, process};
-use crate::paths::{envs_dir, repo_root};
+use crate::env::backend::{Backend, EnvSpec};
+use crate::env::native::NativeBackend;
+use crate::paths::repo_root;
+
+/// No step of the suite may take longer than this (a hung test must not hang CI).
+const STEP_TIMEOUT: Duration = Duration::from_secs(3600);
 
 #[derive(clap::Args)]
 pub struct TestArgs {
@@ -17,95 +25,96 @@ pub struct TestArgs {
     pub unit: bool,
 }
 
-/// Totals parsed from every `test result:` line.
+/// Totals parsed from every `test result:` line, and each step's time.
 #[derive(Default)]
 struct Tally {
     passed: u64,
     failed: u64,
     failures: Vec<String>,
+    times: Vec<(String, Duration)>,
 }
 
 pub fn run(args: TestArgs) -> Result<()> {
     crate::interrupt::install();
-    let mut tally = Tally::default();
-    step(&mut tally, "rustfmt", cargo(&["fmt", "--all", "--check"]));
-    step(&mut tally, "clippy", cargo(&["clippy", "--workspace", "--all-targets", "--release", "--", "-D", "warnings"]));
-    cargo_test(&mut tally, "unit tests", &["test", "--workspace", "--release"], &[]);
+    let mut t = Tally::default();
+    t.step("rustfmt", || cargo(&["fmt", "--all", "--check"]));
+    t.step("clippy", || cargo(&["clippy", "--workspace", "--all-targets", "--release", "--", "-D", "warnings"]));
+    // One release build of the whole workspace serves the unit tests, the integration tests and every lab run
+    // a test starts (`lab run` builds `--workspace` too, so cargo unifies the dependencies' features the same
+    // way everywhere and builds each of them once).
+    t.step("build (release, workspace)", || {
+        cargo(&["build", "--workspace", "--release"])?;
+        cargo(&["test", "--workspace", "--release", "--no-run"])
+    });
+    t.cargo_test("unit tests", &["test", "--workspace", "--release"], &[]);
     if !args.unit {
-        // The integration tests start these binaries (the release xtask sits next to its tests). The harness
-        // is built on its own, as `lab run` builds it: built together, cargo unifies their dependencies'
-        // features differently and every `lab run` inside a test would rebuild it.
-        let built =
-            cargo(&["build", "--release", "-p", "xtask"]).and_then(|_| cargo(&["build", "--release", "-p", "harness"]));
-        step(&mut tally, "build harness and xtask", built);
         // The docker backend's tests need an engine; one this command starts is stopped again at the end.
         let log = repo_root().join("target/streamlab/dockerd.log");
-        let engine = crate::env::docker::daemon::ensure_engine(&log);
-        let daemon = match engine {
+        let daemon = match crate::env::docker::daemon::ensure_engine(&log) {
             Ok(daemon) => daemon,
             Err(e) => {
-                step(&mut tally, "docker engine", Err(e));
+                t.step("docker engine", || Err(e));
                 None
             }
         };
-        integration(&mut tally)?;
+        integration(&mut t);
         drop(daemon);
-        step(&mut tally, "site build + check", site_checks());
-        step(&mut tally, "actionlint", run_cmd(Command::new("bash").arg(repo_root().join("site/check/actionlint.sh"))));
+        t.step("site build + check", site_checks);
+        t.step("actionlint", || {
+            Cmd::new("bash").arg(repo_root().join("site/check/actionlint.sh")).run(Duration::from_secs(300))
+        });
     }
-    println!("\nstreamlab tests: {} passed, {} failed", tally.passed, tally.failed);
-    for f in &tally.failures {
+    println!("\nstreamlab tests: {} passed, {} failed", t.passed, t.failed);
+    for (name, took) in &t.times {
+        println!("  {:>6.0} s  {name}", took.as_secs_f64());
+    }
+    for f in &t.failures {
         println!("  failed: {f}");
     }
     // The closing line CI reads.
-    println!("{} passed, {} failed", tally.passed, tally.failed);
-    anyhow::ensure!(tally.failed == 0, "{} test step(s) failed", tally.failed);
+    println!("{} passed, {} failed", t.passed, t.failed);
+    anyhow::ensure!(t.failed == 0, "{} test step(s) failed", t.failed);
     Ok(())
 }
 
-/// Tests marked #[ignore] need services: the xtask ones start their own environments (one at a
-/// time); the harness ones share one environment brought up here.
-fn integration(tally: &mut Tally) -> Result<()> {
-    cargo_test(
-        tally,
-        "xtask integration (own environments)",
-        &["test", "--release", "-p", "xtask", "--", "--ignored", "--test-threads=1"],
-        &[],
-    );
-    println!("\n== bringing up a native environment for the harness integration tests");
-    let opts = native::NativeOptions {
-        root: envs_dir(),
-        id: native::new_id("test-"),
-        with_mysql: true,
-        kafka: crate::env::pins::default_pin(),
-        broker_cpus: None,
-        lifetime: process::Lifetime::TiedToParent,
-        kafka_ports: None,
-    };
-    let env = match native::up(&opts) {
+/// The harness's modules whose ignored tests run against the shared environment (by test-name filter: the
+/// workspace is tested as a whole so that nothing is built twice).
+const SHARED_ENV_MODULES: [&str; 2] = ["arms::", "probe::"];
+
+/// Tests marked #[ignore] need services: the xtask ones start their own environments (one at a time); the
+/// harness ones share one environment brought up here.
+fn integration(t: &mut Tally) {
+    let mut own = vec!["test", "--workspace", "--release", "--", "--ignored", "--test-threads=1"];
+    for m in SHARED_ENV_MODULES {
+        own.extend(["--skip", m]);
+    }
+    t.cargo_test("xtask integration (own environments)", &own, &[]);
+    let started = Instant::now();
+    let spec = EnvSpec { with_mysql: true, ..EnvSpec::new("test-", crate::env::pins::default_pin()) };
+    // Dropped at the end of this function: its services stop and its directory goes.
+    let env = match NativeBackend.up(&spec) {
         Ok(env) => env,
-        Err(e) => {
-            step(tally, "environment up", Err(e));
-            return Ok(());
-        }
+        Err(e) => return t.step("environment up", || Err(e)),
     };
-    let descriptor = env.dir.join(DESCRIPTOR_FILE);
+    let descriptor = env.descriptor().dir.join(DESCRIPTOR_FILE);
     // The client and CDC arms run the tools a lab run builds or locates (rdkafka_performance, Kafka's Java perf
     // tools, Kafka Connect with the Debezium plugins, the user's Redpanda Connect if STREAMLAB_REDPANDA_CONNECT
     // names one).
     let tools = repo_root().join("target/streamlab/tools.json");
     let prepared = crate::clients::redpanda_connect::from_env()
         .and_then(|redpanda| crate::clients::prepare(&tools, &crate::clients::TOOL_NEEDS, redpanda));
+    t.times.push(("shared environment and tools".into(), started.elapsed()));
     if let Err(e) = prepared {
-        step(tally, "tools", Err(e));
+        t.step("tools", || Err(e));
     }
-    cargo_test(
-        tally,
+    let mut shared = vec!["test", "--workspace", "--release", "--", "--ignored", "--test-threads=1"];
+    shared.extend(SHARED_ENV_MODULES);
+    t.cargo_test(
         "harness integration (shared environment)",
-        &["test", "--release", "-p", "harness", "--", "--ignored", "--test-threads=1"],
+        &shared,
         &[("STREAMLAB_ENV", descriptor.as_path()), (streamlab_record::tools::TOOLS_ENV, tools.as_path())],
     );
-    native::down(&env, false)
+    drop(env);
 }
 
 /// Build and check the site twice: from the committed results, and from the demo results that
@@ -121,54 +130,97 @@ fn site_checks() -> Result<()> {
     check(CheckArgs { dir: Some(demo) })
 }
 
-fn cargo(args: &[&str]) -> Result<()> {
-    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-    cmd.current_dir(repo_root()).args(args);
-    run_cmd(&mut cmd)
+fn cargo_cmd(args: &[&str]) -> Cmd {
+    Cmd::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())).current_dir(repo_root()).args(args)
 }
 
-fn run_cmd(cmd: &mut Command) -> Result<()> {
-    println!("\n== {cmd:?}");
-    let status = cmd.status().with_context(|| format!("cannot run {:?}", cmd.get_program()))?;
-    anyhow::ensure!(status.success(), "{:?} failed ({status})", cmd.get_program());
+fn cargo(args: &[&str]) -> Result<()> {
+    println!("\n== cargo {}", args.join(" "));
+    let (_, success) = run_interruptible(cargo_cmd(args), false)?;
+    anyhow::ensure!(success, "cargo {} failed", args.join(" "));
     Ok(())
 }
 
-/// A non-test step counts as one passed or failed check.
-fn step(tally: &mut Tally, name: &str, result: Result<()>) {
-    let result = result.and_then(|()| crate::interrupt::check());
-    match result {
-        Ok(()) => tally.passed += 1,
-        Err(e) => {
-            eprintln!("step {name} failed: {e:#}");
-            tally.failed += 1;
-            tally.failures.push(name.to_owned());
+/// How long a step's processes get to clean up after Ctrl-C (a lab run inside a test stops its services).
+const INTERRUPT_GRACE: Duration = Duration::from_secs(60);
+
+/// Run `cmd` to its end (stdout captured when `capture`), killed at [`STEP_TIMEOUT`]. Ctrl-C reaches its whole
+/// process group (cargo, the test binaries, the lab runs they start: each cleans up after itself), which then
+/// gets [`INTERRUPT_GRACE`] before SIGKILL.
+fn run_interruptible(cmd: Cmd, capture: bool) -> Result<(String, bool)> {
+    let mut child = if capture { cmd.pipe_stdout_show_stderr() } else { cmd }.spawn()?;
+    let reader = child.take_stdout().map(|mut pipe| {
+        std::thread::spawn(move || {
+            let mut out = String::new();
+            let _ = pipe.read_to_string(&mut out);
+            out
+        })
+    });
+    let started = Instant::now();
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break Some(status);
         }
-    }
+        if crate::interrupt::requested() {
+            child.signal_group(streamlab_process::procfs::Sig::SIGINT);
+            break child.wait_timeout(INTERRUPT_GRACE)?;
+        }
+        if started.elapsed() > STEP_TIMEOUT {
+            break child.wait_timeout(Duration::ZERO)?;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    let stdout = reader.map(|r| r.join().unwrap_or_default()).unwrap_or_default();
+    crate::interrupt::check()?;
+    let status = status.with_context(|| format!("did not finish within {} s", STEP_TIMEOUT.as_secs()))?;
+    Ok((stdout, status.success()))
 }
 
-/// Run `cargo test`, echoing its output and adding its `test result:` lines to the tally.
-fn cargo_test(tally: &mut Tally, name: &str, args: &[&str], env: &[(&str, &std::path::Path)]) {
-    println!("\n== {name}: cargo {}", args.join(" "));
-    let mut cmd = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()));
-    cmd.current_dir(repo_root()).args(args).stdout(Stdio::piped());
-    for (key, value) in env {
-        cmd.env(key, value);
+impl Tally {
+    /// A non-test step counts as one passed or failed check.
+    fn step(&mut self, name: &str, f: impl FnOnce() -> Result<()>) {
+        let started = Instant::now();
+        let result = f().and_then(|()| crate::interrupt::check());
+        self.times.push((name.to_owned(), started.elapsed()));
+        match result {
+            Ok(()) => self.passed += 1,
+            Err(e) => {
+                eprintln!("step {name} failed: {e:#}");
+                self.failed += 1;
+                self.failures.push(name.to_owned());
+            }
+        }
     }
-    let output = match cmd.spawn().and_then(|c| c.wait_with_output()) {
-        Ok(o) => o,
-        Err(e) => return step(tally, name, Err(e.into())),
-    };
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    print!("{stdout}");
-    let (passed, failed) = parse_results(&stdout);
-    tally.passed += passed;
-    tally.failed += failed;
-    if !output.status.success() {
-        tally.failures.push(name.to_owned());
-        if failed == 0 {
-            // A build error or crash: count it so the run cannot look green.
-            tally.failed += 1;
+
+    /// Run `cargo test`, echoing its output and adding its `test result:` lines to the tally.
+    fn cargo_test(&mut self, name: &str, args: &[&str], env: &[(&str, &Path)]) {
+        println!("\n== {name}: cargo {}", args.join(" "));
+        let started = Instant::now();
+        let mut cmd = cargo_cmd(args);
+        for (key, value) in env {
+            cmd = cmd.env(key, value);
+        }
+        let outcome = run_interruptible(cmd, true);
+        self.times.push((name.to_owned(), started.elapsed()));
+        let (stdout, success) = match outcome {
+            Ok(o) => o,
+            Err(e) => {
+                eprintln!("step {name} failed: {e:#}");
+                self.failed += 1;
+                self.failures.push(name.to_owned());
+                return;
+            }
+        };
+        print!("{stdout}");
+        let (passed, failed) = parse_results(&stdout);
+        self.passed += passed;
+        self.failed += failed;
+        if !success {
+            self.failures.push(name.to_owned());
+            if failed == 0 {
+                // A build error or crash: count it so the run cannot look green.
+                self.failed += 1;
+            }
         }
     }
 }

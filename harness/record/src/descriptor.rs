@@ -17,13 +17,41 @@ pub struct EnvDescriptor {
     pub schema: u32,
     /// Unique per environment; used to label processes and containers.
     pub id: String,
-    /// `native`, `docker` or `external`.
-    pub backend: String,
+    /// Which backend brought the environment up (or wrote the descriptor of services it does not run).
+    pub backend: BackendKind,
     pub dir: PathBuf,
     pub started_ts_ms: u64,
     pub kafka: KafkaEnv,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mysql: Option<MysqlEnv>,
+}
+
+/// The environment backends (xtask/src/env): one variant each.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum BackendKind {
+    /// This machine's JDK and database server.
+    Native,
+    /// Containers of pinned (or locally built) images on the host's network.
+    Docker,
+    /// Services the user runs; the lab never starts or stops them.
+    External,
+}
+
+impl BackendKind {
+    pub fn name(self) -> &'static str {
+        match self {
+            BackendKind::Native => "native",
+            BackendKind::Docker => "docker",
+            BackendKind::External => "external",
+        }
+    }
+}
+
+impl std::fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -42,6 +70,46 @@ pub struct KafkaEnv {
     pub cpus: Option<Vec<usize>>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_file: Option<PathBuf>,
+    /// Every broker of a cluster, each with its own process, listeners and log directory; empty for the
+    /// single-broker environment (the broker above). The listeners above then bootstrap from every broker.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub brokers: Vec<BrokerEnv>,
+}
+
+impl KafkaEnv {
+    /// Every broker process of the environment (one for a single broker, all of a cluster's).
+    pub fn pids(&self) -> Vec<u32> {
+        if self.brokers.is_empty() {
+            self.pid.into_iter().collect()
+        } else {
+            self.brokers.iter().filter_map(|b| b.pid).collect()
+        }
+    }
+
+    /// How many brokers the environment runs.
+    pub fn broker_count(&self) -> usize {
+        self.brokers.len().max(1)
+    }
+}
+
+/// One broker of a cluster (KRaft combined mode: each is also a controller and quorum voter).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BrokerEnv {
+    /// `node.id`.
+    pub node_id: u32,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    /// This broker's own listeners (the environment's listeners bootstrap from all of them).
+    pub listeners: BTreeMap<String, Listener>,
+    /// Its controller listener, `127.0.0.1:port`.
+    pub controller: String,
+    /// Its `log.dirs`: where its partitions' segments live.
+    pub data_dir: PathBuf,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub log_file: Option<PathBuf>,
+    /// `server.properties` it was started with (a restart uses it again).
+    pub properties: PathBuf,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -108,6 +108,9 @@ mod tests {
                 os: "Debian 12".into(),
                 profile: "quick".into(),
                 env: "native".into(),
+                kafka_version: None,
+                mysql_flavour: None,
+                mysql_version: None,
             },
             arm: "raw".into(),
             variant: Variant {

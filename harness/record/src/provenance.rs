@@ -46,6 +46,27 @@ pub struct Provenance {
     /// the lock its jars came from (`pins` is the default version's, whose tools every environment uses).
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub kafka_brokers: BTreeMap<String, Pins>,
+    /// Every environment the run brought up, in order, with the versions it ran and the tasks it served
+    /// (a run switches environments per Kafka version and after a service dies); absent in runs before it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub environments: Vec<EnvServed>,
+}
+
+/// One environment of a run and the tasks that ran in it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EnvServed {
+    /// The environment's id (its descriptor's).
+    pub id: String,
+    /// Why it was brought up: the run's first, a switch of Kafka version, a replacement after a failure.
+    pub why: String,
+    pub kafka_version: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mysql_flavour: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mysql_version: Option<String>,
+    /// The tasks that ran in it, as `<matrix> <arm> [<sweep> <point>] rep <n>`.
+    #[serde(default)]
+    pub tasks: Vec<String>,
 }
 
 /// One environment replaced mid-run: which one failed, why, and which took its place.
@@ -179,6 +200,9 @@ impl Provenance {
         for (k, v) in earlier.kafka_brokers {
             self.kafka_brokers.entry(k).or_insert(v);
         }
+        let mut environments = earlier.environments;
+        environments.append(&mut self.environments);
+        self.environments = environments;
         let note = format!("resumed; first started at {}", earlier.started_ts_ms);
         self.env.note = Some(match self.env.note.take() {
             Some(n) => format!("{n}; {note}"),
@@ -186,12 +210,31 @@ impl Provenance {
         });
     }
 
-    /// Record a broker CPU cap that was applied; true if it was new.
     /// A broker at `version` ran in this run, from the jars `pins` names.
     pub fn note_kafka_broker(&mut self, version: &str, pins: Pins) {
         self.kafka_brokers.entry(version.to_owned()).or_insert(pins);
     }
 
+    /// An environment was brought up for the tasks that follow, for the reason `why`.
+    pub fn note_environment(&mut self, env: &crate::EnvDescriptor, why: &str) {
+        self.environments.push(EnvServed {
+            id: env.id.clone(),
+            why: why.to_owned(),
+            kafka_version: env.kafka.version.clone(),
+            mysql_flavour: env.mysql.as_ref().map(|m| m.flavour.clone()),
+            mysql_version: env.mysql.as_ref().map(|m| m.version.clone()),
+            tasks: Vec::new(),
+        });
+    }
+
+    /// A task ran in the newest environment.
+    pub fn note_task(&mut self, task: &str) {
+        if let Some(env) = self.environments.last_mut() {
+            env.tasks.push(task.to_owned());
+        }
+    }
+
+    /// Record a broker CPU cap that was applied; true if it was new.
     pub fn note_broker_cap(&mut self, cap: &str) -> bool {
         let entry = self.env.cpu_caps.entry("broker (per broker_cores point)".to_owned()).or_default();
         if entry.split("; ").any(|c| c == cap) {
@@ -214,5 +257,59 @@ impl Provenance {
             return Err(ProvenanceError::Schema { path: at(), found: schema.to_owned() });
         }
         serde_json::from_value(value).map_err(|source| ProvenanceError::Invalid { path: at(), source })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::descriptor::{EnvDescriptor, KafkaEnv};
+
+    fn descriptor(id: &str, kafka: &str) -> EnvDescriptor {
+        EnvDescriptor {
+            schema: crate::descriptor::DESCRIPTOR_SCHEMA,
+            id: id.into(),
+            backend: crate::descriptor::BackendKind::Native,
+            dir: PathBuf::from("/tmp/x"),
+            started_ts_ms: 0,
+            kafka: KafkaEnv {
+                version: kafka.into(),
+                pid: None,
+                listeners: BTreeMap::new(),
+                controller: None,
+                cpus: None,
+                log_file: None,
+                brokers: Vec::new(),
+            },
+            mysql: None,
+        }
+    }
+
+    fn provenance() -> Provenance {
+        let text = serde_json::json!({"schema": PROVENANCE_SCHEMA, "run_id": "r", "started_ts_ms": 1,
+            "reproduce": "x", "profile": "quick", "git": {"commit": "c", "dirty": false},
+            "host": {"hostname": "h", "cpu_brand": "c", "physical_cores": 1, "logical_cores": 2, "frequency_mhz": 1,
+                     "memory_bytes": 1, "os": "o", "kernel": "k", "arch": "a"},
+            "env": {"backend": "native", "managed": true, "kafka_version": "3.9.1", "mysql_flavour": null,
+                    "mysql_version": null},
+            "versions": {}, "pins": {"lock_file": "l", "lock_sha256": "s", "artifacts": {}}, "matrices": []});
+        serde_json::from_value(text).expect("a run from before environments were listed still reads")
+    }
+
+    #[test]
+    fn every_environment_lists_the_tasks_it_served_and_a_resume_keeps_the_earlier_ones() {
+        let mut earlier = provenance();
+        assert!(earlier.environments.is_empty());
+        earlier.note_environment(&descriptor("e1", "3.9.1"), "the run's first environment");
+        earlier.note_task("clients c_2_15 [listener plain] rep 1");
+        earlier.note_environment(&descriptor("e2", "4.1.0"), "switched to Kafka 4.1.0");
+        earlier.note_task("clients c_2_15 [broker Kafka 4.1.0] rep 1");
+        assert_eq!(earlier.environments[0].tasks, ["clients c_2_15 [listener plain] rep 1"]);
+        assert_eq!(earlier.environments[1].kafka_version, "4.1.0");
+        let mut resumed = provenance();
+        resumed.note_environment(&descriptor("e3", "4.1.0"), "the run's first environment");
+        resumed.merge_earlier(earlier);
+        let ids: Vec<&str> = resumed.environments.iter().map(|e| e.id.as_str()).collect();
+        assert_eq!(ids, ["e1", "e2", "e3"]);
     }
 }

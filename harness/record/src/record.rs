@@ -88,6 +88,28 @@ pub struct RunInfo {
     pub profile: String,
     /// The environment backend: `native`, `docker` or `external`.
     pub env: String,
+    /// The Kafka version of the broker the task ran against (a run may switch brokers between tasks);
+    /// absent in records written before records named it and in records of tasks that did not run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kafka_version: Option<String>,
+    /// The database server of the task's environment, `mariadb` or `mysql`; absent where there was none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mysql_flavour: Option<String>,
+    /// That server's `SELECT VERSION()`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mysql_version: Option<String>,
+}
+
+impl RunInfo {
+    /// This run's facts with the versions of the environment a task ran in.
+    pub fn in_env(&self, env: &crate::EnvDescriptor) -> RunInfo {
+        RunInfo {
+            kafka_version: Some(env.kafka.version.clone()),
+            mysql_flavour: env.mysql.as_ref().map(|m| m.flavour.clone()),
+            mysql_version: env.mysql.as_ref().map(|m| m.version.clone()),
+            ..self.clone()
+        }
+    }
 }
 
 /// A point of a matrix: its label, the sweeps it belongs to, and every knob's value.

@@ -70,7 +70,7 @@ named_enum!(
 named_enum!(
     /// The environment backend asked for on the command line.
     BackendChoice, "backend", {
-        /// external if --bootstrap is given, else native.
+        /// external with --bootstrap; else docker where an engine answers, else native.
         Auto = "auto",
         Native = "native",
         Docker = "docker",
@@ -87,6 +87,8 @@ named_enum!(
         ClientTools = "client_tools",
         /// Kafka Connect 4.1.0 with the Debezium plugins (pinned jars), and a Redpanda Connect binary if named.
         Connect = "connect",
+        /// A cluster of three brokers (KRaft combined mode) instead of the single broker.
+        KafkaCluster = "kafka_cluster",
     }
 );
 

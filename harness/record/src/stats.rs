@@ -10,7 +10,9 @@
 //! - The coefficient of variation (CV) is the sample standard deviation over the mean: the rep-to-rep noise
 //!   of one point. It needs n ≥ 2 and a non-zero mean.
 //! - A comparison of two arms is summarised per rep pair: numerator and denominator of the same rep give one
-//!   ratio, and the ratios are summarised like any other samples (median, interval, CV).
+//!   ratio. The ratios' median is the figure; their 95% interval is taken on the log scale (Student's t
+//!   interval of the mean of ln(ratio), mapped back with exp), so it is never negative and 2× and 0.5× sit
+//!   equally far from 1×.
 
 use serde::{Deserialize, Serialize};
 
@@ -39,9 +41,10 @@ The bar is the median; whiskers span min–max.";
 
 /// How the site describes ratios between arms and when it calls them within noise.
 pub const RATIO_METHOD: &str = "Ratios are computed per rep pair: each rep's numerator over the same rep's \
-denominator, both measured in the same run; the figure is the median of those ratios and its 95% CI is the \
-Student's t interval of their mean. A comparison is within noise when that interval spans 1.0 (or, with fewer \
-than two pairs, when the two arms' own intervals overlap).";
+denominator, both measured in the same run; the figure is the median of those ratios. Its 95% CI is taken on \
+the log scale: Student's t interval of the mean of ln(ratio), mapped back with exp, so it is never negative \
+and 2× and 0.5× lie equally far from 1×. A comparison is within noise when that interval spans 1.0 (or, with \
+fewer than two pairs, when the two arms' own intervals overlap).";
 
 /// Summarise finite samples; `None` if there are none.
 pub fn summarize(samples: &[f64]) -> Option<Summary> {
@@ -97,6 +100,24 @@ pub fn t_975(df: usize) -> f64 {
     }
 }
 
+/// Summarise ratios (positive, finite samples): median, min, max and CV as [`summarize`] gives them, and the
+/// 95% interval on the log scale, `exp(mean(ln r) ± t(0.975, n−1) · s(ln r)/√n)`, which is always positive.
+/// A non-positive ratio has no logarithm: such samples keep no interval. `None` if there are no samples.
+pub fn summarize_ratios(samples: &[f64]) -> Option<Summary> {
+    let mut s = summarize(samples)?;
+    let xs = sorted_finite(samples);
+    if s.n < 2 || xs.iter().any(|x| *x <= 0.0) {
+        s.ci95 = None;
+        return Some(s);
+    }
+    let logs: Vec<f64> = xs.iter().map(|x| x.ln()).collect();
+    let mean = logs.iter().sum::<f64>() / logs.len() as f64;
+    let var = logs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (logs.len() - 1) as f64;
+    let half = t_975(logs.len() - 1) * var.sqrt() / (logs.len() as f64).sqrt();
+    s.ci95 = Some([(mean - half).exp(), (mean + half).exp()]);
+    Some(s)
+}
+
 /// One ratio, e.g. of two published figures; `None` if the base is zero or either side is not finite.
 pub fn ratio(numerator: f64, denominator: f64) -> Option<f64> {
     (denominator != 0.0 && numerator.is_finite() && denominator.is_finite()).then(|| numerator / denominator)
@@ -106,7 +127,7 @@ pub fn ratio(numerator: f64, denominator: f64) -> Option<f64> {
 /// defined ratio (zero base, non-finite side) are left out; `None` if no pair is left.
 pub fn paired_ratios(pairs: &[(f64, f64)]) -> Option<Summary> {
     let ratios: Vec<f64> = pairs.iter().filter_map(|&(num, den)| ratio(num, den)).collect();
-    summarize(&ratios)
+    summarize_ratios(&ratios)
 }
 
 /// Whether a ratio's 95% interval includes 1.0, i.e. the data cannot tell the two sides apart. `None`
@@ -177,14 +198,30 @@ mod tests {
         let s = paired_ratios(&[(500.0, 1000.0), (720.0, 1200.0), (700.0, 1000.0), (1.0, 0.0)]).unwrap();
         assert_eq!(s.n, 3);
         assert!(close(s.median, 0.6) && close(s.mean, 0.6));
-        // 0.6 ± 4.303 * 0.1 / sqrt(3)
+        // exp(mean(ln r) ± 4.303 * s(ln r) / sqrt(3)) over ln 0.5, ln 0.6, ln 0.7
         let [lo, hi] = s.ci95.unwrap();
-        assert!(close(lo, 0.3516) && close(hi, 0.8484), "{lo} {hi}");
+        assert!(close(lo, 0.39115) && close(hi, 0.90324), "{lo} {hi}");
         assert_eq!(ratio_spans_one(&s), Some(false));
         let noisy = paired_ratios(&[(0.8, 1.0), (1.3, 1.0), (1.0, 1.0)]).unwrap();
         assert_eq!(ratio_spans_one(&noisy), Some(true));
         assert_eq!(ratio_spans_one(&paired_ratios(&[(1.0, 2.0)]).unwrap()), None);
         assert!(paired_ratios(&[(1.0, 0.0)]).is_none());
+    }
+
+    #[test]
+    fn a_ratio_interval_is_never_negative_however_noisy_the_pairs() {
+        // The index once showed 1.23×, 95% CI -1.56× – 5.49×: a linear interval of very noisy ratios.
+        let wild = [0.2, 1.23, 6.0];
+        let [lo, hi] = summarize(&wild).unwrap().ci95.unwrap();
+        assert!(lo < 0.0, "the linear interval goes negative ({lo} – {hi})");
+        let [lo, hi] = summarize_ratios(&wild).unwrap().ci95.unwrap();
+        assert!(lo > 0.0 && lo < 1.23 && hi > 1.23, "{lo} – {hi}");
+        // Symmetric on the log scale: r and 1/r give reciprocal bounds.
+        let [a, b] = summarize_ratios(&[0.5, 1.0, 2.0]).unwrap().ci95.unwrap();
+        assert!(close(a * b, 1.0), "{a} {b}");
+        // A ratio that is not positive has no logarithm: no interval rather than a wrong one.
+        assert_eq!(summarize_ratios(&[-1.0, 2.0, 3.0]).unwrap().ci95, None);
+        assert_eq!(summarize_ratios(&[2.0]).unwrap().ci95, None);
     }
 
     #[test]

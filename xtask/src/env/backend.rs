@@ -1,22 +1,91 @@
 //! One interface for every environment backend. A [`Backend`] is chosen from the flags before anything
-//! starts (so caps it cannot apply are known up front); [`Backend::up`] gives an [`Environment`] that
-//! owns the running services and brings them down when dropped. The runner asks these two what it needs
-//! and never looks at a backend's name.
+//! starts (so caps it cannot apply are known up front; see [`super::choose`]); [`Backend::up`] gives an
+//! [`Environment`] that owns the running services and brings them down when dropped (or is kept running,
+//! for `env up`). The runner and the `env` commands ask these two what they need and never look at a
+//! backend's name. A new backend is its module and one [`BackendKind`] variant.
 
 use std::collections::BTreeMap;
+use std::path::PathBuf;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use streamlab_record::EnvDescriptor;
+use streamlab_record::descriptor::BackendKind;
 use streamlab_record::provenance::EnvInfo;
-use streamlab_record::run_spec::{BackendChoice, Need};
+use streamlab_record::run_spec::Need;
 
 use super::health::{self, ServiceDown};
+use super::kafka::KafkaPorts;
 use super::pins::KafkaPin;
-use super::{docker, external, native};
+use super::process::Lifetime;
+
+/// The brokers of the cluster a matrix asks for with the `kafka_cluster` need: a 3-voter quorum, and room for
+/// replication factor 3 with min.insync.replicas 2.
+pub const CLUSTER_BROKERS: usize = 3;
+
+/// What to bring up: where, with which services and versions, and for how long.
+#[derive(Debug, Clone)]
+pub struct EnvSpec {
+    /// Parent of the environment directory.
+    pub root: PathBuf,
+    /// Environment id; also the directory name and the label of its processes and containers.
+    pub id: String,
+    pub with_mysql: bool,
+    /// Brokers to run: 1, or a cluster of N KRaft nodes in combined mode (each a broker and a controller voter).
+    pub brokers: usize,
+    /// The Kafka version to run.
+    pub kafka: &'static KafkaPin,
+    /// Pin the broker to these CPUs.
+    pub broker_cpus: Option<Vec<usize>>,
+    /// `Detached` for `env up` by hand (runs until `env down`); lab runs and tests die with xtask.
+    pub lifetime: Lifetime,
+    /// Fixed Kafka ports instead of free ones (tests use this to provoke a failed start).
+    pub kafka_ports: Option<KafkaPorts>,
+}
+
+impl EnvSpec {
+    /// A lab run's environment under target/streamlab/envs: a fresh id per attempt (a resumed run never trips
+    /// over a killed attempt's storage), tied to the runner's life.
+    pub fn for_run(run_id: &str, needs: &[Need], kafka: &'static KafkaPin) -> EnvSpec {
+        EnvSpec {
+            id: format!("lab-{run_id}-{:04x}", rand::random::<u16>()),
+            with_mysql: needs.contains(&Need::Mysql),
+            brokers: if needs.contains(&Need::KafkaCluster) { CLUSTER_BROKERS } else { 1 },
+            ..EnvSpec::new(&format!("lab-{run_id}-"), kafka)
+        }
+    }
+
+    /// An environment under target/streamlab/envs with a fresh id starting with `prefix`: Kafka only, free
+    /// ports, uncapped, tied to this process.
+    pub fn new(prefix: &str, kafka: &'static KafkaPin) -> EnvSpec {
+        EnvSpec {
+            root: crate::paths::envs_dir(),
+            id: new_id(prefix),
+            with_mysql: false,
+            brokers: 1,
+            kafka,
+            broker_cpus: None,
+            lifetime: Lifetime::TiedToParent,
+            kafka_ports: None,
+        }
+    }
+
+    pub fn dir(&self) -> PathBuf {
+        self.root.join(&self.id)
+    }
+}
+
+/// A fresh environment id: UTC time plus a random suffix.
+pub fn new_id(prefix: &str) -> String {
+    let now = crate::clock::now_ms() / 1000;
+    format!("{prefix}{}-{:04x}", crate::clock::compact_utc(now), rand::random::<u16>())
+}
 
 pub trait Backend {
+    fn kind(&self) -> BackendKind;
     /// `native`, `external`, ...: for messages and records only.
-    fn name(&self) -> &'static str;
+    fn name(&self) -> &'static str {
+        self.kind().name()
+    }
     /// Whether the broker can be pinned to `cores` CPUs (0 = uncapped); `Err` says why not.
     fn can_cap_broker(&self, cores: usize) -> std::result::Result<(), String>;
     /// Whether this backend starts the broker at the Kafka version a point asks for; `Err` says why not.
@@ -25,11 +94,15 @@ pub trait Backend {
     }
     /// What [`Backend::prepare`] does, for the line that announces it.
     fn prepare_what(&self) -> String;
-    /// Fetch and verify what the services need (pinned artifacts), before anything starts.
+    /// Fetch and verify what the services need (pinned artifacts, images), before anything starts.
     fn prepare(&self) -> Result<()>;
-    /// Bring up the services `needs` asks for, the broker at `kafka`'s version; they stop when the environment
-    /// is dropped.
-    fn up(&self, run_id: &str, needs: &[Need], kafka: &'static KafkaPin) -> Result<Box<dyn Environment>>;
+    /// Bring up what `spec` asks for; the services stop when the environment is dropped.
+    fn up(&self, spec: &EnvSpec) -> Result<Box<dyn Environment>>;
+    /// Stop the services of an environment this backend brought up earlier (`env down`), and remove its
+    /// directory unless `keep`.
+    fn down(&self, env: &EnvDescriptor, keep: bool) -> Result<()>;
+    /// Pids of the environment's services that still run on this machine.
+    fn running_pids(&self, env: &EnvDescriptor) -> Vec<u32>;
 }
 
 pub trait Environment {
@@ -54,42 +127,14 @@ pub trait Environment {
     fn health(&self) -> Result<(), ServiceDown> {
         health::check(self.descriptor())
     }
-}
-
-/// The backend the flags ask for; refused with the flag named when the combination makes no sense.
-pub fn choose(choice: BackendChoice, bootstrap: Option<&str>, dsn: Option<&str>) -> Result<Box<dyn Backend>> {
-    let dsn = dsn.map(external::parse_dsn).transpose()?;
-    match (choice, bootstrap) {
-        (BackendChoice::External, None) => bail!("--env external needs --bootstrap HOST:PORT"),
-        (BackendChoice::External | BackendChoice::Auto, Some(b)) => {
-            external::check_bootstrap(b)?;
-            Ok(Box::new(external::ExternalBackend { bootstrap: b.to_owned(), dsn }))
-        }
-        (BackendChoice::Native | BackendChoice::Auto, None) if dsn.is_some() => {
-            bail!("--mysql-dsn needs --bootstrap too: the external backend uses both of your services")
-        }
-        (BackendChoice::Native, None) => Ok(Box::new(native::NativeBackend)),
-        (BackendChoice::Docker, None) => Ok(Box::new(docker::DockerBackend)),
-        (BackendChoice::Docker, Some(_)) => bail!("--bootstrap points at an external cluster; drop --env docker"),
-        // Auto: Docker where an engine answers (the way most users run), else this machine's own services.
-        (BackendChoice::Auto, None) => match docker_answers() {
-            true => Ok(Box::new(docker::DockerBackend)),
-            false => Ok(Box::new(native::NativeBackend)),
-        },
-        (BackendChoice::Native, Some(_)) => bail!("--bootstrap points at an external cluster; drop --env native"),
-    }
-}
-
-/// Whether a Docker engine answers here (`STREAMLAB_NO_DOCKER=1` says to leave it alone in `--env auto`).
-fn docker_answers() -> bool {
-    std::env::var_os("STREAMLAB_NO_DOCKER").is_none_or(|v| v.is_empty() || v == "0")
-        && docker::engine::Engine::answers().is_some()
+    /// Leave the services running past this value (`env up`); `env down` stops them later.
+    fn keep_running(self: Box<Self>) -> EnvDescriptor;
 }
 
 /// What provenance says about an environment described by `d`.
 pub fn env_info(d: &EnvDescriptor, managed: bool, note: Option<&str>) -> EnvInfo {
     EnvInfo {
-        backend: d.backend.clone(),
+        backend: d.backend.name().to_owned(),
         managed,
         kafka_version: Some(d.kafka.version.clone()),
         mysql_flavour: d.mysql.as_ref().map(|m| m.flavour.clone()),
@@ -97,39 +142,5 @@ pub fn env_info(d: &EnvDescriptor, managed: bool, note: Option<&str>) -> EnvInfo
         cpu_caps: BTreeMap::new(),
         note: note.map(str::to_owned),
         images: Default::default(),
-    }
-}
-
-/// The database server's version, if the environment has one: `mariadb` or `mysql` -> `VERSION()`.
-pub fn server_versions(d: &EnvDescriptor) -> BTreeMap<String, String> {
-    d.mysql.iter().map(|m| (m.flavour.clone(), m.version.clone())).collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_bad_combination_is_refused_before_anything_starts() {
-        let name = |c, b, d| choose(c, b, d).map(|b| b.name()).map_err(|e| e.to_string());
-        assert_eq!(name(BackendChoice::Docker, None, None).unwrap(), "docker");
-        assert!(name(BackendChoice::Docker, Some("127.0.0.1:9092"), None).unwrap_err().contains("drop --env docker"));
-        let auto = name(BackendChoice::Auto, None, None).unwrap();
-        assert_eq!(auto, if docker_answers() { "docker" } else { "native" });
-        let dsn = Some("mysql://u:p@127.0.0.1:3306");
-        assert!(name(BackendChoice::Auto, None, dsn).unwrap_err().contains("--mysql-dsn needs --bootstrap"));
-        assert_eq!(name(BackendChoice::Auto, Some("127.0.0.1:9092"), dsn).unwrap(), "external");
-        assert!(name(BackendChoice::External, None, None).unwrap_err().contains("needs --bootstrap"));
-        assert!(name(BackendChoice::Native, Some("127.0.0.1:9092"), None).unwrap_err().contains("drop --env native"));
-    }
-
-    #[test]
-    fn only_a_backend_that_runs_the_broker_can_cap_it() {
-        let external = choose(BackendChoice::Auto, Some("127.0.0.1:9092"), None).unwrap();
-        assert!(external.can_cap_broker(1).unwrap_err().contains("cannot cap"));
-        assert!(external.can_cap_broker(0).is_ok());
-        let native = choose(BackendChoice::Native, None, None).unwrap();
-        assert!(native.can_cap_broker(0).is_ok() && native.can_cap_broker(1).is_ok());
-        assert!(native.can_cap_broker(4096).unwrap_err().contains("4096 cannot be applied"));
     }
 }

@@ -1,18 +1,16 @@
 //! The external backend: services the user already runs. The lab never starts or stops them;
 //! it writes a descriptor so arms find them the same way, and says so in provenance.
 
-use super::pins::KafkaPin;
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use streamlab_record::EnvDescriptor;
-use streamlab_record::descriptor::{DESCRIPTOR_FILE, DESCRIPTOR_SCHEMA, KafkaEnv, Listener, MysqlEnv};
-
+use streamlab_record::descriptor::{BackendKind, DESCRIPTOR_SCHEMA, KafkaEnv, Listener, MysqlEnv};
 use streamlab_record::provenance::EnvInfo;
-use streamlab_record::run_spec::Need;
 
-use super::backend::{Backend, Environment};
+use super::backend::{Backend, EnvSpec, Environment};
+use super::host::{server_versions, write_descriptor};
 use super::secrets;
 use crate::clock;
 
@@ -55,8 +53,8 @@ pub struct ExternalBackend {
 }
 
 impl Backend for ExternalBackend {
-    fn name(&self) -> &'static str {
-        "external"
+    fn kind(&self) -> BackendKind {
+        BackendKind::External
     }
 
     fn can_cap_broker(&self, cores: usize) -> std::result::Result<(), String> {
@@ -78,15 +76,29 @@ impl Backend for ExternalBackend {
         Ok(())
     }
 
-    fn up(&self, run_id: &str, _needs: &[Need], _kafka: &'static KafkaPin) -> Result<Box<dyn Environment>> {
-        let dir = crate::paths::envs_dir().join(format!("ext-{run_id}"));
-        Ok(Box::new(ExternalEnv { descriptor: describe(&dir, run_id, &self.bootstrap, self.dsn.as_ref())? }))
+    /// Only a descriptor of the user's services (and the DSN's password file), in `spec`'s directory.
+    fn up(&self, spec: &EnvSpec) -> Result<Box<dyn Environment>> {
+        let descriptor = describe(&spec.dir(), &spec.id, &self.bootstrap, self.dsn.as_ref())?;
+        Ok(Box::new(ExternalEnv { descriptor, kept: false }))
+    }
+
+    /// The services are the user's: only our descriptor goes.
+    fn down(&self, env: &EnvDescriptor, keep: bool) -> Result<()> {
+        if !keep {
+            std::fs::remove_dir_all(&env.dir).with_context(|| format!("cannot remove {}", env.dir.display()))?;
+        }
+        Ok(())
+    }
+
+    fn running_pids(&self, _env: &EnvDescriptor) -> Vec<u32> {
+        Vec::new()
     }
 }
 
 /// External services: only a descriptor (and the DSN's password file) of ours, removed when dropped.
 pub struct ExternalEnv {
     descriptor: EnvDescriptor,
+    kept: bool,
 }
 
 impl Environment for ExternalEnv {
@@ -112,12 +124,20 @@ impl Environment for ExternalEnv {
     }
 
     fn versions(&self) -> BTreeMap<String, String> {
-        super::backend::server_versions(&self.descriptor)
+        server_versions(&self.descriptor)
+    }
+
+    fn keep_running(mut self: Box<Self>) -> EnvDescriptor {
+        self.kept = true;
+        self.descriptor.clone()
     }
 }
 
 impl Drop for ExternalEnv {
     fn drop(&mut self) {
+        if self.kept {
+            return;
+        }
         if let Err(e) = std::fs::remove_dir_all(&self.descriptor.dir) {
             eprintln!("warning: could not remove {}: {e}", self.descriptor.dir.display());
         }
@@ -152,7 +172,7 @@ pub fn describe(dir: &Path, id: &str, bootstrap: &str, dsn: Option<&MysqlDsn>) -
     let env = EnvDescriptor {
         schema: DESCRIPTOR_SCHEMA,
         id: id.into(),
-        backend: "external".into(),
+        backend: BackendKind::External,
         dir: dir.to_owned(),
         started_ts_ms: clock::now_ms(),
         kafka: KafkaEnv {
@@ -162,10 +182,11 @@ pub fn describe(dir: &Path, id: &str, bootstrap: &str, dsn: Option<&MysqlDsn>) -
             controller: None,
             cpus: None,
             log_file: None,
+            brokers: Vec::new(),
         },
         mysql,
     };
-    streamlab_record::jsonl::write_atomic(&dir.join(DESCRIPTOR_FILE), &serde_json::to_vec_pretty(&env)?)?;
+    write_descriptor(&env)?;
     Ok(env)
 }
 

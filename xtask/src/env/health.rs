@@ -60,8 +60,11 @@ pub fn check_with(
     mysql_probe: impl Fn(&MysqlEnv) -> Result<(), String>,
 ) -> Result<(), ServiceDown> {
     for s in services(env) {
-        let answer = match s.kind {
-            Kind::Kafka => kafka_answers(env),
+        let answer = match &s.kind {
+            Kind::Kafka(plaintext) => match plaintext {
+                Some(bootstrap) => api_versions(bootstrap),
+                None => Err("no PLAINTEXT listener to probe".to_owned()),
+            },
             Kind::Mysql => env.mysql.as_ref().ok_or_else(|| "no database server".to_owned()).and_then(&mysql_probe),
         };
         if let Err(e) = answer {
@@ -76,7 +79,8 @@ pub fn check_with(
 }
 
 enum Kind {
-    Kafka,
+    /// A broker, probed on its own PLAINTEXT listener.
+    Kafka(Option<String>),
     Mysql,
 }
 
@@ -88,12 +92,28 @@ struct Service<'a> {
 }
 
 fn services(env: &EnvDescriptor) -> Vec<Service<'_>> {
-    let mut out = vec![Service {
-        name: "kafka broker".into(),
-        pid: env.kafka.pid,
-        log: env.kafka.log_file.as_deref(),
-        kind: Kind::Kafka,
-    }];
+    let plaintext = |listeners: &std::collections::BTreeMap<String, streamlab_record::descriptor::Listener>| {
+        listeners.values().find(|l| l.security_protocol == "PLAINTEXT").map(|l| l.bootstrap.clone())
+    };
+    let mut out: Vec<Service> = if env.kafka.brokers.is_empty() {
+        vec![Service {
+            name: "kafka broker".into(),
+            pid: env.kafka.pid,
+            log: env.kafka.log_file.as_deref(),
+            kind: Kind::Kafka(plaintext(&env.kafka.listeners)),
+        }]
+    } else {
+        env.kafka
+            .brokers
+            .iter()
+            .map(|b| Service {
+                name: format!("kafka broker {}", b.node_id),
+                pid: b.pid,
+                log: b.log_file.as_deref(),
+                kind: Kind::Kafka(plaintext(&b.listeners)),
+            })
+            .collect()
+    };
     if let Some(m) = &env.mysql {
         out.push(Service {
             name: format!("{} server", m.flavour),
@@ -105,28 +125,29 @@ fn services(env: &EnvDescriptor) -> Vec<Service<'_>> {
     out
 }
 
+/// How long a dead process's threads may take to finish exiting before its status can be read.
+const EXIT_SETTLE: Duration = Duration::from_secs(5);
+
 /// `exited with status N` / `was killed by SIGKILL`, read without reaping (the environment's teardown
-/// still sees the process); `is no longer running` when it is not our child.
+/// still sees the process); `is no longer running` when it is not our child. A JVM's main thread shows as a
+/// zombie while its other threads are still exiting, and its status is readable only once they all have: so
+/// the status is asked for a few seconds.
 fn how_it_ended(pid: u32) -> String {
     let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
-    match waitid(Id::Pid(Pid::from_raw(pid as i32)), flags) {
-        Ok(WaitStatus::Exited(_, code)) => format!("exited with status {code}"),
-        Ok(WaitStatus::Signaled(_, signal, _)) => format!("was killed by {signal}"),
-        _ => "is no longer running".into(),
+    let deadline = std::time::Instant::now() + EXIT_SETTLE;
+    loop {
+        match waitid(Id::Pid(Pid::from_raw(pid as i32)), flags) {
+            Ok(WaitStatus::Exited(_, code)) => return format!("exited with status {code}"),
+            Ok(WaitStatus::Signaled(_, signal, _)) => return format!("was killed by {signal}"),
+            Ok(WaitStatus::StillAlive) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            _ => return "is no longer running".into(),
+        }
     }
 }
 
-/// One Kafka ApiVersions (v0) round trip on the plaintext listener: the broker reads and answers requests.
-fn kafka_answers(env: &EnvDescriptor) -> Result<(), String> {
-    let listener = env
-        .kafka
-        .listeners
-        .values()
-        .find(|l| l.security_protocol == "PLAINTEXT")
-        .ok_or("no PLAINTEXT listener to probe")?;
-    api_versions(&listener.bootstrap)
-}
-
+/// One Kafka ApiVersions (v0) round trip: the broker reads and answers requests.
 fn api_versions(bootstrap: &str) -> Result<(), String> {
     const CORRELATION_ID: i32 = 0x5117_ab00;
     let addr = bootstrap
@@ -206,9 +227,9 @@ mod tests {
 
     #[test]
     fn a_child_killed_by_a_signal_says_so_and_is_left_for_its_owner_to_reap() {
-        let mut child = std::process::Command::new("sleep").arg("30").spawn().unwrap();
-        let pid = child.id();
-        child.kill().unwrap();
+        let mut child = streamlab_process::Cmd::new("sleep").arg("30").spawn().unwrap();
+        let pid = child.pid();
+        streamlab_process::procfs::signal(pid, streamlab_process::procfs::Sig::SIGKILL);
         while process::is_alive(pid) {
             std::thread::sleep(Duration::from_millis(10));
         }

@@ -1,13 +1,14 @@
-//! Native Apache Kafka: a KRaft combined broker+controller on the system JDK, from the pinned jars,
-//! with PLAINTEXT, SSL, SASL/SCRAM (256 and 512) and SASL/OAUTHBEARER listeners on loopback.
+//! Apache Kafka from the pinned jars: one KRaft node that is broker and controller, or a cluster of N such
+//! nodes (combined mode: every node a broker and a controller voter of a static quorum), each with PLAINTEXT,
+//! SSL, SASL/SCRAM (256 and 512) and SASL/OAUTHBEARER listeners on loopback ports of its own.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use streamlab_record::descriptor::{KafkaEnv, Listener};
+use streamlab_process::Cmd;
+use streamlab_record::descriptor::{BrokerEnv, KafkaEnv, Listener};
 
 use super::host::{Role, ServiceHost};
 use super::pins::KafkaPin;
@@ -39,7 +40,8 @@ impl KafkaPorts {
 pub struct KafkaStart<'a> {
     pub dir: &'a Path,
     pub env_id: &'a str,
-    pub ports: KafkaPorts,
+    /// One set of ports per broker: one entry starts a single node, N a cluster of N.
+    pub ports: Vec<KafkaPorts>,
     pub cpus: Option<Vec<usize>>,
     /// The Kafka version to run: its jars and log configuration.
     pub pin: &'static KafkaPin,
@@ -49,75 +51,163 @@ pub struct KafkaStart<'a> {
     pub tools_classpath: std::ffi::OsString,
 }
 
-/// A broker that has been started but may not be ready yet.
-pub struct Launched<'h> {
-    host: &'h dyn ServiceHost,
+/// One started node of the environment.
+struct Node {
+    id: u32,
+    role: Role,
+    ports: KafkaPorts,
     pid: u32,
     log: PathBuf,
     dir: PathBuf,
-    classpath: std::ffi::OsString,
-    password: String,
+    properties: PathBuf,
     listeners: BTreeMap<String, Listener>,
     controller: String,
+}
+
+/// Brokers that have been started but may not be ready yet.
+pub struct Launched<'h> {
+    host: &'h dyn ServiceHost,
+    nodes: Vec<Node>,
+    classpath: std::ffi::OsString,
+    password: String,
+    password_file: PathBuf,
+    ca_file: PathBuf,
     cpus: Option<Vec<usize>>,
 }
 
-/// Write config and credentials, format storage and start the broker (call from the main thread:
-/// PR_SET_PDEATHSIG follows the thread that spawned the process).
+/// The cluster-wide settings every node's properties share.
+struct Cluster {
+    id: String,
+    /// `1@127.0.0.1:port,2@...`: the static quorum of a cluster; empty for a single node (which bootstraps a
+    /// dynamic quorum of itself, `--standalone`).
+    voters: String,
+    nodes: usize,
+}
+
+/// Write config and credentials, format storage and start every broker (call from the main thread:
+/// PR_SET_PDEATHSIG follows the thread that spawned the process). On failure, what started is stopped.
 pub fn launch<'h>(host: &'h dyn ServiceHost, s: &KafkaStart) -> Result<Launched<'h>> {
-    std::fs::create_dir_all(s.dir.join("logs"))?;
+    std::fs::create_dir_all(s.dir)?;
     let password = secrets::random_password();
     let password_file = secrets::write_secret(&s.dir.join("scram.password"), &password)?;
     let tls = certs::generate(s.env_id)?;
     let ca_file = s.dir.join("ca.pem");
     std::fs::write(&ca_file, &tls.ca_pem)?;
-    let properties = s.dir.join("server.properties");
-    secrets::write_secret(&properties, &render_server_properties(s, &tls)?)?;
-    format_storage(host, s.pin, &s.classpath, &properties, &password)?;
-    let log = s.dir.join("kafka.out");
-    let mut cmd = Command::new(host.java());
-    cmd.args(jvm_flags(s.dir, s.pin)).arg("-cp").arg(&s.classpath).arg("kafka.Kafka").arg(&properties);
-    let pid = host.spawn(Role::Kafka, cmd, &log, s.cpus.as_deref())?;
-    Ok(Launched {
+    let cluster = Cluster {
+        id: secrets::kafka_uuid(),
+        voters: if s.ports.len() > 1 {
+            s.ports
+                .iter()
+                .enumerate()
+                .map(|(i, p)| format!("{}@127.0.0.1:{}", i + 1, p.controller))
+                .collect::<Vec<_>>()
+                .join(",")
+        } else {
+            String::new()
+        },
+        nodes: s.ports.len(),
+    };
+    let mut launched = Launched {
         host,
-        pid,
-        log,
-        dir: s.dir.to_owned(),
+        nodes: Vec::new(),
         classpath: s.tools_classpath.clone(),
         password,
-        listeners: listeners(s.ports, &password_file, &ca_file),
-        controller: format!("127.0.0.1:{}", s.ports.controller),
+        password_file,
+        ca_file,
         cpus: s.cpus.clone(),
+    };
+    for (i, ports) in s.ports.iter().enumerate() {
+        match launch_node(&launched, s, &cluster, &tls, i as u32 + 1, *ports) {
+            Ok(node) => launched.nodes.push(node),
+            Err(e) => {
+                launched.stop();
+                return Err(e);
+            }
+        }
+    }
+    Ok(launched)
+}
+
+/// One node: its directory (the environment's Kafka directory itself for a single node, `node-<id>` in a
+/// cluster), properties, formatted storage and process.
+fn launch_node(
+    l: &Launched,
+    s: &KafkaStart,
+    cluster: &Cluster,
+    tls: &certs::TlsMaterial,
+    id: u32,
+    ports: KafkaPorts,
+) -> Result<Node> {
+    let dir = if cluster.nodes > 1 { s.dir.join(format!("node-{id}")) } else { s.dir.to_owned() };
+    std::fs::create_dir_all(dir.join("logs"))?;
+    let properties = dir.join("server.properties");
+    secrets::write_secret(&properties, &render_server_properties(&dir, id, ports, cluster, tls)?)?;
+    format_storage(l.host, s.pin, &s.classpath, &properties, &cluster.id, cluster.voters.is_empty(), &l.password)?;
+    let log = dir.join("kafka.out");
+    let cmd = Cmd::new(l.host.java())
+        .args(jvm_flags(&dir, s.pin, cluster.nodes))
+        .arg("-cp")
+        .arg(&s.classpath)
+        .arg("kafka.Kafka")
+        .arg(&properties);
+    let role = if cluster.nodes > 1 { Role::Broker(id) } else { Role::Kafka };
+    let pid = l.host.spawn(role, cmd, &log, s.cpus.as_deref())?;
+    Ok(Node {
+        id,
+        role,
+        ports,
+        pid,
+        log,
+        listeners: listeners(&[ports], &l.password_file, &l.ca_file),
+        controller: format!("127.0.0.1:{}", ports.controller),
+        properties,
+        dir,
     })
 }
 
 impl Launched<'_> {
-    /// Wait until every listener answers; on failure the broker is stopped.
+    /// Wait until every broker answers on every listener; on failure every broker is stopped.
     pub fn wait_ready(self) -> Result<KafkaEnv> {
-        if let Err(e) = wait_until_ready(
-            self.host,
-            &self.dir,
-            &self.classpath,
-            self.pid,
-            &self.log,
-            &self.listeners,
-            &self.password,
-        ) {
+        let ports: Vec<KafkaPorts> = self.nodes.iter().map(|n| n.ports).collect();
+        let cluster_listeners = listeners(&ports, &self.password_file, &self.ca_file);
+        if let Err(e) = self.wait_until_ready(&cluster_listeners) {
             self.stop();
             return Err(e);
         }
+        let first = &self.nodes[0];
+        let version = broker_version(&first.log).unwrap_or_else(|| "unknown".into());
+        let single = self.nodes.len() == 1;
         Ok(KafkaEnv {
-            version: broker_version(&self.log).unwrap_or_else(|| "unknown".into()),
-            pid: Some(self.pid),
-            listeners: self.listeners,
-            controller: Some(self.controller),
-            cpus: self.cpus,
-            log_file: Some(self.log),
+            version,
+            pid: single.then_some(first.pid),
+            controller: Some(self.nodes.iter().map(|n| n.controller.as_str()).collect::<Vec<_>>().join(",")),
+            cpus: self.cpus.clone(),
+            log_file: single.then(|| first.log.clone()),
+            brokers: if single {
+                Vec::new()
+            } else {
+                self.nodes
+                    .iter()
+                    .map(|n| BrokerEnv {
+                        node_id: n.id,
+                        pid: Some(n.pid),
+                        listeners: n.listeners.clone(),
+                        controller: n.controller.clone(),
+                        data_dir: n.dir.join("data"),
+                        log_file: Some(n.log.clone()),
+                        properties: n.properties.clone(),
+                    })
+                    .collect()
+            },
+            listeners: cluster_listeners,
         })
     }
 
+    /// Stop every broker started so far.
     pub fn stop(&self) {
-        self.host.stop(Role::Kafka, self.pid, Duration::from_secs(5));
+        for n in &self.nodes {
+            self.host.stop(n.role, n.pid, Duration::from_secs(5));
+        }
     }
 }
 
@@ -125,7 +215,8 @@ pub fn java() -> PathBuf {
     std::env::var_os("JAVA_HOME").map(|h| PathBuf::from(h).join("bin").join("java")).unwrap_or_else(|| "java".into())
 }
 
-fn jvm_flags(dir: &Path, pin: &KafkaPin) -> Vec<String> {
+/// The broker's JVM: 1 GiB of heap (a cluster's three fit in 24 GiB beside the clients), G1 with short pauses.
+fn jvm_flags(dir: &Path, pin: &KafkaPin, _nodes: usize) -> Vec<String> {
     vec![
         "-Xms1g".into(),
         "-Xmx1g".into(),
@@ -142,14 +233,27 @@ pub fn tools_log_config() -> String {
     format!("-Dlog4j2.configurationFile={}", repo_root().join("env/kafka/tools-log4j2.yaml").display())
 }
 
-fn render_server_properties(s: &KafkaStart, tls: &certs::TlsMaterial) -> Result<String> {
+fn render_server_properties(
+    dir: &Path,
+    node_id: u32,
+    ports: KafkaPorts,
+    cluster: &Cluster,
+    tls: &certs::TlsMaterial,
+) -> Result<String> {
     // java.util.Properties turns the two characters `\n` back into a newline.
     let one_line = |pem: &str| pem.trim_end().replace('\n', "\\n");
+    // Internal topics replicated as far as the cluster allows (3, min ISR 2, on three or more nodes).
+    let replication = cluster.nodes.min(3);
     templates::render(
         "kafka/server.properties.j2",
         minijinja::context! {
-            ports => s.ports,
-            data_dir => s.dir.join("data").display().to_string(),
+            node_id => node_id,
+            ports => ports,
+            voters => cluster.voters,
+            cluster => cluster.nodes > 1,
+            internal_rf => replication,
+            internal_min_isr => replication.min(2),
+            data_dir => dir.join("data").display().to_string(),
             tls_chain => one_line(&tls.broker_chain_pem),
             tls_key => one_line(&tls.broker_key_pem),
         },
@@ -161,22 +265,20 @@ fn format_storage(
     pin: &KafkaPin,
     classpath: &std::ffi::OsStr,
     properties: &Path,
+    cluster_id: &str,
+    standalone: bool,
     password: &str,
 ) -> Result<()> {
     let dir = properties.parent().context("the broker properties have no directory")?;
-    let argfile = secrets::write_secret(&dir.join("storage-format.args"), &storage_format_args(properties, password))?;
+    let args = storage_format_args(properties, cluster_id, standalone, password);
+    let argfile = secrets::write_secret(&dir.join("storage-format.args"), &args)?;
     let output = host
-        .output(Role::Kafka, storage_format_command(&host.java(), &pin.tools_log_flag(), classpath, &argfile), None)
+        .output(Role::Kafka, storage_format_command(&host.java(), &pin.tools_log_flag(), classpath, &argfile))
         .context("cannot run java (is a JDK >= 17 installed? see `cargo xtask doctor`)");
     let _ = std::fs::remove_file(&argfile);
     let output = output?;
     if !output.status.success() {
-        bail!(
-            "formatting Kafka storage failed ({}):\n{}{}",
-            output.status,
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
-        );
+        bail!("formatting Kafka storage failed ({}):\n{}{}", output.status, output.stdout, output.stderr);
     }
     Ok(())
 }
@@ -184,42 +286,46 @@ fn format_storage(
 /// StorageTool takes its SCRAM credentials as arguments; they go through a java @argfile (owner-only, removed
 /// after the run) so the password never shows on a command line. The launcher expands @argfiles only up to the
 /// main class, so the main class and every argument after it are in the file.
-fn storage_format_command(java: &Path, log_flag: &str, classpath: &std::ffi::OsStr, argfile: &Path) -> Command {
-    let mut cmd = Command::new(java);
-    cmd.args(["-Xmx256m", "-XX:TieredStopAtLevel=1"])
+fn storage_format_command(java: &Path, log_flag: &str, classpath: &std::ffi::OsStr, argfile: &Path) -> Cmd {
+    Cmd::new(java)
+        .args(["-Xmx256m", "-XX:TieredStopAtLevel=1"])
         .arg(log_flag)
         .arg("-cp")
         .arg(classpath)
-        .arg(format!("@{}", argfile.display()));
-    cmd
+        .arg(format!("@{}", argfile.display()))
 }
 
-fn storage_format_args(properties: &Path, password: &str) -> String {
-    let cluster_id = secrets::kafka_uuid();
+/// A single node bootstraps a dynamic quorum of itself (`--standalone`); a cluster's nodes share one cluster
+/// id and name their static quorum in `controller.quorum.voters`.
+fn storage_format_args(properties: &Path, cluster_id: &str, standalone: bool, password: &str) -> String {
     let scram = |mech: &str| format!("{mech}=[name={SCRAM_USER},password={password}]");
     let properties = properties.display().to_string();
+    let quorum = if standalone { Some("--standalone") } else { None };
     let args = [
-        "kafka.tools.StorageTool",
-        "format",
-        "--standalone",
-        "-t",
-        &cluster_id,
-        "-c",
-        &properties,
-        "--add-scram",
-        &scram("SCRAM-SHA-256"),
-        "--add-scram",
-        &scram("SCRAM-SHA-512"),
+        Some("kafka.tools.StorageTool"),
+        Some("format"),
+        quorum,
+        Some("-t"),
+        Some(cluster_id),
+        Some("-c"),
+        Some(&properties),
+        Some("--add-scram"),
+        Some(&scram("SCRAM-SHA-256")),
+        Some("--add-scram"),
+        Some(&scram("SCRAM-SHA-512")),
     ];
     // One quoted token a line: quotes keep paths with spaces whole; backslashes and quotes are escaped.
-    args.iter().map(|a| format!("\"{}\"\n", a.replace('\\', "\\\\").replace('"', "\\\""))).collect()
+    args.iter().flatten().map(|a| format!("\"{}\"\n", a.replace('\\', "\\\\").replace('"', "\\\""))).collect()
 }
 
-/// The descriptor's view of the listeners (both SCRAM mechanisms share one SASL listener).
-fn listeners(ports: KafkaPorts, password_file: &Path, ca_file: &Path) -> BTreeMap<String, Listener> {
-    let at = |port: u16| format!("127.0.0.1:{port}");
-    let plain = |protocol: &str, port| Listener {
-        bootstrap: at(port),
+/// The descriptor's view of the listeners of the brokers on `ports` (both SCRAM mechanisms share one SASL
+/// listener): each listener bootstraps from every broker.
+fn listeners(ports: &[KafkaPorts], password_file: &Path, ca_file: &Path) -> BTreeMap<String, Listener> {
+    let at = |port: fn(&KafkaPorts) -> u16| {
+        ports.iter().map(|p| format!("127.0.0.1:{}", port(p))).collect::<Vec<_>>().join(",")
+    };
+    let plain = |protocol: &str, bootstrap: String| Listener {
+        bootstrap,
         security_protocol: protocol.into(),
         sasl_mechanism: None,
         username: None,
@@ -230,11 +336,11 @@ fn listeners(ports: KafkaPorts, password_file: &Path, ca_file: &Path) -> BTreeMa
         sasl_mechanism: Some(mechanism.into()),
         username: Some(SCRAM_USER.into()),
         password_file: Some(password_file.to_owned()),
-        ..plain("SASL_PLAINTEXT", ports.scram)
+        ..plain("SASL_PLAINTEXT", at(|p| p.scram))
     };
     BTreeMap::from([
-        ("plaintext".into(), plain("PLAINTEXT", ports.plaintext)),
-        ("ssl".into(), Listener { ca_file: Some(ca_file.to_owned()), ..plain("SSL", ports.ssl) }),
+        ("plaintext".into(), plain("PLAINTEXT", at(|p| p.plaintext))),
+        ("ssl".into(), Listener { ca_file: Some(ca_file.to_owned()), ..plain("SSL", at(|p| p.ssl)) }),
         ("scram256".into(), scram("SCRAM-SHA-256")),
         ("scram512".into(), scram("SCRAM-SHA-512")),
         (
@@ -242,7 +348,7 @@ fn listeners(ports: KafkaPorts, password_file: &Path, ca_file: &Path) -> BTreeMa
             Listener {
                 sasl_mechanism: Some("OAUTHBEARER".into()),
                 username: Some(OAUTH_SUBJECT.into()),
-                ..plain("SASL_PLAINTEXT", ports.oauth)
+                ..plain("SASL_PLAINTEXT", at(|p| p.oauth))
             },
         ),
     ])
@@ -276,55 +382,56 @@ pub fn java_client_properties(l: &Listener, password: &str) -> String {
     p
 }
 
-/// Ready = the broker logged its start, then a Java client completed ApiVersions + metadata on every listener
-/// (all listeners probed at once).
-fn wait_until_ready(
-    host: &dyn ServiceHost,
-    dir: &Path,
-    classpath: &std::ffi::OsStr,
-    pid: u32,
-    log: &Path,
-    listeners: &BTreeMap<String, Listener>,
-    password: &str,
-) -> Result<()> {
-    let started = Instant::now();
-    process::wait_ready("the Kafka broker", pid, log, Duration::from_secs(60), || {
-        std::fs::read_to_string(log).is_ok_and(|t| t.contains("Kafka Server started"))
-    })?;
-    tracing::debug!("broker logged its start after {:.1} s", started.elapsed().as_secs_f64());
-    let mut probes = Vec::new();
-    for (name, l) in listeners {
-        let props = dir.join(format!("client-{name}.properties"));
-        secrets::write_secret(&props, &java_client_properties(l, password))?;
-        let mut cmd = Command::new(host.java());
-        cmd.args(["-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"])
-            .arg(tools_log_config())
-            .arg("-cp")
-            .arg(classpath)
-            .args(["org.apache.kafka.tools.BrokerApiVersionsCommand", "--bootstrap-server", &l.bootstrap])
-            .arg("--command-config")
-            .arg(&props);
-        probes.push((name, l, cmd));
-    }
-    let answers: Vec<_> = std::thread::scope(|scope| {
-        let running: Vec<_> = probes
-            .into_iter()
-            .map(|(name, l, cmd)| (name, l, scope.spawn(move || host.output(Role::Kafka, cmd, None))))
-            .collect();
-        running.into_iter().map(|(name, l, probe)| (name, l, probe.join().expect("probe thread"))).collect()
-    });
-    for (name, l, out) in answers {
-        let out = out.context("cannot run java")?;
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        if !out.status.success() || !stdout.contains(&format!("{} (id: 1", l.bootstrap)) {
-            bail!(
-                "listener {name} ({}) did not answer ApiVersions:\n{stdout}{}",
-                l.bootstrap,
-                String::from_utf8_lossy(&out.stderr)
-            );
+impl Launched<'_> {
+    /// Ready = every broker logged its start, then a Java client completed ApiVersions + metadata on every
+    /// listener (all listeners probed at once) and saw every broker of the cluster in it.
+    fn wait_until_ready(&self, listeners: &BTreeMap<String, Listener>) -> Result<()> {
+        let started = Instant::now();
+        for n in &self.nodes {
+            let what = format!("Kafka broker {}", n.id);
+            process::wait_ready(&what, n.pid, &n.log, Duration::from_secs(90), || {
+                std::fs::read_to_string(&n.log).is_ok_and(|t| t.contains("Kafka Server started"))
+            })?;
         }
+        tracing::debug!("brokers logged their start after {:.1} s", started.elapsed().as_secs_f64());
+        let dir = self.nodes[0].dir.clone();
+        let mut probes = Vec::new();
+        for (name, l) in listeners {
+            let props = dir.join(format!("client-{name}.properties"));
+            secrets::write_secret(&props, &java_client_properties(l, &self.password))?;
+            let cmd = Cmd::new(self.host.java())
+                .args(["-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"])
+                .arg(tools_log_config())
+                .arg("-cp")
+                .arg(&self.classpath)
+                .args(["org.apache.kafka.tools.BrokerApiVersionsCommand", "--bootstrap-server", &l.bootstrap])
+                .arg("--command-config")
+                .arg(&props);
+            probes.push((name, l, cmd));
+        }
+        let host = self.host;
+        let answers: Vec<_> = std::thread::scope(|scope| {
+            let running: Vec<_> = probes
+                .into_iter()
+                .map(|(name, l, cmd)| (name, l, scope.spawn(move || host.output(Role::Kafka, cmd))))
+                .collect();
+            running.into_iter().map(|(name, l, probe)| (name, l, probe.join().expect("probe thread"))).collect()
+        });
+        for (name, l, out) in answers {
+            let out = out.context("cannot run java")?;
+            let missing: Vec<u32> =
+                self.nodes.iter().map(|n| n.id).filter(|id| !out.stdout.contains(&format!("(id: {id} "))).collect();
+            if !out.status.success() || !missing.is_empty() {
+                bail!(
+                    "listener {name} ({}) did not answer ApiVersions from broker(s) {missing:?}:\n{}{}",
+                    l.bootstrap,
+                    out.stdout,
+                    out.stderr
+                );
+            }
+        }
+        Ok(())
     }
-    Ok(())
 }
 
 /// "Kafka version: 4.1.0" as the broker logged it at start.
@@ -347,11 +454,11 @@ mod tests {
             "a.jar:b.jar".as_ref(),
             Path::new("/env dir/storage-format.args"),
         );
-        let line: Vec<String> = cmd.get_args().map(|a| a.to_string_lossy().into_owned()).collect();
+        let line: Vec<String> = cmd.argv().into_iter().skip(1).map(|a| a.to_string_lossy().into_owned()).collect();
         assert!(!line.iter().any(|a| a.contains(&password) || a.contains("scram")), "{line:?}");
         assert_eq!(line.last().map(String::as_str), Some("@/env dir/storage-format.args"));
 
-        let args = storage_format_args(Path::new("/env dir/server \"x\".properties"), &password);
+        let args = storage_format_args(Path::new("/env dir/server \"x\".properties"), "cluster-id", true, &password);
         let lines: Vec<&str> = args.lines().collect();
         assert_eq!(lines[0], "\"kafka.tools.StorageTool\"");
         assert!(lines.contains(&"\"/env dir/server \\\"x\\\".properties\""), "{args}");

@@ -2,10 +2,10 @@
 //! socket inside the env dir, ROW binlog with FULL row image, a generated root password.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
+use streamlab_process::Cmd;
 use streamlab_record::descriptor::MysqlEnv;
 
 use super::host::{Role, ServiceHost};
@@ -32,8 +32,8 @@ pub fn find_server() -> Option<Server> {
         return Some(Server { binary, flavour: "mariadb" });
     }
     let binary = search("mysqld")?;
-    let version = Command::new(&binary).arg("--version").output().ok()?;
-    let flavour = if String::from_utf8_lossy(&version.stdout).contains("MariaDB") { "mariadb" } else { "mysql" };
+    let version = Cmd::new(&binary).arg("--version").output(Duration::from_secs(30)).ok()?;
+    let flavour = if version.stdout.contains("MariaDB") { "mariadb" } else { "mysql" };
     Some(Server { binary, flavour })
 }
 
@@ -56,8 +56,7 @@ pub fn start(host: &dyn ServiceHost, dir: &Path, port: u16) -> Result<MysqlEnv> 
     initialize_datadir(host, &server, dir, &cnf)?;
 
     let log = dir.join("mysqld.out");
-    let mut cmd = Command::new(&server.binary);
-    cmd.arg(format!("--defaults-file={}", cnf.display()));
+    let cmd = Cmd::new(&server.binary).arg(format!("--defaults-file={}", cnf.display()));
     let pid = host.spawn(Role::Mysql, cmd, &log, None)?;
 
     let error_log = dir.join("error.log");
@@ -150,26 +149,26 @@ fn render_my_cnf(dir: &Path, socket: &Path, port: u16, flavour: &str) -> Result<
 fn initialize_datadir(host: &dyn ServiceHost, server: &Server, dir: &Path, cnf: &Path) -> Result<()> {
     let data = dir.join("data");
     let output = if server.flavour == "mariadb" {
-        let mut cmd = Command::new("mariadb-install-db");
-        cmd.arg(format!("--defaults-file={}", cnf.display()))
+        let cmd = Cmd::new("mariadb-install-db")
+            .arg(format!("--defaults-file={}", cnf.display()))
             .arg(format!("--datadir={}", data.display()))
             .args(running_as_root().then_some("--user=root"))
             .args(["--auth-root-authentication-method=normal", "--skip-test-db"]);
-        host.output(Role::Mysql, cmd, None).context("cannot run mariadb-install-db (apt-get install mariadb-server)")?
+        host.output(Role::Mysql, cmd).context("cannot run mariadb-install-db (apt-get install mariadb-server)")?
     } else {
-        let mut cmd = Command::new(&server.binary);
-        cmd.arg(format!("--defaults-file={}", cnf.display()))
+        let cmd = Cmd::new(&server.binary)
+            .arg(format!("--defaults-file={}", cnf.display()))
             .arg("--initialize-insecure")
             .args(running_as_root().then_some("--user=root"));
-        host.output(Role::Mysql, cmd, None).context("cannot run mysqld --initialize-insecure")?
+        host.output(Role::Mysql, cmd).context("cannot run mysqld --initialize-insecure")?
     };
     if !output.status.success() {
         bail!(
             "initializing the datadir {} failed ({}):\n{}{}",
             data.display(),
             output.status,
-            String::from_utf8_lossy(&output.stdout),
-            String::from_utf8_lossy(&output.stderr)
+            output.stdout,
+            output.stderr
         );
     }
     Ok(())
@@ -177,15 +176,16 @@ fn initialize_datadir(host: &dyn ServiceHost, server: &Server, dir: &Path, cnf: 
 
 /// Run `sql` over the socket as root; the SQL goes through stdin, so no password shows in `ps`.
 fn query_socket(host: &dyn ServiceHost, server: &Server, socket: &Path, sql: &str) -> Result<String> {
-    let mut cmd = Command::new(client(server));
-    cmd.arg("--no-defaults").arg(format!("--socket={}", socket.display())).args(["-uroot", "-N", "-B"]);
+    let cmd = Cmd::new(client(server))
+        .arg("--no-defaults")
+        .arg(format!("--socket={}", socket.display()))
+        .args(["-uroot", "-N", "-B"]);
     run_client(host, cmd, sql)
 }
 
 /// The client command for `sql` over loopback TCP as root; the password travels in the environment.
-fn tcp_client(flavour_client: &str, port: u16, password: &str) -> Command {
-    let mut cmd = Command::new(flavour_client);
-    cmd.env("MYSQL_PWD", password).arg("--no-defaults").args([
+fn tcp_client(flavour_client: &str, port: u16, password: &str) -> Cmd {
+    Cmd::new(flavour_client).env("MYSQL_PWD", password).arg("--no-defaults").args([
         "-h",
         "127.0.0.1",
         "-P",
@@ -194,8 +194,7 @@ fn tcp_client(flavour_client: &str, port: u16, password: &str) -> Command {
         "-uroot",
         "-N",
         "-B",
-    ]);
-    cmd
+    ])
 }
 
 /// Run `sql` over loopback TCP as root with this machine's client; the SQL goes through stdin.
@@ -213,12 +212,12 @@ fn query_tcp(host: &dyn ServiceHost, server: &Server, port: u16, password: &str,
     query_tcp_on(host, server.flavour, port, password, sql)
 }
 
-fn run_client(host: &dyn ServiceHost, cmd: Command, sql: &str) -> Result<String> {
-    let out = host.output(Role::Mysql, cmd, Some(sql.as_bytes())).context("cannot run the mariadb/mysql client")?;
+fn run_client(host: &dyn ServiceHost, cmd: Cmd, sql: &str) -> Result<String> {
+    let out = host.output(Role::Mysql, cmd.stdin(sql)).context("cannot run the mariadb/mysql client")?;
     if !out.status.success() {
-        bail!("{}", String::from_utf8_lossy(&out.stderr).trim());
+        bail!("{}", out.stderr.trim());
     }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    Ok(out.stdout)
 }
 
 #[cfg(test)]
@@ -285,9 +284,11 @@ mod tests {
             }
             assert_eq!(query("SELECT COUNT(*) FROM mysql.user WHERE User = ''")?.trim(), "0");
             query("CREATE USER 'cdc'@'%' IDENTIFIED BY 'cdc-pass'; GRANT SELECT ON *.* TO 'cdc'@'%'")?;
-            let mut cmd = Command::new(client_for(&m.flavour));
-            cmd.env("MYSQL_PWD", "cdc-pass").arg("--no-defaults").args(["-h", "127.0.0.1", "--protocol=TCP"]);
-            cmd.args(["-P", &port.to_string(), "-ucdc", "-N", "-B"]);
+            let cmd = Cmd::new(client_for(&m.flavour))
+                .env("MYSQL_PWD", "cdc-pass")
+                .arg("--no-defaults")
+                .args(["-h", "127.0.0.1", "--protocol=TCP"])
+                .args(["-P", &port.to_string(), "-ucdc", "-N", "-B"]);
             assert_eq!(run_client(&host, cmd, "SELECT CURRENT_USER()")?.trim(), "cdc@%");
             Ok(())
         })();

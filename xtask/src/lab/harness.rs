@@ -3,33 +3,38 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::process::Command;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
+use streamlab_process::Cmd;
 
 use super::runner::phase;
 use crate::paths;
 
-/// `cargo build --release -p harness`, with cargo's own progress; returns the binary's path.
+/// A cold build compiles librdkafka, spate and partitionline: tens of minutes on a small machine.
+const BUILD_TIMEOUT: Duration = Duration::from_secs(3 * 3600);
+
+/// `cargo build --release --workspace`, with cargo's own progress; returns the harness binary's path. The whole
+/// workspace, not `-p harness`: cargo then unifies the dependencies' features as the test command's build does,
+/// and neither build redoes the other's work.
 pub fn build() -> Result<PathBuf> {
     phase(
         "build",
-        "the harness (cargo build --release -p harness); the first build compiles librdkafka and spate and takes \
+        "the harness (cargo build --release --workspace); the first build compiles librdkafka and spate and takes \
          several minutes",
     );
     let root = paths::repo_root();
-    let status = Command::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+    Cmd::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
         .current_dir(&root)
-        .args(["build", "--release", "-p", "harness"])
-        .status()
-        .context("cannot run cargo")?;
-    anyhow::ensure!(status.success(), "building the harness failed ({status})");
+        .args(["build", "--release", "--workspace"])
+        .run(BUILD_TIMEOUT)
+        .context("building the harness failed")?;
     let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
     Ok(target.join("release").join("harness"))
 }
 
 /// The versions the harness links (librdkafka, crates), as `harness versions` prints them.
 pub fn versions(harness: &Path) -> Option<BTreeMap<String, String>> {
-    let out = Command::new(harness).arg("versions").output().ok()?;
-    serde_json::from_slice(&out.stdout).ok()
+    let out = Cmd::new(harness).arg("versions").output(Duration::from_secs(60)).ok()?;
+    serde_json::from_str(&out.stdout).ok()
 }

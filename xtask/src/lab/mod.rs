@@ -28,7 +28,8 @@ pub struct RunArgs {
     /// quick (seconds per arm), standard (the whole lab in ~30 min), seed (the seeds' exact scales).
     #[arg(long, default_value = "standard", value_parser = named::<Profile>(Profile::NAMES))]
     pub profile: Profile,
-    /// auto (external with --bootstrap, else native), native, docker or external.
+    /// auto (external with --bootstrap; else docker where an engine answers, else native), native, docker or
+    /// external.
     #[arg(long, default_value = "auto", value_parser = named::<BackendChoice>(BackendChoice::NAMES))]
     pub env: BackendChoice,
     /// An existing Kafka cluster (HOST:PORT); implies --env external.

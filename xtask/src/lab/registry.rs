@@ -3,7 +3,7 @@
 //! does not read, a mistyped knob or a missing required one is refused with the file and the key.
 
 use std::path::Path;
-use std::process::Command;
+use streamlab_process::Cmd;
 
 use anyhow::{Context, Result};
 use serde::Deserialize;
@@ -65,18 +65,11 @@ impl Registry {
 
     /// `harness arms --json` of the built harness.
     pub fn from_harness(harness: &Path) -> Result<Registry> {
-        let out = Command::new(harness)
+        let out = Cmd::new(harness)
             .args(["arms", "--json"])
-            .output()
+            .read(std::time::Duration::from_secs(60))
             .with_context(|| format!("cannot run {} arms --json", harness.display()))?;
-        anyhow::ensure!(
-            out.status.success(),
-            "{} arms --json failed ({}): {}",
-            harness.display(),
-            out.status,
-            String::from_utf8_lossy(&out.stderr).trim()
-        );
-        Registry::parse(&String::from_utf8_lossy(&out.stdout))
+        Registry::parse(&out)
     }
 
     fn find(&self, bench: &str, arm: &str) -> Option<&ArmContract> {

@@ -27,6 +27,9 @@ pub fn run_info(run_id: &str, prov: &Provenance) -> RunInfo {
         os: prov.host.os.clone(),
         profile: prov.profile.clone(),
         env: prov.env.backend.clone(),
+        kafka_version: None,
+        mysql_flavour: None,
+        mysql_version: None,
     }
 }
 
@@ -60,6 +63,7 @@ pub fn collect_provenance(
         matrices: matrices.iter().map(matrix_info).collect::<Result<_>>()?,
         restarts: Vec::new(),
         kafka_brokers: Default::default(),
+        environments: Vec::new(),
     })
 }
 

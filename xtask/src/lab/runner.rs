@@ -19,7 +19,7 @@ use super::results::{self, RunDir};
 use super::run_provenance::{collect_provenance, run_info, write_provenance};
 use super::summary;
 use super::task::{Outcome, add_ratios, not_run_record, run_task, to_record};
-use crate::env::backend::{self, Backend, Environment};
+use crate::env::backend::{Backend, EnvSpec, Environment};
 use crate::env::health::ServiceDown;
 use crate::env::pins::{self, KafkaPin};
 use crate::env::process;
@@ -43,7 +43,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     let matrices = select_matrices(&spec.matrices)?;
     plan::resolve_sets(&matrices, &spec.sets)?;
     let opts = PlanOptions { profile: spec.profile, reps: spec.reps, sets: spec.sets.clone() };
-    let backend = backend::choose(spec.env, spec.bootstrap.as_deref(), dsn.as_deref())?;
+    let backend = crate::env::choose(spec.env, spec.bootstrap.as_deref(), dsn.as_deref())?;
     let filter = plan::Filter::resolve(&matrices, &spec.arms, &spec.points)?;
     let mut tasks = Vec::new();
     for m in &matrices {
@@ -97,7 +97,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     };
     let mut kafka = todo.iter().find(|t| t.not_run.is_none()).map_or(Ok(pins::default_pin()), task_kafka)?;
     phase("environment", &format!("bringing the {} environment up (Kafka {})", backend.name(), kafka.version));
-    let mut env = backend.up(&run_id, &needs, kafka)?;
+    let mut env = backend.up(&EnvSpec::for_run(&run_id, &needs, kafka))?;
 
     // The run directory appears only once there is provenance to put in it.
     let mut prov = collect_provenance(&run_id, &spec, &matrices, env.as_ref(), &harness)?;
@@ -111,6 +111,7 @@ pub fn run(args: RunArgs) -> Result<()> {
         prov.versions.extend(crate::clients::versions(tools));
     }
     prov.note_kafka_broker(kafka.version, kafka.provenance()?);
+    prov.note_environment(env.descriptor(), "the run's first environment");
     let run_info = run_info(&run_id, &prov);
 
     phase(
@@ -138,8 +139,9 @@ pub fn run(args: RunArgs) -> Result<()> {
         if stopped.is_none() && task.not_run.is_none() && task_kafka(task)?.version != kafka.version {
             kafka = task_kafka(task)?;
             say(&bar, format!("  switching the broker to Kafka {}: bringing up a fresh environment", kafka.version));
-            env = backend.up(&run_id, &needs, kafka)?;
+            env = backend.up(&EnvSpec::for_run(&run_id, &needs, kafka))?;
             prov.note_kafka_broker(kafka.version, kafka.provenance()?);
+            prov.note_environment(env.descriptor(), &format!("switched to Kafka {}", kafka.version));
             write_provenance(&run_dir, &prov)?;
         }
         let record = match (&task.not_run, &stopped) {
@@ -163,6 +165,14 @@ pub fn run(args: RunArgs) -> Result<()> {
                 let mut measured =
                     run_task(&harness, task, env.descriptor(), &logs, client_cpus.as_deref(), tools_file, &watch)?;
                 let conditions = probe.finish(Some(placement));
+                // The record names the versions of the environment it ran in (a run may switch brokers), and
+                // provenance lists the task under that environment, before any replacement below.
+                let mut ran_in = run_info.in_env(env.descriptor());
+                if !m.needs.contains(&Need::Mysql) {
+                    // The environment has a server for another matrix; this task did not use it.
+                    (ran_in.mysql_flavour, ran_in.mysql_version) = (None, None);
+                }
+                prov.note_task(&task.describe());
                 if let Outcome::Measured(m) = &measured {
                     prov.versions.extend(m.versions.clone());
                 }
@@ -175,13 +185,16 @@ pub fn run(args: RunArgs) -> Result<()> {
                     stopped = replace_env(&mut env, &fresh, &down, &mut prov, &bar)?;
                     write_provenance(&run_dir, &prov)?;
                 }
-                let mut record = to_record(task, &run_info, &reproduce, measured);
+                let mut record = to_record(task, &ran_in, &reproduce, measured);
                 record.conditions = Some(conditions);
                 add_ratios(m, &mut record, &written);
                 record
             }
         };
         run_dir.append(&record)?;
+        if record.status != streamlab_record::Status::NotRun {
+            write_provenance(&run_dir, &prov)?;
+        }
         say(&bar, summary::record_line(&record));
         written.push(record);
         bar.inc(1);
@@ -268,6 +281,7 @@ fn replace_env(
     *env = fresh.up().map_err(|e| e.context(format!("replacing environment {failed_env}")))?;
     restart.new_env = Some(env.descriptor().id.clone());
     restart.ready_after_ms = Some(started.elapsed().as_millis() as u64);
+    prov.note_environment(env.descriptor(), &format!("replaced environment {failed_env}: {down}"));
     say(
         bar,
         format!(
@@ -290,7 +304,7 @@ struct EnvRecipe<'a> {
 
 impl EnvRecipe<'_> {
     fn up(&self) -> Result<Box<dyn Environment>> {
-        self.backend.up(self.run_id, self.needs, self.kafka)
+        self.backend.up(&EnvSpec::for_run(self.run_id, self.needs, self.kafka))
     }
 }
 
@@ -491,7 +505,7 @@ mod tests {
 
         let err = check_kafka_versions(&[with_version(Some("2.8.0"), 1)]).unwrap_err();
         assert!(format!("{err:#}").contains("Kafka 2.8.0 is not pinned"), "{err:#}");
-        let external = backend::choose(BackendChoice::External, Some("127.0.0.1:9092"), None).unwrap();
+        let external = crate::env::choose(BackendChoice::External, Some("127.0.0.1:9092"), None).unwrap();
         let mut on_external = vec![with_version(Some("3.9.1"), 1), with_version(None, 1)];
         mark_unswitchable(&mut on_external, external.as_ref());
         assert!(on_external[0].not_run.as_deref().unwrap().contains("kafka_version"));
@@ -503,13 +517,13 @@ mod tests {
         let with_cores =
             |cores: u64| Task { knobs: BTreeMap::from([(BROKER_CORES_KNOB.to_owned(), cores.into())]), ..task() };
         let mut tasks = vec![with_cores(0), with_cores(1), with_cores(4096)];
-        let native = backend::choose(BackendChoice::Native, None, None).unwrap();
+        let native = crate::env::choose(BackendChoice::Native, None, None).unwrap();
         mark_uncappable(&mut tasks, native.as_ref());
         assert_eq!(tasks[0].not_run, None);
         assert_eq!(tasks[1].not_run, None);
         assert!(tasks[2].not_run.as_deref().unwrap().contains("4096 cannot be applied"));
         let mut external = vec![with_cores(1)];
-        let backend = backend::choose(BackendChoice::External, Some("127.0.0.1:9092"), None).unwrap();
+        let backend = crate::env::choose(BackendChoice::External, Some("127.0.0.1:9092"), None).unwrap();
         mark_uncappable(&mut external, backend.as_ref());
         assert!(external[0].not_run.as_deref().unwrap().contains("cannot cap"));
     }
@@ -518,8 +532,10 @@ mod tests {
     #[ignore = "starts Kafka and runs arms: cargo xtask test"]
     fn sigint_leaves_nothing_running_and_resume_finishes_only_what_is_missing() {
         let out = tempfile::tempdir().unwrap();
+        // The raw arm's points only: enough tasks to interrupt between, without the framework's twenty-odd.
         let mut child = Command::new(xtask_binary())
-            .args(["lab", "run", "--env", "native", "--profile", "quick", "--matrix", "kafka_sink", "--out"])
+            .args(["lab", "run", "--env", "native", "--profile", "quick", "--matrix", "kafka_sink", "--arm", "raw"])
+            .arg("--out")
             .arg(out.path())
             .spawn()
             .unwrap();
@@ -561,7 +577,8 @@ mod tests {
         // As many tasks as the shipped matrix plans at the quick profile, however many sweeps it has.
         let shipped = matrix::load(&paths::matrices_dir().join("kafka_sink.toml")).unwrap();
         let quick = PlanOptions { profile: streamlab_record::run_spec::Profile::Quick, reps: None, sets: vec![] };
-        let planned = plan::expand(&shipped, &quick).unwrap().len();
+        let raw = plan::Filter::resolve(std::slice::from_ref(&shipped), &["raw".into()], &[]).unwrap();
+        let planned = plan::filter(plan::expand(&shipped, &quick).unwrap(), &raw).unwrap().len();
         assert!(before.len() >= 2 && before.len() < planned, "{} records before resume", before.len());
         streamlab_record::jsonl::read_records(&jsonl).expect("records written before Ctrl-C stay valid");
 
@@ -683,6 +700,14 @@ mod tests {
             nix::sys::signal::Signal::SIGKILL,
         )
         .unwrap();
+        // The dead broker is reaped when its environment is torn down, while the run goes on: not left a
+        // zombie of the runner until it exits.
+        let dead = std::path::PathBuf::from(format!("/proc/{}", descriptor.kafka.pid.unwrap()));
+        while dead.exists() {
+            assert!(child.try_wait().unwrap().is_none(), "the run ended with the killed broker still a zombie");
+            assert!(Instant::now() < deadline + Duration::from_secs(120), "the killed broker was never reaped");
+            std::thread::sleep(Duration::from_millis(100));
+        }
 
         let status = child.wait().unwrap();
         assert_eq!(status.code(), Some(1), "a run with a failed record must exit non-zero");

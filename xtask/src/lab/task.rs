@@ -4,10 +4,10 @@
 use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
+use streamlab_process::Cmd;
 use streamlab_record::descriptor::DESCRIPTOR_FILE;
 use streamlab_record::{EnvDescriptor, Integrity, Measurement, Metric, Record, RunInfo, SCHEMA, Status, Variant};
 
@@ -45,25 +45,23 @@ pub fn run_task(
     let log_path =
         logs.join(format!("{}-{}-{}-{}-rep{}.log", task.bench, task.arm, task.sweep, slug(&task.label), task.rep));
     let knobs = serde_json::to_string(&task.knobs)?;
-    // Pinned from its first instruction: taskset execs the harness in place, so every thread inherits the set.
-    let mut cmd = match client_cpus {
-        Some(cpus) => {
-            let mut c = Command::new("taskset");
-            c.args(["-c", &cpus.iter().map(|c| c.to_string()).collect::<Vec<_>>().join(",")]).arg(harness);
-            c
-        }
-        None => Command::new(harness),
-    };
-    cmd.args(["run", "--bench", &task.bench, "--arm", &task.arm, "--env"])
+    let mut cmd = Cmd::new(harness)
+        .args(["run", "--bench", &task.bench, "--arm", &task.arm, "--env"])
         .arg(env.dir.join(DESCRIPTOR_FILE))
         .args(["--knobs", &knobs])
-        .stdout(Stdio::piped());
-    if let Some(tools) = tools {
-        cmd.env(streamlab_record::tools::TOOLS_ENV, tools);
+        .pipe_stdout(&log_path);
+    // Pinned from its first instruction: every thread it starts inherits the set.
+    if let Some(cpus) = client_cpus {
+        cmd = cmd.cpus(cpus);
     }
-    let mut child = process::spawn_piped(cmd, &log_path)?;
+    if let Some(tools) = tools {
+        cmd = cmd.env(streamlab_record::tools::TOOLS_ENV, tools);
+    }
+    // A fresh log per task (the arm's stderr): pipe_stdout appends.
+    let _ = std::fs::remove_file(&log_path);
+    let mut child = cmd.spawn()?;
     // Read stdout on a thread so a chatty arm can never block on a full pipe.
-    let mut pipe = child.stdout.take().context("no stdout")?;
+    let mut pipe = child.take_stdout().context("no stdout")?;
     let reader = std::thread::spawn(move || {
         let mut s = String::new();
         let _ = pipe.read_to_string(&mut s);
@@ -82,21 +80,18 @@ pub fn run_task(
         if polls.is_multiple_of(WATCH_EVERY_POLLS)
             && let Some(down) = watch()
         {
-            let _ = child.kill();
-            let _ = child.wait();
+            child.kill();
             return Ok(Outcome::Failed {
                 reason: format!("{down} during the task"),
                 log_tail: service_and_arm_tail(&down, &process::log_tail(&log_path, 20)),
             });
         }
         if interrupt::requested() {
-            let _ = child.kill();
-            let _ = child.wait();
+            child.kill();
             bail!(interrupt::Interrupted);
         }
         if started.elapsed() > timeout {
-            let _ = child.kill();
-            let _ = child.wait();
+            child.kill();
             return Ok(Outcome::Failed {
                 reason: format!("timed out after {} s", timeout.as_secs()),
                 log_tail: process::log_tail(&log_path, 20),

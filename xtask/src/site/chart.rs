@@ -55,6 +55,8 @@ pub enum RowKind {
     Reference { value: f64, origin: String },
     /// Not drawn: the status (withdrawn, failed, not run) and a short reason.
     Missing { status: String, reason: String },
+    /// A heading over the rows that follow (the row's label is its text), e.g. a history series.
+    Heading,
 }
 
 /// Render a chart as an `<svg>` element.
@@ -126,6 +128,15 @@ pub fn render(chart: &Chart) -> String {
 fn draw_row(s: &mut String, id: &str, i: usize, row: &Row, y: f64, x: &dyn Fn(f64) -> f64) {
     let h = row_height(row);
     let mid = y + h / 2.0;
+    if let RowKind::Heading = row.kind {
+        let _ = write!(
+            s,
+            r#"<text class="heading" x="{LEGEND_X}" y="{:.1}" font-size="12" font-weight="600">{}</text>"#,
+            mid + 4.0,
+            esc(&truncate(&row.label, LEGEND_CHARS))
+        );
+        return;
+    }
     let shown = truncate(&row.label, LABEL_CHARS);
     let _ = write!(s, r#"<text class="label" x="{LABEL_X}" y="{:.1}" text-anchor="end" font-size="13">"#, mid + 4.5);
     if shown != row.label {
@@ -180,6 +191,7 @@ fn draw_row(s: &mut String, id: &str, i: usize, row: &Row, y: f64, x: &dyn Fn(f6
                 esc(origin)
             );
         }
+        RowKind::Heading => {}
         RowKind::Missing { status, reason } => {
             let _ = write!(
                 s,
@@ -207,7 +219,7 @@ fn axis(chart: &Chart) -> (f64, f64) {
         match row.kind {
             RowKind::Bar { value, whisker, .. } => max = max.max(value).max(whisker.map_or(0.0, |w| w.1)),
             RowKind::Reference { value, .. } => max = max.max(value),
-            RowKind::Missing { .. } => {}
+            RowKind::Missing { .. } | RowKind::Heading => {}
         }
     }
     if !(max.is_finite() && max > 0.0) {
@@ -274,7 +286,7 @@ fn legend_lines(chart: &Chart) -> Vec<LegendItem> {
 }
 
 /// Break `text` into lines of at most `max` characters at spaces (a longer word gets a line of its own).
-fn wrap(text: &str, max: usize) -> Vec<String> {
+pub(crate) fn wrap(text: &str, max: usize) -> Vec<String> {
     let mut lines: Vec<String> = Vec::new();
     let mut line = String::new();
     for word in text.split_whitespace() {
@@ -301,6 +313,7 @@ fn describe(chart: &Chart) -> String {
             RowKind::Bar { value, .. } => format!("{}: {}", r.label, compact(*value)),
             RowKind::Reference { value, origin } => format!("{} ({origin}): {}", r.label, compact(*value)),
             RowKind::Missing { status, .. } => format!("{}: {status}", r.label),
+            RowKind::Heading => r.label.clone(),
         })
         .collect();
     format!("{}. {}", axis_title(chart), parts.join("; "))

@@ -18,18 +18,65 @@ pub struct MatrixHeadline {
     pub sweep_metrics: BTreeMap<String, Vec<String>>,
     #[serde(default)]
     pub ratios: Vec<RatioSpec>,
-    /// A knob whose points are different workloads (mysql_cdc's `rig`): an arm's best point is sought only
-    /// among points with the same value of it as the point it is set beside.
+    /// Arm name -> a label short enough for a chart row (the arms' titles are often longer).
     #[serde(default)]
-    pub best_within: Option<String>,
+    pub short_arms: BTreeMap<String, String>,
 }
 
+/// One headline ratio and its parity contract: the two sides' `applied` maps must agree on every key but
+/// the ones `differs` names (keys or prefix patterns, see `streamlab_record::applied::matches`), their bytes
+/// per record within `tolerance`, and their knobs must be equal (best-point ratios aside).
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RatioSpec {
+    /// Short and unique within the matrix: the figure's id is built from it.
+    pub id: String,
+    /// The ratio's title in words, naming its workload; `{point}` is replaced by the point's label and
+    /// `{<knob>}` by the knob's value at that point.
+    pub title: String,
+    /// One sentence, shown beside the figure: what the ratio compares.
+    pub compares: String,
     pub sweep: String,
     pub numerator: String,
     pub denominator: String,
+    /// The metric divided; the matrix's headline metric when absent.
+    #[serde(default)]
+    pub metric: Option<String>,
+    /// Declared differences: applied keys, `producer.*`-style patterns or metric names the two sides may
+    /// differ in; each is shown with both sides' values.
+    #[serde(default)]
+    pub differs: Vec<String>,
+    /// Relative tolerance per compared metric (defaults: [`DEFAULT_TOLERANCE`]).
+    #[serde(default)]
+    pub tolerance: BTreeMap<String, f64>,
+    /// The seed's own comparison, reproduced as the seed ran it and labelled so; not the headline.
+    #[serde(default)]
+    pub seed: bool,
+    /// Also publish the ratio at best points: `own` (each side at its own best within the workload) or
+    /// `same` (both at the numerator's best point).
+    #[serde(default)]
+    pub best: Option<BestMode>,
+}
+
+/// Metrics compared within a tolerance rather than exactly, and the default relative tolerance of each.
+pub const DEFAULT_TOLERANCE: &[(&str, f64)] = &[("bytes_per_record", 0.05), ("key_bytes_per_record", 0.05)];
+
+impl RatioSpec {
+    /// The relative tolerance of each compared metric: the defaults, overridden by the spec's own.
+    pub fn tolerances(&self) -> BTreeMap<String, f64> {
+        let mut out: BTreeMap<String, f64> = DEFAULT_TOLERANCE.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect();
+        out.extend(self.tolerance.clone());
+        out
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum BestMode {
+    /// Each side at its own best point within the workload.
+    Own,
+    /// Both sides at the numerator's best point.
+    Same,
 }
 
 /// One published table from a seed: one metric on one machine.
@@ -98,6 +145,9 @@ impl SiteConfig {
     pub fn parse(headlines: &str, seeds: &str) -> Result<Self> {
         let headlines: BTreeMap<String, MatrixHeadline> =
             toml::from_str(headlines).context("site/headlines.toml is not valid")?;
+        for (matrix, h) in &headlines {
+            check_ratios(matrix, &h.ratios)?;
+        }
         let seeds: SeedsFile = toml::from_str(seeds).context("site/seeds.toml is not valid")?;
         for s in &seeds.series {
             ensure!(!s.figures.is_empty(), "site/seeds.toml: series {:?} has no figures", s.title);
@@ -122,6 +172,28 @@ impl SiteConfig {
             })
             .collect()
     }
+}
+
+/// Every ratio has a unique id, a title and a one-sentence `compares`, and sane tolerances.
+fn check_ratios(matrix: &str, ratios: &[RatioSpec]) -> Result<()> {
+    let mut ids = std::collections::BTreeSet::new();
+    for r in ratios {
+        let at = format!("site/headlines.toml [{matrix}] ratio {:?}", r.id);
+        ensure!(!r.id.is_empty() && crate::site::format::slug(&r.id) == r.id, "{at}: an id is lowercase-dashed");
+        ensure!(ids.insert(r.id.as_str()), "{at}: the id is used twice");
+        ensure!(!r.title.trim().is_empty(), "{at}: no title");
+        let compares = r.compares.trim();
+        ensure!(
+            compares.ends_with('.') && !compares[..compares.len() - 1].contains(". "),
+            "{at}: `compares` is one sentence ending with a full stop"
+        );
+        ensure!(r.numerator != r.denominator, "{at}: an arm over itself");
+        ensure!(r.differs.iter().all(|d| !d.trim().is_empty()), "{at}: an empty `differs` entry");
+        for (metric, tol) in &r.tolerance {
+            ensure!(*tol >= 0.0 && *tol < 1.0, "{at}: tolerance of {metric} must be in [0, 1)");
+        }
+    }
+    Ok(())
 }
 
 #[cfg(test)]
@@ -171,5 +243,19 @@ mod tests {
     fn bad_configuration_is_refused() {
         assert!(SiteConfig::parse("[m]\nmetrc = \"x\"\n", "series = []").is_err());
         assert!(SiteConfig::parse("", "[[series]]\nseed = \"0\"\n").is_err());
+        let ratio = |id: &str, compares: &str| {
+            format!(
+                "[[m.ratios]]\nid = \"{id}\"\ntitle = \"t\"\ncompares = \"{compares}\"\nsweep = \"s\"\n\
+                 numerator = \"a\"\ndenominator = \"b\"\n"
+            )
+        };
+        let ok = ratio("a-b", "A over B.");
+        SiteConfig::parse(&ok, "series = []").unwrap();
+        let twice = format!("{ok}{ok}");
+        let err = SiteConfig::parse(&twice, "series = []").unwrap_err().to_string();
+        assert!(err.contains("used twice"), "{err}");
+        assert!(SiteConfig::parse(&ratio("A b", "A over B."), "series = []").is_err(), "not a slug");
+        assert!(SiteConfig::parse(&ratio("a", "Two. Sentences."), "series = []").is_err());
+        assert!(SiteConfig::parse(&ratio("a", "no full stop"), "series = []").is_err());
     }
 }

@@ -9,12 +9,15 @@ mod check;
 mod config;
 #[cfg(test)]
 mod fixtures;
+mod forest;
 mod format;
 mod headline;
 mod load;
 mod model;
 mod pages;
+mod parity;
 mod render;
+mod words;
 
 use std::path::{Path, PathBuf};
 
@@ -274,7 +277,7 @@ mod tests {
         ));
         assert!(page.contains("1 measured under foreign load</span> (set apart from the medians)"));
         let index = text(&files, "index.html");
-        assert!(index.contains("framework path, best measured point"));
+        assert!(index.contains("framework path: Records per second, Framework path vs raw librdkafka (default settings), best measured point of the workload"));
         assert!(index.contains("knobs that differ from the default point: queue_buffering_max_messages = 1M"));
         assert!(index.contains("<span class=\"interval\">95% CI"), "a ratio shows its interval");
         let run = text(&files, "runs/run-c/index.html");
@@ -282,6 +285,59 @@ mod tests {
         // Records without conditions say nothing about placement or foreign load.
         let plain = text(&build_site(fixture_results().path()).unwrap(), "runs/run-new/index.html");
         assert!(!plain.contains("Placement") && !plain.contains("foreign load"));
+    }
+
+    fn demo_site() -> render::SiteFiles {
+        build_site(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src/site/testdata/results")).unwrap()
+    }
+
+    #[test]
+    fn chart_labels_fit_and_an_arm_that_ran_nothing_is_one_line() {
+        for files in [demo_site(), build_site(&paths::results_dir()).unwrap()] {
+            for (path, bytes) in files.iter().filter(|(p, _)| p.ends_with(".html")) {
+                let html = String::from_utf8(bytes.clone()).unwrap();
+                // A label cut to fit keeps its full text in a <title>: none may need one.
+                assert!(!html.contains(r#"text-anchor="end" font-size="13"><title>"#), "{path}: a chart label is cut");
+                assert!(!html.contains("— records_per_s</title>"), "{path}: a chart titled by a metric key");
+            }
+        }
+        let page = text(&demo_site(), "matrix/mysql_cdc.html");
+        let svgs: Vec<&str> = page.split("<svg ").skip(1).map(|s| s.split("</svg>").next().unwrap()).collect();
+        let snapshot = svgs.iter().find(|s| s.contains("snapshot -&gt; Kafka, each arm&#39;s own format")).unwrap();
+        assert_eq!(snapshot.matches(">Redpanda Connect (every point)<").count(), 1, "{snapshot}");
+        assert!(!snapshot.contains("batch 1000 · Redpanda Connect<"), "not one line per point");
+        assert!(snapshot.contains("B: snapshot -&gt; Kafka, each arm&#39;s own format and producer (the seed&#39;s comparison) — Records per second</title>"));
+    }
+
+    #[test]
+    fn the_demo_matrix_pages_show_every_state_of_a_ratio_and_the_versions_their_records_ran_on() {
+        let files = demo_site();
+        let cdc = text(&files, "matrix/mysql_cdc.html");
+        // The forest plot opens the headline, above its table.
+        let forest = cdc.find("<svg class=\"chart forest\"").unwrap();
+        assert!(forest < cdc.find("<table class=\"figures\"").unwrap());
+        assert!(cdc.contains("<span class=\"tag seed\">the seed's comparison</span>"));
+        assert!(
+            cdc.contains("<li>producer.compression.type: lz4 (Rust) vs none (Debezium)</li>"),
+            "declared, with values"
+        );
+        assert!(cdc.contains(
+            "the two sides differ in settings this ratio&#x27;s contract does not allow: producer.linger.ms"
+        ));
+        assert!(cdc.contains("lower is better: under 1× favours Rust"));
+        assert!(cdc.contains("10.11.19-MariaDB-0+deb12u1-log (all "), "the server the records name");
+        let clients = text(&files, "matrix/clients.html");
+        assert!(clients.contains("3.9.1 (48 records), 4.1.0 (12 records) — as each record names it"));
+        assert!(clients.contains("ran on more than one broker version"));
+        assert!(!clients.contains("MariaDB"), "clients used no server");
+        let old = text(&files, "runs/20261120T091500Z-4f1c2d3/kafka_sink.html");
+        assert!(old.contains("from the run&#x27;s provenance: these records predate per-record versions"));
+        assert!(old.contains("the records do not say what they applied"));
+        let run = text(&files, "runs/20261128T130000Z-4f1c2d3/index.html");
+        assert!(run.contains("<td>switched to Kafka 4.1.0</td>"), "provenance lists every environment");
+        let history = text(&files, "history.html");
+        assert!(history.contains("configuration 2 of 2"), "a new configuration starts a new series");
+        assert!(history.contains("<code>framework: knob pipeline_threads 1 → 4</code>"));
     }
 
     #[test]

@@ -64,15 +64,6 @@ pub fn set_apart(r: &Record) -> Option<(Missing, String)> {
     })
 }
 
-/// The value of `metric` per rep, over the records that enter a point's statistics.
-pub fn drawn_values(records: &[&Record], metric: &str) -> BTreeMap<u32, f64> {
-    records
-        .iter()
-        .filter(|r| set_apart(r).is_none())
-        .filter_map(|r| r.metrics.get(metric).filter(|m| m.value.is_finite()).map(|m| (r.rep, m.value)))
-        .collect()
-}
-
 /// One record left out of a point, with why.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Exclusion {
@@ -158,6 +149,8 @@ pub struct Point<'r> {
 pub struct MatrixData<'r> {
     pub info: MatrixInfo,
     pub records: &'r [Record],
+    /// Arm name -> a label short enough for a chart row (site/headlines.toml `short_arms`).
+    pub short: BTreeMap<String, String>,
 }
 
 impl<'r> MatrixData<'r> {
@@ -205,11 +198,23 @@ impl<'r> MatrixData<'r> {
                 fixed: Vec::new(),
             });
         }
-        MatrixData { info, records }
+        MatrixData { info, records, short: BTreeMap::new() }
+    }
+
+    /// [`MatrixData::new`] with the site's short arm labels.
+    pub fn for_site(name: &str, info: Option<&MatrixInfo>, records: &'r [Record], cfg: &SiteConfig) -> Self {
+        let mut data = Self::new(name, info, records);
+        data.short = cfg.headline(name).map(|h| h.short_arms.clone()).unwrap_or_default();
+        data
     }
 
     pub fn arm_title(&self, arm: &str) -> String {
         self.info.arms.iter().find(|a| a.name == arm).map_or_else(|| arm.to_owned(), |a| a.title.clone())
+    }
+
+    /// The arm's short label for charts and ratio texts: configured, else its title.
+    pub fn short_arm(&self, arm: &str) -> String {
+        self.short.get(arm).cloned().unwrap_or_else(|| self.arm_title(arm))
     }
 
     pub fn sweep(&self, name: &str) -> Option<&SweepInfo> {

@@ -8,7 +8,7 @@ use anyhow::{Context, Result, ensure};
 use rdkafka::ClientConfig;
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 
-use streamlab_record::applied::{Applied, AppliedBuilder, OFFERED_LOAD, WORKLOAD};
+use streamlab_record::applied::{Applied, AppliedBuilder, FORMAT, KEY, OFFERED_LOAD, WORKLOAD};
 
 use super::db::Db;
 use super::{CdcLoad, EventFormat, Knobs, Rig, Source};
@@ -167,8 +167,8 @@ pub fn event_json(format: EventFormat, id: u64, random: &mut SplitMix64) -> Stri
 /// The Connect JSON schema of rig D's events (the JDBC sink needs it).
 const EVENT_SCHEMA: &str = r#"{"type":"struct","fields":[{"type":"int64","optional":false,"field":"id"},{"type":"string","optional":false,"field":"category"},{"type":"double","optional":false,"field":"value"},{"type":"int64","optional":false,"field":"ts"}],"optional":false,"name":"bench_events"}"#;
 
-/// What the driver offered the arm, in the applied map's words (the source rigs; the sink rig's are its
-/// arms' own). The same strings for every arm at the same point.
+/// What the driver offered the arm, in the applied map's words: the same strings for every arm at the same
+/// point, every rig.
 pub fn offered(knobs: &Knobs) -> Applied {
     let src = source(knobs.rig);
     let (table, rows) = (format!("{}.{}", src.database, src.table), knobs.rows);
@@ -183,9 +183,27 @@ pub fn offered(knobs: &Knobs) -> Applied {
         (Rig::CdcKafka, CdcLoad::Paced) => {
             (format!("cdc of {rows} rows inserted into {table}"), format!("paced at {} rows/s", knobs.paced_rows_per_s))
         }
-        (Rig::KafkaToMysql, _) => return Applied::new(),
+        (Rig::KafkaToMysql, _) => {
+            (format!("sink {rows} events into {table}"), "all events present before the start".to_owned())
+        }
     };
     AppliedBuilder::new().set(WORKLOAD, workload).set(OFFERED_LOAD, offered_load).build()
+}
+
+/// The sink rig's `applied.sink` where a batch is one INSERT of all its rows in one round trip, in one
+/// transaction: the Rust writer's multi-row INSERT (autocommit) and the JDBC sink's bulk batch (an explicit
+/// COMMIT) alike. What decides a batch's end (a linger, a poll's end) is each arm's own, in its config.
+pub fn one_insert_per_batch(batch: u64) -> String {
+    format!("one INSERT of up to {batch} rows per round trip, one transaction per batch")
+}
+
+/// The sink rig's topic as the driver loaded it for an arm, in the applied map's words: its format, and no key.
+pub fn sink_topic(format: EventFormat) -> Applied {
+    let format = match format {
+        EventFormat::ConnectEnvelope => "connect-envelope",
+        EventFormat::Bare => "event-json",
+    };
+    AppliedBuilder::new().set(FORMAT, format).set(KEY, "none").build()
 }
 
 /// Small, seeded and good enough for generated values.
@@ -233,7 +251,11 @@ mod tests {
         assert_eq!(at(Rig::CdcKafka, CdcLoad::Paced)[OFFERED_LOAD], "paced at 5000 rows/s");
         assert_eq!(at(Rig::CdcKafka, CdcLoad::Unpaced)[OFFERED_LOAD], "unpaced: one inserting session");
         assert_eq!(at(Rig::SnapshotKafka, CdcLoad::Unpaced)[WORKLOAD], "snapshot 200000 rows of benchdb.cart");
-        assert!(at(Rig::KafkaToMysql, CdcLoad::Unpaced).is_empty(), "the sink rig's arms say their own");
+        let sink = at(Rig::KafkaToMysql, CdcLoad::Unpaced);
+        assert_eq!(sink[WORKLOAD], "sink 200000 events into benchdb.bench_events");
+        assert_eq!(sink[OFFERED_LOAD], "all events present before the start");
+        assert_eq!(sink_topic(EventFormat::ConnectEnvelope)[FORMAT], "connect-envelope");
+        assert_eq!(sink_topic(EventFormat::Bare)[KEY], "none");
     }
 
     #[test]

@@ -20,6 +20,7 @@
 //! and the idle tail (last record -> the driver saw completion) are reported beside it, not hidden in it.
 
 pub mod child;
+pub mod content;
 pub mod data;
 pub mod db;
 pub mod debezium;
@@ -248,13 +249,19 @@ pub struct Job {
     pub start_at: Option<BinlogPosition>,
 }
 
+/// A name of this run's own (its private directory's), for consumer groups and connector names that must
+/// not meet an earlier run's committed offsets.
+pub fn run_tag(job: &Job) -> String {
+    job.work_dir.file_name().map_or_else(|| std::process::id().to_string(), |n| n.to_string_lossy().into_owned())
+}
+
 /// One arm of the matrix: how it starts its pipeline for a rig.
 pub trait CdcArm {
     fn name(&self) -> &'static str;
     /// The rigs and knobs this arm can run; anything else is a not-run record with the reason.
     fn check(&self, knobs: &Knobs) -> Result<(), NotRunnable>;
-    /// What rig D loads for this arm.
-    fn event_format(&self) -> EventFormat;
+    /// What rig D loads for this arm (the `format` knob may choose).
+    fn event_format(&self, knobs: &Knobs) -> EventFormat;
     /// Start the pipeline; returns once it was launched (not necessarily streaming yet).
     fn start(&self, job: &Job) -> Result<Box<dyn Running>>;
 }
@@ -288,6 +295,8 @@ pub struct SelfCount {
     pub first_ms: Option<f64>,
     pub last_ms: Option<f64>,
     pub ids: ids::IdSet,
+    /// What the arm made of the sampled ids ([`content::is_sampled`]), by id: compared with the table.
+    pub sample: BTreeMap<i64, Vec<u8>>,
     /// Set once the arm has read everything it will read.
     pub done: bool,
 }

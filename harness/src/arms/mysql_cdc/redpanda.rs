@@ -65,7 +65,7 @@ impl CdcArm for Redpanda {
         Ok(())
     }
 
-    fn event_format(&self) -> EventFormat {
+    fn event_format(&self, _: &Knobs) -> EventFormat {
         EventFormat::Bare
     }
 

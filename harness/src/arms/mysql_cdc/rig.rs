@@ -5,14 +5,14 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
+use streamlab_record::descriptor::BackendKind;
 use streamlab_record::{EnvDescriptor, Integrity, IntegrityStatus, Measurement, Metric};
 
 use super::data::{self, Loaded};
 use super::db::Db;
-use super::ids::IdSet;
 use super::probe::{self, CommitClock, Inserter, SinkWatch, TopicWatch, now_ms};
 use super::procs::{CpuReading, CpuRoles};
-use super::verify::{self, TopicReport};
+use super::verify::{self, Landed};
 use super::{ArmInfo, CdcArm, CdcLoad, Job, Knobs, Rig};
 use crate::kafka::admin::{delete_topic, fresh_topic};
 use crate::kafka::config::{DEFAULT_LISTENER, client_config};
@@ -65,13 +65,13 @@ pub fn run_with(
     let src = data::source(rig);
     let topic_prefix = format!("{}-{}", arm.name(), rig.name()).replace('_', "-");
     let topic = match rig {
-        Rig::KafkaToMysql => data::event_topic(arm.event_format()),
+        Rig::KafkaToMysql => data::event_topic(arm.event_format(knobs)),
         _ => format!("{topic_prefix}.{}.{}", src.database, src.table),
     };
 
     let mut loaded = prepare(&db, &admin, knobs, arm, &topic)?;
     // Only on the lab's own server: an existing one (--mysql-dsn) may have replicas that need its binlogs.
-    if env.backend != "external" {
+    if env.backend != BackendKind::External {
         db.purge_binlogs()?;
     }
     // A backlog is inserted after the purge (the arm reads it from the binlog) and before the arm starts, from
@@ -100,6 +100,15 @@ pub fn run_with(
     let cpu_before = roles.read();
     let dumps_before = probe::binlog_dump_sessions(&db)?;
 
+    // The drop rig's server-side count, and the sink rig's statements: what reached the server.
+    let reads = match rig {
+        Rig::SnapshotDrop => {
+            Some(verify::TableReads::start(&db, env.backend == BackendKind::External, src.database, src.table)?)
+        }
+        _ => None,
+    };
+    let statements = (rig == Rig::KafkaToMysql).then(|| verify::StatementCounts::read(&db)).transpose()?;
+
     let mut watched = Watched { started_ms: now_ms(), ..Default::default() };
     let mut running = arm.start(&job)?;
     let roles = roles.with("arm", running.pids());
@@ -108,11 +117,26 @@ pub fn run_with(
     let self_count = running.self_count();
     let in_process = running.in_process();
     let stopped = running.stop();
+    // Read once the arm's statements have ended (userstat is put back here, or on any early return).
+    let server_reads = reads.map(|r| r.and_then(|reads| reads.finish().map_err(|e| format!("{e:#}"))));
     outcome?;
-    let info = stopped.context("stopping the arm")?;
+    let mut info = stopped.context("stopping the arm")?;
     let cpu = cpu_split(&cpu_before, &watched, in_process);
+    if let Some(s) = statements {
+        info.details.insert("server statements".into(), s.since(&db, knobs.rows)?);
+        info.applied.extend(data::sink_topic(arm.event_format(knobs)));
+    }
 
-    let landed = read_back(&db, &admin, knobs, &topic, self_count, &watched)?;
+    let landed = verify::read_back(verify::ReadBack {
+        db: &db,
+        admin: &admin,
+        knobs,
+        topic: &topic,
+        self_count,
+        commits: &watched.commits,
+        sink_window: (watched.sink_first_ms, watched.sink_last_ms),
+        server_reads,
+    })?;
     if matches!(rig, Rig::SnapshotKafka | Rig::CdcKafka) {
         let kept = before_delete(&admin, &topic);
         let _ = delete_topic(&admin, &topic);
@@ -165,7 +189,7 @@ fn prepare(db: &Db, admin: &rdkafka::ClientConfig, knobs: &Knobs, arm: &dyn CdcA
             Loaded { rows: 0, elapsed: Duration::ZERO, reused: false }
         }
         Rig::KafkaToMysql => {
-            let (_, loaded) = data::load_events(admin, arm.event_format(), knobs.rows)?;
+            let (_, loaded) = data::load_events(admin, arm.event_format(knobs), knobs.rows)?;
             data::reset_sink_table(db)?;
             loaded
         }
@@ -271,82 +295,6 @@ fn watch(plan: &Watch, running: &mut dyn super::Running, w: &mut Watched) -> Res
     Ok(())
 }
 
-/// What landed, read back from the topic, the sink table or the arm's own count.
-struct Landed {
-    messages: u64,
-    bytes: u64,
-    key_bytes: u64,
-    ids: IdSet,
-    first_ms: Option<f64>,
-    last_ms: Option<f64>,
-    /// Rig C: per-row end-to-end lag bounds (ms).
-    lags_ms: Vec<f64>,
-    method: String,
-}
-
-fn read_back(
-    db: &Db,
-    admin: &rdkafka::ClientConfig,
-    knobs: &Knobs,
-    topic: &str,
-    self_count: Option<super::SelfCount>,
-    w: &Watched,
-) -> Result<Landed> {
-    let rows = knobs.rows;
-    match knobs.rig {
-        Rig::SnapshotDrop => {
-            let c = self_count.context("the arm kept no count of the rows it read")?;
-            Ok(Landed {
-                messages: c.rows,
-                bytes: c.bytes,
-                key_bytes: 0,
-                ids: c.ids,
-                first_ms: c.first_ms,
-                last_ms: c.last_ms,
-                lags_ms: vec![],
-                method: format!("rows the arm read == rows in the table ({rows}); every id 1..={rows} exactly once"),
-            })
-        }
-        Rig::SnapshotKafka | Rig::CdcKafka => {
-            let mut lags_ms = Vec::new();
-            let commits = &w.commits;
-            let TopicReport { messages, bytes, key_bytes, ids, first_ms, last_ms } =
-                verify::read_topic(admin, topic, 1, rows, |id, ms| {
-                    if let Some(committed) = probe::committed_after(commits, id) {
-                        lags_ms.push(ms - committed);
-                    }
-                })?;
-            Ok(Landed {
-                messages,
-                bytes,
-                key_bytes,
-                ids,
-                first_ms,
-                last_ms,
-                lags_ms,
-                method: format!(
-                    "messages in {topic} (read back to its high watermark) == rows ({rows}); every id 1..={rows} \
-                     exactly once"
-                ),
-            })
-        }
-        Rig::KafkaToMysql => {
-            let table = "benchdb.bench_events";
-            let ids = verify::read_sink_ids(db, table, rows)?;
-            Ok(Landed {
-                messages: ids.count,
-                bytes: 0,
-                key_bytes: 0,
-                ids,
-                first_ms: w.sink_first_ms,
-                last_ms: w.sink_last_ms,
-                lags_ms: vec![],
-                method: format!("COUNT of {table} == events ({rows}); every id 1..={rows} exactly once"),
-            })
-        }
-    }
-}
-
 fn metric(value: f64, unit: &str, higher_is_better: bool) -> Metric {
     Metric::new(value, unit, higher_is_better)
 }
@@ -415,12 +363,12 @@ fn measurement(
     }
     add_lag(&mut metrics, &landed.lags_ms);
 
-    let exact = landed.ids.is_exact() && landed.messages == knobs.rows;
+    let (exact, method) = landed.verdict(knobs.rows);
     let integrity = Integrity {
         status: if exact { IntegrityStatus::Verified } else { IntegrityStatus::Failed },
         expected: Some(knobs.rows),
         observed: Some(landed.messages),
-        method: format!("{}: {}", landed.method, landed.ids.describe()),
+        method,
     };
     let mut applied = data::offered(knobs);
     applied.extend(info.applied);
@@ -476,107 +424,5 @@ fn add_lag(metrics: &mut BTreeMap<String, Metric>, lags_ms: &[f64]) {
 }
 
 #[cfg(test)]
-mod tests {
-    use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
-
-    use super::*;
-    use crate::arms::mysql_cdc::{EventFormat, NotRunnable, Running};
-
-    /// A test arm that writes the snapshot rig's ids straight to the output topic, leaving one out and/or
-    /// writing one twice: what a pipeline that loses or doubles a message leaves behind.
-    struct Faulty {
-        lose: Option<i64>,
-        double: Option<i64>,
-    }
-
-    struct Done;
-
-    impl Running for Done {
-        fn check(&mut self) -> Result<()> {
-            Ok(())
-        }
-        fn pids(&self) -> Vec<u32> {
-            vec![]
-        }
-        fn in_process(&self) -> bool {
-            true
-        }
-        fn stop(self: Box<Self>) -> Result<ArmInfo> {
-            Ok(ArmInfo::default())
-        }
-    }
-
-    impl CdcArm for Faulty {
-        fn name(&self) -> &'static str {
-            "faulty"
-        }
-        fn check(&self, _: &Knobs) -> Result<(), NotRunnable> {
-            Ok(())
-        }
-        fn event_format(&self) -> EventFormat {
-            EventFormat::Bare
-        }
-        fn start(&self, job: &Job) -> Result<Box<dyn Running>> {
-            let producer: ThreadedProducer<DefaultProducerContext> =
-                client_config(&job.env, DEFAULT_LISTENER)?.set("linger.ms", "5").create()?;
-            for id in 1..=job.knobs.rows as i64 {
-                let copies = if Some(id) == self.lose {
-                    0
-                } else if Some(id) == self.double {
-                    2
-                } else {
-                    1
-                };
-                for _ in 0..copies {
-                    let value = format!(r#"{{"id":{id}}}"#);
-                    producer.send(BaseRecord::<(), str>::to(&job.topic).payload(&value)).map_err(|(e, _)| e)?;
-                }
-            }
-            producer.flush(Duration::from_secs(30))?;
-            Ok(Box::new(Done))
-        }
-    }
-
-    fn knobs(timeout_s: u64) -> Knobs {
-        Knobs {
-            rig: Rig::SnapshotKafka,
-            rows: 2_000,
-            batch_size: 1000,
-            fetch_size: 0,
-            queue_size: 0,
-            tasks: 1,
-            schemas: false,
-            cores: 0,
-            timeout_s,
-            broker_cores_at_most: 3,
-            format: Default::default(),
-            producer: Default::default(),
-            cdc_load: Default::default(),
-            paced_rows_per_s: 0,
-            jdbc_batch: Default::default(),
-        }
-    }
-
-    #[test]
-    #[ignore = "needs the lab's MariaDB and Kafka: cargo xtask test"]
-    fn a_lost_and_a_doubled_message_fail_integrity_even_when_the_count_matches() {
-        let m = run(&crate::test_env(), &knobs(60), &Faulty { lose: Some(7), double: Some(8) }).unwrap();
-        assert_eq!(m.integrity.status, IntegrityStatus::Failed, "{:?}", m.integrity);
-        assert_eq!(m.integrity.observed, Some(2_000), "the count alone would have passed");
-        assert!(m.integrity.method.contains("1 missing, 1 doubled"), "{}", m.integrity.method);
-
-        let doubled = run(&crate::test_env(), &knobs(60), &Faulty { lose: None, double: Some(1_999) }).unwrap();
-        assert_eq!(doubled.integrity.status, IntegrityStatus::Failed, "{:?}", doubled.integrity);
-        assert!(doubled.integrity.method.contains("0 missing, 1 doubled"), "{}", doubled.integrity.method);
-
-        let exact = run(&crate::test_env(), &knobs(60), &Faulty { lose: None, double: None }).unwrap();
-        assert_eq!(exact.integrity.status, IntegrityStatus::Verified, "{:?}", exact.integrity);
-    }
-
-    #[test]
-    #[ignore = "needs the lab's MariaDB and Kafka: cargo xtask test"]
-    fn a_lost_message_that_never_arrives_fails_the_run_naming_what_landed() {
-        let err = run(&crate::test_env(), &knobs(10), &Faulty { lose: Some(1), double: None }).unwrap_err();
-        assert!(format!("{err:#}").contains("1999 of 2000 records landed"), "{err:#}");
-    }
-}
+#[path = "rig_tests.rs"]
+mod tests;

@@ -2,13 +2,13 @@
 //! need (no bridge network, no iptables: containers use the host's network only), stopped again at the end.
 
 use std::path::Path;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
+use streamlab_process::Cmd;
 
 use super::engine::Engine;
-use crate::env::process::{self, Lifetime};
+use crate::env::process;
 
 /// The flags: never create the default bridge (a private address range) or touch the firewall.
 pub const DOCKERD_FLAGS: [&str; 3] = ["--bridge=none", "--iptables=false", "--ip-masq=false"];
@@ -44,11 +44,7 @@ pub fn ensure_engine(log: &Path) -> Result<Option<StartedDaemon>> {
         std::fs::create_dir_all(dir)?;
     }
     println!("no Docker engine answers: starting {dockerd} {} (log: {})", DOCKERD_FLAGS.join(" "), log.display());
-    let mut cmd = Command::new(dockerd);
-    cmd.args(DOCKERD_FLAGS);
-    let child = process::spawn(cmd, log, Lifetime::TiedToParent)?;
-    let daemon = StartedDaemon { pid: child.id() };
-    drop(child);
+    let daemon = StartedDaemon { pid: Cmd::new(dockerd).args(DOCKERD_FLAGS).log_to(log).spawn()?.release() };
     let deadline = Instant::now() + Duration::from_secs(30);
     while Engine::answers().is_none() {
         if !process::is_alive(daemon.pid) || Instant::now() > deadline {

@@ -6,20 +6,19 @@
 use std::collections::HashMap;
 use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Output};
+use std::process::ExitStatus;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
+use streamlab_process::{Cmd, Output};
 use streamlab_record::provenance::ImageInfo;
 
 use super::engine::{self, Engine, Spec};
-use crate::env::host::{Role, ServiceHost};
+use crate::env::host::{ONE_SHOT_TIMEOUT, Role, ServiceHost};
 use crate::env::mariadb::Server;
 use crate::env::{process, secrets};
 
-/// How long a one-shot command may run.
-const ONE_SHOT_TIMEOUT: Duration = Duration::from_secs(300);
 /// Labels that say who may sweep a container: `lab` containers die with the xtask process that started them.
 pub const OWNER_LABEL: &str = "org.streamlab.owner-pid";
 pub const LIFETIME_LABEL: &str = "org.streamlab.lifetime";
@@ -33,8 +32,8 @@ pub struct DockerHost {
     /// `detached` (env up by hand) or `tied` (lab runs and tests: swept once their xtask is gone).
     pub lifetime: &'static str,
     binds: Vec<(PathBuf, bool)>,
-    /// The service containers started so far, by role.
-    services: Mutex<HashMap<&'static str, String>>,
+    /// The service containers started so far, by role name.
+    services: Mutex<HashMap<String, String>>,
 }
 
 impl DockerHost {
@@ -65,23 +64,25 @@ impl DockerHost {
 
     /// The container a service runs in, once started.
     pub fn container(&self, role: Role) -> Option<String> {
-        self.services.lock().expect("services lock").get(role.name()).cloned()
+        self.services.lock().expect("services lock").get(&role.name()).cloned()
     }
 
     fn image(&self, role: Role) -> Result<&ImageInfo> {
         match role {
-            Role::Kafka => Ok(&self.kafka_image),
+            Role::Kafka | Role::Broker(_) => Ok(&self.kafka_image),
             Role::Mysql => self.mysql_image.as_ref().context("this environment has no database image"),
         }
     }
 
     /// A container for `cmd`: its argv as the command, its environment, our mounts and labels.
-    fn spec(&self, name: String, role: Role, cmd: &Command, wrapper: &str) -> Result<Spec> {
-        let argv = std::iter::once(cmd.get_program())
-            .chain(cmd.get_args())
+    fn spec(&self, name: String, role: Role, cmd: &Cmd, wrapper: &str) -> Result<Spec> {
+        let argv = cmd
+            .argv()
+            .into_iter()
             .map(|a| a.to_str().map(str::to_owned).context("a command argument is not UTF-8"))
             .collect::<Result<Vec<_>>>()?;
-        let env = cmd.get_envs().filter_map(|(k, v)| Some(format!("{}={}", k.to_str()?, v?.to_str()?))).collect();
+        let env =
+            cmd.envs().into_iter().filter_map(|(k, v)| Some(format!("{}={}", k.to_str()?, v?.to_str()?))).collect();
         Ok(Spec {
             name,
             image: self.image(role)?.id.clone(),
@@ -95,7 +96,7 @@ impl DockerHost {
             labels: vec![
                 (OWNER_LABEL.into(), std::process::id().to_string()),
                 (LIFETIME_LABEL.into(), self.lifetime.into()),
-                ("org.streamlab.role".into(), role.name().into()),
+                ("org.streamlab.role".into(), role.name()),
             ],
             nano_cpus: None,
             cpuset_cpus: None,
@@ -113,11 +114,11 @@ impl ServiceHost for DockerHost {
         Ok(Server { binary: "mariadbd".into(), flavour: "mariadb" })
     }
 
-    fn output(&self, role: Role, cmd: Command, stdin: Option<&[u8]>) -> Result<Output> {
+    fn output(&self, role: Role, cmd: Cmd) -> Result<Output> {
         let name = format!("{}-{}-run-{:08x}", self.env_id, role.name(), rand::random::<u32>());
         let mut spec = self.spec(name.clone(), role, &cmd, r#"exec "$0" "$@""#)?;
         // Input goes through an owner-only file in the mounted directory, never the command line.
-        let input = match stdin {
+        let input = match cmd.input() {
             Some(bytes) => {
                 let file = self.dir.join(format!(".{name}.stdin"));
                 secrets::write_secret(&file, std::str::from_utf8(bytes).context("stdin is not UTF-8")?)?;
@@ -134,12 +135,14 @@ impl ServiceHost for DockerHost {
         let finished = finished?;
         Ok(Output {
             status: ExitStatus::from_raw(((finished.exit_code & 0xff) as i32) << 8),
-            stdout: finished.stdout.into_bytes(),
-            stderr: finished.stderr.into_bytes(),
+            stdout: finished.stdout,
+            stderr: finished.stderr,
+            // The container's CPU is not this process's child's: unknown here.
+            cpu_s: f64::NAN,
         })
     }
 
-    fn spawn(&self, role: Role, cmd: Command, log: &Path, cpus: Option<&[usize]>) -> Result<u32> {
+    fn spawn(&self, role: Role, cmd: Cmd, log: &Path, cpus: Option<&[usize]>) -> Result<u32> {
         let name = format!("{}-{}", self.env_id, role.name());
         let mut spec = self.spec(name.clone(), role, &cmd, r#"exec "$0" "$@" >>"$STREAMLAB_LOG" 2>&1"#)?;
         spec.env.push(format!("STREAMLAB_LOG={}", log.display()));
@@ -163,7 +166,7 @@ impl ServiceHost for DockerHost {
     }
 
     fn stop(&self, role: Role, _pid: u32, grace: Duration) {
-        let id = self.services.lock().expect("services lock").remove(role.name());
+        let id = self.services.lock().expect("services lock").remove(&role.name());
         if let Some(id) = id {
             self.engine.stop(&id, grace);
             self.engine.remove(&id);

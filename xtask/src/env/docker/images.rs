@@ -6,8 +6,8 @@
 use std::collections::{BTreeMap, HashMap};
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
+use streamlab_process::Cmd;
 
 use anyhow::{Context, Result, bail};
 use bollard::query_parameters::{BuildImageOptions, CreateImageOptions};
@@ -239,40 +239,38 @@ fn ensure_base(engine: &Engine) -> Result<Base> {
         .tempdir_in(crate::paths::cache_dir())
         .context("cannot make a build directory in the cache")?;
     let rootfs = work.path().join("rootfs");
-    let status = Command::new("debootstrap")
+    Cmd::new("debootstrap")
         .args(["--variant=minbase", "bookworm"])
         .arg(&rootfs)
-        .stdout(std::process::Stdio::null())
-        .status()
-        .context("cannot run debootstrap (apt-get install debootstrap)")?;
-    anyhow::ensure!(status.success(), "debootstrap --variant=minbase bookworm failed ({status})");
+        .log_to(work.path().join("debootstrap.log"))
+        .run(Duration::from_secs(1800))
+        .context("debootstrap --variant=minbase bookworm (apt-get install debootstrap)")?;
     crate::interrupt::check()?;
     // The packages and lists are not needed in the image; sources.list names a mirror: keep it out too.
     for dir in ["var/cache/apt/archives", "var/lib/apt/lists"] {
         clear_files(&rootfs.join(dir))?;
     }
     let tar = work.path().join("rootfs.tar");
-    let status = Command::new("tar")
+    Cmd::new("tar")
         .arg("--numeric-owner")
         .arg("-C")
         .arg(&rootfs)
         .arg("-cf")
         .arg(&tar)
         .arg(".")
-        .status()
-        .context("cannot run tar")?;
-    anyhow::ensure!(status.success(), "tar of the root filesystem failed ({status})");
+        .run(Duration::from_secs(600))
+        .context("tar of the root filesystem")?;
     import(engine, &tar, &tag)?;
     eprintln!("built {tag} in {:.0} s", started.elapsed().as_secs_f64());
     Ok(base)
 }
 
 fn debootstrap_version() -> Result<String> {
-    let out = Command::new("debootstrap")
+    let out = Cmd::new("debootstrap")
         .arg("--version")
-        .output()
+        .output(Duration::from_secs(30))
         .context("debootstrap is not installed: the local images are built from Debian's packages with it (apt-get install debootstrap)")?;
-    Ok(String::from_utf8_lossy(&out.stdout).trim().to_owned())
+    Ok(out.stdout.trim().to_owned())
 }
 
 /// Remove the files under `dir` (not the directory: apt expects it).

@@ -9,49 +9,31 @@ pub mod host;
 pub mod images;
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use streamlab_record::EnvDescriptor;
-use streamlab_record::descriptor::{DESCRIPTOR_FILE, DESCRIPTOR_SCHEMA};
-use streamlab_record::provenance::{EnvInfo, ImageInfo};
-use streamlab_record::run_spec::Need;
+use streamlab_record::descriptor::BackendKind;
+use streamlab_record::provenance::EnvInfo;
 
 use self::engine::Engine;
 use self::host::DockerHost;
 use self::images::ImageRole;
-use super::backend::{self, Backend, Environment};
+use super::backend::{self, Backend, EnvSpec, Environment};
 use super::health::{self, ServiceDown};
-use super::host::{Role, ServiceHost};
-use super::kafka::{self, KafkaPorts, KafkaStart};
-use super::pins::KafkaPin;
-use super::{mariadb, pins, ports};
-use crate::clock;
+use super::host::{Role, ServiceHost, running_pids, server_versions, start_services};
+use super::process::Lifetime;
+use super::{mariadb, pins};
 
 /// How long a service container gets to stop before SIGKILL.
 const STOP_GRACE: Duration = Duration::from_secs(20);
 
-pub struct DockerOptions {
-    pub root: PathBuf,
-    pub id: String,
-    pub with_mysql: bool,
-    /// The Kafka version to run.
-    pub kafka: &'static KafkaPin,
-    pub broker_cpus: Option<Vec<usize>>,
-    /// `env up` by hand: never swept while its containers run.
-    pub detached: bool,
-    /// Fixed Kafka ports instead of free ones (tests use this to provoke a failed start).
-    pub kafka_ports: Option<KafkaPorts>,
-}
-
-/// The docker backend as the lab runner uses it.
 pub struct DockerBackend;
 
 impl Backend for DockerBackend {
-    fn name(&self) -> &'static str {
-        "docker"
+    fn kind(&self) -> BackendKind {
+        BackendKind::Docker
     }
 
     fn can_cap_broker(&self, cores: usize) -> std::result::Result<(), String> {
@@ -75,17 +57,16 @@ impl Backend for DockerBackend {
         Ok(())
     }
 
-    fn up(&self, run_id: &str, needs: &[Need], kafka: &'static KafkaPin) -> Result<Box<dyn Environment>> {
-        let opts = DockerOptions {
-            root: crate::paths::envs_dir(),
-            id: format!("lab-{run_id}-{:04x}", rand::random::<u16>()),
-            with_mysql: needs.contains(&Need::Mysql),
-            kafka,
-            broker_cpus: None,
-            detached: false,
-            kafka_ports: None,
-        };
-        Ok(Box::new(up(&opts)?))
+    fn up(&self, spec: &EnvSpec) -> Result<Box<dyn Environment>> {
+        Ok(Box::new(up(spec)?))
+    }
+
+    fn down(&self, env: &EnvDescriptor, keep: bool) -> Result<()> {
+        remove(&Engine::connect()?, env, keep)
+    }
+
+    fn running_pids(&self, env: &EnvDescriptor) -> Vec<u32> {
+        running_pids(env)
     }
 }
 
@@ -93,23 +74,33 @@ impl Backend for DockerBackend {
 pub struct DockerEnv {
     descriptor: EnvDescriptor,
     host: DockerHost,
+    /// Set by [`Environment::keep_running`]: the containers outlive this value.
+    kept: bool,
 }
 
 impl DockerEnv {
-    pub fn descriptor(&self) -> &EnvDescriptor {
-        &self.descriptor
+    /// The roles of the broker containers: the one broker, or each node of a cluster.
+    fn broker_roles(&self) -> Vec<Role> {
+        match self.descriptor.kafka.brokers.as_slice() {
+            [] => vec![Role::Kafka],
+            nodes => nodes.iter().map(|b| Role::Broker(b.node_id)).collect(),
+        }
     }
 
-    /// The CPU caps the engine reports for the broker's container: what inspect reads back.
+    /// The CPU caps the engine reports for the (first) broker's container: what inspect reads back.
     pub fn broker_caps(&self) -> Result<(i64, String)> {
-        let id = self.host.container(Role::Kafka).context("the broker has no container")?;
+        let role = self.broker_roles()[0];
+        let id = self.host.container(role).context("the broker has no container")?;
         let config = self.host.engine.inspect(&id)?.host_config.unwrap_or_default();
         Ok((config.nano_cpus.unwrap_or(0), config.cpuset_cpus.unwrap_or_default()))
     }
 
+    /// The same caps on every broker's container.
     fn apply_caps(&self, nano_cpus: i64, cpuset: String) -> Result<String> {
-        let id = self.host.container(Role::Kafka).context("the broker has no container")?;
-        self.host.engine.update_cpus(&id, Some(nano_cpus), Some(cpuset))?;
+        for role in self.broker_roles() {
+            let id = self.host.container(role).context("a broker has no container")?;
+            self.host.engine.update_cpus(&id, Some(nano_cpus), Some(cpuset.clone()))?;
+        }
         let (nano, set) = self.broker_caps()?;
         Ok(format!("{} (docker update, read back by inspect)", describe_caps(nano, &set)))
     }
@@ -135,7 +126,7 @@ impl Environment for DockerEnv {
     }
 
     fn service_pids(&self) -> Vec<u32> {
-        super::native::running_pids(&self.descriptor)
+        running_pids(&self.descriptor)
     }
 
     fn info(&self) -> EnvInfo {
@@ -152,12 +143,10 @@ impl Environment for DockerEnv {
     }
 
     fn versions(&self) -> BTreeMap<String, String> {
-        let mut v = backend::server_versions(&self.descriptor);
+        let mut v = server_versions(&self.descriptor);
         v.insert("kafka".into(), self.descriptor.kafka.version.clone());
-        let mut java = std::process::Command::new("java");
-        java.arg("-version");
-        if let Ok(out) = self.host.output(Role::Kafka, java, None)
-            && let Some(line) = String::from_utf8_lossy(&out.stderr).lines().next()
+        if let Ok(out) = self.host.output(Role::Kafka, streamlab_process::Cmd::new("java").arg("-version"))
+            && let Some(line) = out.stderr.lines().next()
         {
             v.insert("java".into(), format!("{line} (in {})", self.host.kafka_image.reference));
         }
@@ -193,12 +182,22 @@ impl Environment for DockerEnv {
             }
         })
     }
+
+    fn keep_running(mut self: Box<Self>) -> EnvDescriptor {
+        self.kept = true;
+        self.descriptor.clone()
+    }
 }
 
 impl DockerEnv {
-    /// `exited with status 137 (OOM-killed)` from the engine, for the service named like `kafka broker`.
+    /// `exited with status 137 (OOM-killed)` from the engine, for the service named like `kafka broker` or
+    /// `kafka broker 2`.
     fn how_it_ended(&self, service: &str) -> Option<String> {
-        let role = if service.starts_with("kafka") { Role::Kafka } else { Role::Mysql };
+        let role = match service.strip_prefix("kafka broker") {
+            Some("") => Role::Kafka,
+            Some(node) => Role::Broker(node.trim().parse().ok()?),
+            None => Role::Mysql,
+        };
         let state = self.host.engine.inspect(&self.host.container(role)?).ok()?.state?;
         let code = state.exit_code.unwrap_or(-1);
         let oom = if state.oom_killed == Some(true) { " (OOM-killed)" } else { "" };
@@ -211,6 +210,9 @@ impl DockerEnv {
 
 impl Drop for DockerEnv {
     fn drop(&mut self) {
+        if self.kept {
+            return;
+        }
         if let Err(e) = remove(&self.host.engine, &self.descriptor, false) {
             eprintln!("warning: could not tear down environment {}: {e:#}", self.descriptor.id);
         }
@@ -219,60 +221,23 @@ impl Drop for DockerEnv {
 
 /// Start Kafka (and MariaDB if asked) in containers and write the descriptor. On failure, no container and
 /// no directory is left.
-pub fn up(opts: &DockerOptions) -> Result<DockerEnv> {
+pub fn up(spec: &EnvSpec) -> Result<DockerEnv> {
     let engine = Arc::new(Engine::connect()?);
     let kafka_image = images::ensure(&engine, ImageRole::Kafka)?;
-    let mysql_image = if opts.with_mysql { Some(images::ensure(&engine, ImageRole::Mariadb)?) } else { None };
-    let dir = opts.root.join(&opts.id);
+    let mysql_image = if spec.with_mysql { Some(images::ensure(&engine, ImageRole::Mariadb)?) } else { None };
+    let dir = spec.dir();
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let lifetime = if opts.detached { "detached" } else { "tied" };
-    let result = DockerHost::new(engine.clone(), &opts.id, &dir, kafka_image, mysql_image, lifetime)
-        .and_then(|host| start_services(opts, &dir, host));
+    // `env up` by hand: never swept while its containers run; lab runs and tests: swept once their xtask is gone.
+    let lifetime = if spec.lifetime == Lifetime::Detached { "detached" } else { "tied" };
+    let result = DockerHost::new(engine.clone(), &spec.id, &dir, kafka_image, mysql_image, lifetime).and_then(|host| {
+        let descriptor = start_services(&host, spec, BackendKind::Docker)?;
+        Ok(DockerEnv { descriptor, host, kept: false })
+    });
     if result.is_err() {
-        let _ = engine.remove_env(&opts.id, Duration::from_secs(2));
+        let _ = engine.remove_env(&spec.id, Duration::from_secs(2));
         let _ = std::fs::remove_dir_all(&dir);
     }
     result
-}
-
-fn start_services(opts: &DockerOptions, dir: &Path, host: DockerHost) -> Result<DockerEnv> {
-    let (classpath, tools_classpath) = super::native::classpaths(opts.kafka)?;
-    let free = ports::free_loopback_ports(6)?;
-    let kafka_ports = opts.kafka_ports.unwrap_or_else(|| KafkaPorts::from_slice(&free));
-    let mysql_port = free[5];
-    let launched = kafka::launch(
-        &host,
-        &KafkaStart {
-            dir: &dir.join("kafka"),
-            env_id: &opts.id,
-            ports: kafka_ports,
-            cpus: opts.broker_cpus.clone(),
-            pin: opts.kafka,
-            classpath,
-            tools_classpath,
-        },
-    )?;
-    let mysql = opts.with_mysql.then(|| mariadb::start(&host, &dir.join("mysql"), mysql_port)).transpose();
-    let mysql = match mysql {
-        Ok(m) => m,
-        Err(e) => {
-            launched.stop();
-            return Err(e);
-        }
-    };
-    let kafka = launched.wait_ready()?;
-    let descriptor = EnvDescriptor {
-        schema: DESCRIPTOR_SCHEMA,
-        id: opts.id.clone(),
-        backend: "docker".into(),
-        dir: dir.to_owned(),
-        started_ts_ms: clock::now_ms(),
-        kafka,
-        mysql,
-    };
-    let json = serde_json::to_vec_pretty(&descriptor)?;
-    streamlab_record::jsonl::write_atomic(&dir.join(DESCRIPTOR_FILE), &json)?;
-    Ok(DockerEnv { descriptor, host })
 }
 
 /// Remove an environment's containers (stopping them first) and, unless `keep`, its directory.
@@ -282,11 +247,6 @@ pub fn remove(engine: &Engine, env: &EnvDescriptor, keep: bool) -> Result<()> {
         std::fs::remove_dir_all(&env.dir).with_context(|| format!("cannot remove {}", env.dir.display()))?;
     }
     Ok(())
-}
-
-/// `env down` of a docker environment.
-pub fn down(env: &EnvDescriptor, keep: bool) -> Result<()> {
-    remove(&Engine::connect()?, env, keep)
 }
 
 /// Remove the containers of lab runs and tests whose xtask is gone (killed before it could clean up), and
@@ -318,28 +278,20 @@ pub fn describe_caps(nano_cpus: i64, cpuset: &str) -> String {
     format!("{set}, {quota}")
 }
 
-/// Images the environment's containers run, for `env up`'s summary.
-pub fn images_of(env: &DockerEnv) -> Vec<&ImageInfo> {
-    std::iter::once(&env.host.kafka_image).chain(env.host.mysql_image.as_ref()).collect()
-}
-
 #[cfg(test)]
 mod tests {
     use std::net::{Ipv4Addr, TcpListener};
-    use std::process::Command;
+    use std::path::{Path, PathBuf};
+
+    use streamlab_process::Cmd;
+    use streamlab_record::descriptor::DESCRIPTOR_FILE;
 
     use super::*;
+    use crate::env::kafka::{self, KafkaPorts};
+    use crate::env::ports;
 
-    fn options(root: &Path, with_mysql: bool) -> DockerOptions {
-        DockerOptions {
-            root: root.to_owned(),
-            id: super::super::native::new_id("t-"),
-            with_mysql,
-            kafka: pins::default_pin(),
-            broker_cpus: None,
-            detached: false,
-            kafka_ports: None,
-        }
+    fn options(root: &Path, with_mysql: bool) -> EnvSpec {
+        EnvSpec { root: root.to_owned(), with_mysql, ..EnvSpec::new("t-", pins::default_pin()) }
     }
 
     fn labelled(env_id: &str) -> Vec<String> {
@@ -369,14 +321,14 @@ mod tests {
         let env = up(&options(root.path(), true)).unwrap();
         eprintln!("docker environment ready after {:.1} s", started.elapsed().as_secs_f64());
         let d = env.descriptor().clone();
-        assert_eq!((d.backend.as_str(), d.kafka.version.as_str()), ("docker", "4.1.0"));
+        assert_eq!((d.backend, d.kafka.version.as_str()), (BackendKind::Docker, "4.1.0"));
         assert_eq!(labelled(&d.id).len(), 2, "one container per service");
 
         // A real client round-trips a record on each of the five listeners.
-        let probe = Command::new(harness_binary()).args(["probe", "--env"]).arg(d.dir.join(DESCRIPTOR_FILE)).output();
-        let probe = probe.unwrap();
-        assert!(probe.status.success(), "probe failed: {}", String::from_utf8_lossy(&probe.stderr));
-        let report: BTreeMap<String, String> = serde_json::from_slice(&probe.stdout).unwrap();
+        let probe = Cmd::new(harness_binary()).args(["probe", "--env"]).arg(d.dir.join(DESCRIPTOR_FILE));
+        let probe = probe.output(std::time::Duration::from_secs(120)).unwrap();
+        assert!(probe.status.success(), "probe failed: {}", probe.stderr);
+        let report: BTreeMap<String, String> = serde_json::from_str(&probe.stdout).unwrap();
         assert_eq!(report.len(), 5);
         assert!(report.values().all(|v| v == "ok"), "{report:?}");
 
@@ -386,18 +338,21 @@ mod tests {
         let api_versions = |password: &str| {
             let props = d.dir.join(format!("check-{}.properties", password.len()));
             crate::env::secrets::write_secret(&props, &kafka::java_client_properties(scram, password)).unwrap();
-            let mut cmd = Command::new("java");
-            cmd.arg(kafka::tools_log_config()).arg("-cp").arg(&classpath);
-            cmd.args(["org.apache.kafka.tools.BrokerApiVersionsCommand", "--bootstrap-server", &scram.bootstrap]);
-            cmd.arg("--command-config").arg(&props);
-            env.host.output(Role::Kafka, cmd, None).unwrap()
+            let cmd = Cmd::new("java")
+                .arg(kafka::tools_log_config())
+                .arg("-cp")
+                .arg(&classpath)
+                .args(["org.apache.kafka.tools.BrokerApiVersionsCommand", "--bootstrap-server", &scram.bootstrap])
+                .arg("--command-config")
+                .arg(&props);
+            env.host.output(Role::Kafka, cmd).unwrap()
         };
         let wrong = api_versions("not-the-password");
-        let text = format!("{}{}", String::from_utf8_lossy(&wrong.stdout), String::from_utf8_lossy(&wrong.stderr));
+        let text = format!("{}{}", wrong.stdout, wrong.stderr);
         assert!(!wrong.status.success() || !text.contains("(id: 1"), "a wrong password got in: {text}");
         assert!(text.contains("Authentication failed"), "{text}");
         let right = streamlab_record::descriptor::read_secret(scram.password_file.as_ref().unwrap()).unwrap();
-        assert!(String::from_utf8_lossy(&api_versions(&right).stdout).contains("(id: 1"));
+        assert!(api_versions(&right).stdout.contains("(id: 1"));
 
         // The server answers over loopback TCP with ROW/FULL binlog, and refuses a wrong password.
         let m = d.mysql.as_ref().unwrap();
@@ -431,7 +386,7 @@ mod tests {
         let held = TcpListener::bind((Ipv4Addr::LOCALHOST, 0)).unwrap();
         let mut ports = ports::free_loopback_ports(5).unwrap();
         ports[0] = held.local_addr().unwrap().port();
-        let opts = DockerOptions { kafka_ports: Some(KafkaPorts::from_slice(&ports)), ..options(root.path(), false) };
+        let opts = EnvSpec { kafka_ports: Some(KafkaPorts::from_slice(&ports)), ..options(root.path(), false) };
         let err = format!("{:#}", up(&opts).err().expect("the broker cannot bind its port"));
         assert!(err.contains("last lines of"), "no log tail in: {err}");
         assert!(err.contains("Address already in use"), "the cause is not in the tail: {err}");
@@ -446,7 +401,7 @@ mod tests {
         let image = images::ensure(&engine, ImageRole::Kafka).unwrap();
         // A pid that is not running: the xtask that owned these is gone.
         let dead = (50_000..u32::MAX).find(|&p| !crate::env::process::is_alive(p)).unwrap();
-        let id = super::super::native::new_id("t-sweep-");
+        let id = backend::new_id("t-sweep-");
         let start = |lifetime: &str, name: &str| {
             engine
                 .start(&engine::Spec {

@@ -1,4 +1,6 @@
-//! Each headline figure across every run that has it.
+//! Each headline figure across every run that has it, one series per configuration: a figure's identity is
+//! its id and the hash of the knobs and applied settings it was measured with, so a change of default
+//! configuration starts a new series, and the page says what changed.
 
 use std::collections::BTreeMap;
 
@@ -8,9 +10,12 @@ use super::{RunLink, latest_matrix_href, run_link};
 use crate::site::chart::{self, Chart, Row, RowKind};
 use crate::site::config::SiteConfig;
 use crate::site::format;
-use crate::site::headline::{Figure, Published, headline_figures};
+use crate::site::headline::{Figure, Published, config_changes, headline_figures};
 use crate::site::load::Run;
 use crate::site::model::MatrixData;
+
+/// Changes listed per series before the rest are counted.
+const CHANGES_SHOWN: usize = 12;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct HistoryPage {
@@ -30,8 +35,17 @@ pub struct HistoryFigure {
     pub anchor: String,
     pub title: String,
     pub svg: String,
-    pub rows: Vec<HistoryRow>,
+    pub series: Vec<HistorySeries>,
     pub published: Vec<Published>,
+}
+
+/// The runs of one figure measured with one configuration.
+#[derive(Debug, Clone, Serialize)]
+pub struct HistorySeries {
+    pub hash: String,
+    /// What differs from the previous series' configuration; empty for the first.
+    pub changes: Vec<String>,
+    pub rows: Vec<HistoryRow>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -49,7 +63,12 @@ pub fn history_page(runs: &[Run], cfg: &SiteConfig) -> HistoryPage {
     let mut by_matrix: BTreeMap<String, Vec<(&Run, Vec<Figure>)>> = BTreeMap::new();
     for run in runs {
         for (name, file) in &run.matrices {
-            let data = MatrixData::new(name, run.provenance.matrices.iter().find(|m| &m.name == name), &file.records);
+            let data = MatrixData::for_site(
+                name,
+                run.provenance.matrices.iter().find(|m| &m.name == name),
+                &file.records,
+                cfg,
+            );
             by_matrix.entry(name.clone()).or_default().push((run, headline_figures(&data, cfg)));
         }
     }
@@ -83,36 +102,70 @@ pub fn history_page(runs: &[Run], cfg: &SiteConfig) -> HistoryPage {
     HistoryPage { matrices }
 }
 
+/// The runs that have figure `id`, grouped into series by configuration, series in the order they first
+/// appeared and runs oldest first within each.
+fn series_of<'a>(per_run: &'a [(&'a Run, Vec<Figure>)], id: &str) -> Vec<(String, Vec<(&'a Run, &'a Figure)>)> {
+    let mut out: Vec<(String, Vec<(&Run, &Figure)>)> = Vec::new();
+    for (run, figs) in per_run {
+        let Some(f) = figs.iter().find(|f| f.id == id) else { continue };
+        match out.iter_mut().find(|(hash, _)| *hash == f.config_hash) {
+            Some((_, runs)) => runs.push((run, f)),
+            None => out.push((f.config_hash.clone(), vec![(run, f)])),
+        }
+    }
+    out
+}
+
 fn history_figure(per_run: &[(&Run, Vec<Figure>)], id: &str, title: &str, chart_no: usize) -> HistoryFigure {
-    let mut rows = Vec::new();
+    let latest = per_run.iter().rev().find(|(_, figs)| figs.iter().any(|f| f.id == id)).map(|(run, _)| run.id.clone());
+    let groups = series_of(per_run, id);
+    let several = groups.len() > 1;
+    let mut series = Vec::new();
     let mut chart_rows = Vec::new();
     let mut published: Vec<Published> = Vec::new();
     let mut unit = String::new();
     let mut hib = None;
-    let last = per_run.len().saturating_sub(1);
-    for (i, (run, figs)) in per_run.iter().enumerate() {
-        let label = run.id.clone();
-        let Some(f) = figs.iter().find(|f| f.id == id) else { continue };
-        unit.clone_from(&f.unit);
-        hib = f.higher_is_better;
-        for p in &f.published {
-            if !published.iter().any(|q| q.seed == p.seed && q.hardware == p.hardware) {
-                published.push(p.clone());
-            }
+    let mut previous: Option<&Figure> = None;
+    for (n, (hash, runs)) in groups.iter().enumerate() {
+        let first = runs[0].1;
+        let mut changes = previous.map(|p| config_changes(&p.config_items, &first.config_items)).unwrap_or_default();
+        if changes.len() > CHANGES_SHOWN {
+            let more = changes.len() - CHANGES_SHOWN;
+            changes.truncate(CHANGES_SHOWN);
+            changes.push(format!("and {more} more"));
         }
-        let kind = match f.value {
-            Some(v) => RowKind::Bar { value: v, whisker: f.range, highlight: i == last },
-            None => RowKind::Missing { status: f.text.clone(), reason: f.detail.clone() },
-        };
-        chart_rows.push(Row { label, group_start: false, kind });
-        rows.push(HistoryRow {
-            run: run_link(run),
-            text: f.text.clone(),
-            interval: f.interval.clone(),
-            within_noise: f.within_noise,
-            config: f.config.clone(),
-            detail: f.detail.clone(),
-        });
+        if several {
+            chart_rows.push(Row {
+                label: format!("configuration {} of {} ({hash}), from run {}", n + 1, groups.len(), runs[0].0.id),
+                group_start: n > 0,
+                kind: RowKind::Heading,
+            });
+        }
+        let mut rows = Vec::new();
+        for (run, f) in runs {
+            unit.clone_from(&f.unit);
+            hib = f.higher_is_better;
+            for p in &f.published {
+                if !published.iter().any(|q| q.seed == p.seed && q.hardware == p.hardware) {
+                    published.push(p.clone());
+                }
+            }
+            let kind = match f.value {
+                Some(v) => RowKind::Bar { value: v, whisker: f.range, highlight: latest.as_deref() == Some(&run.id) },
+                None => RowKind::Missing { status: f.text.clone(), reason: f.detail.clone() },
+            };
+            chart_rows.push(Row { label: run.id.clone(), group_start: false, kind });
+            rows.push(HistoryRow {
+                run: run_link(run),
+                text: f.text.clone(),
+                interval: f.interval.clone(),
+                within_noise: f.within_noise,
+                config: f.config.clone(),
+                detail: f.detail.clone(),
+            });
+        }
+        series.push(HistorySeries { hash: hash.clone(), changes, rows });
+        previous = runs.last().map(|(_, f)| *f);
     }
     for p in &published {
         chart_rows.push(Row {
@@ -136,5 +189,59 @@ fn history_figure(per_run: &[(&Run, Vec<Figure>)], id: &str, title: &str, chart_
             .map(|p| format!("published in seed {}, on {}", p.seed, p.hardware))
             .collect(),
     };
-    HistoryFigure { anchor: format::slug(id), title: title.to_owned(), svg: chart::render(&chart), rows, published }
+    HistoryFigure { anchor: format::slug(id), title: title.to_owned(), svg: chart::render(&chart), series, published }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::site::load::load_results;
+
+    #[test]
+    fn a_change_of_configuration_starts_a_new_series_and_says_what_changed() {
+        let dir = tempfile::tempdir().unwrap();
+        let cfg = SiteConfig::builtin().unwrap();
+        let with_threads = |id: &str, threads: u64| {
+            let mut records = crate::site::fixtures::kafka_sink_records(id);
+            for r in records.iter_mut().filter(|r| r.arm == "framework") {
+                r.variant.knobs.insert("pipeline_threads".into(), serde_json::json!(threads));
+            }
+            records
+        };
+        crate::site::fixtures::write_run(dir.path(), "a-old", 1_000, &with_threads("a-old", 1));
+        crate::site::fixtures::write_run(dir.path(), "b-old", 2_000, &with_threads("b-old", 1));
+        crate::site::fixtures::write_run(dir.path(), "c-new", 3_000, &with_threads("c-new", 4));
+        let page = history_page(&load_results(dir.path()).unwrap(), &cfg);
+        let fig = page.matrices[0].figures.iter().find(|f| f.anchor == "ratio-framework-over-raw").unwrap();
+        let runs: Vec<Vec<&str>> =
+            fig.series.iter().map(|s| s.rows.iter().map(|r| r.run.id.as_str()).collect()).collect();
+        assert_eq!(runs, [vec!["a-old", "b-old"], vec!["c-new"]]);
+        assert!(fig.series[0].changes.is_empty());
+        assert_eq!(fig.series[1].changes, ["framework: knob pipeline_threads 1 → 4"]);
+        assert!(fig.svg.contains("configuration 2 of 2"), "the chart heads each series");
+        // raw's configuration did not change: one series.
+        let raw = page.matrices[0].figures.iter().find(|f| f.anchor == "median-mode-raw-records-per-s").unwrap();
+        assert_eq!(raw.series.len(), 1);
+        assert!(!raw.svg.contains("configuration 1 of"));
+    }
+
+    #[test]
+    fn the_committed_kafka_sink_runs_before_and_after_the_seeds_configuration_are_different_series() {
+        // 2026-11-29: spate's builder defaults as the framework's default; from 2026-11-30: the seed's.
+        let runs = load_results(&crate::paths::results_dir()).unwrap();
+        let page = history_page(&runs, &SiteConfig::builtin().unwrap());
+        let sink = page.matrices.iter().find(|m| m.name == "kafka_sink").unwrap();
+        let fig = sink.figures.iter().find(|f| f.anchor == "median-mode-framework-records-per-s").unwrap();
+        let series_of_run = |id: &str| fig.series.iter().position(|s| s.rows.iter().any(|r| r.run.id == id)).unwrap();
+        let (builder, builder_too) =
+            (series_of_run("20261129T220903Z-standard-3f38"), series_of_run("20261129T230530Z-standard-300b"));
+        let seeds = series_of_run("20261130T061921Z-standard-0fc3");
+        assert_eq!(builder, builder_too, "the same configuration stays one series");
+        assert_ne!(builder, seeds, "the seed's configuration starts a new series");
+        assert!(
+            fig.series[seeds].changes.iter().any(|c| c.contains("knob pipeline_threads 1 → 4")),
+            "{:?}",
+            fig.series[seeds].changes
+        );
+    }
 }

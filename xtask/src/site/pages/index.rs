@@ -5,6 +5,7 @@ use streamlab_record::stats::{CI_METHOD, RATIO_METHOD};
 
 use super::{RunLink, latest_matrix_href, latest_runs, run_link};
 use crate::site::config::SiteConfig;
+use crate::site::forest;
 use crate::site::headline::{Figure, headline_figures};
 use crate::site::load::Run;
 use crate::site::model::{self, Counts, MatrixData};
@@ -25,6 +26,8 @@ pub struct IndexMatrix {
     pub seed: Option<String>,
     pub href: String,
     pub run: RunLink,
+    /// The forest plot of the matrix's headline ratios.
+    pub forest: Option<String>,
     pub figures: Vec<Figure>,
     pub counts: Counts,
 }
@@ -34,14 +37,21 @@ pub fn index_page(runs: &[Run], cfg: &SiteConfig) -> IndexPage {
         .into_iter()
         .map(|(name, run)| {
             let file = &run.matrices[&name];
-            let data = MatrixData::new(&name, run.provenance.matrices.iter().find(|m| m.name == name), &file.records);
+            let data = MatrixData::for_site(
+                &name,
+                run.provenance.matrices.iter().find(|m| m.name == name),
+                &file.records,
+                cfg,
+            );
+            let figures = headline_figures(&data, cfg);
             IndexMatrix {
+                forest: forest::render(&format!("forest-{name}"), &figures),
+                figures,
                 href: latest_matrix_href(&name),
                 title: data.info.title.clone(),
                 question: data.info.question.clone(),
                 seed: data.info.seed.clone(),
                 run: run_link(run),
-                figures: headline_figures(&data, cfg),
                 counts: model::counts(&file.records),
                 name,
             }

@@ -4,11 +4,13 @@
 //! One module per page kind (`index`, `matrix`, `run`, `history`); `table` builds the data tables' rows the
 //! matrix pages share; this file holds the pieces every page uses (run links, environment, footer).
 
+mod charts;
 mod history;
 mod index;
 mod matrix;
 mod run;
 mod table;
+mod versions;
 
 use std::collections::BTreeMap;
 

@@ -26,6 +26,18 @@ pub struct RunPage {
     pub placements: Vec<KeyValue>,
     pub provenance_href: String,
     pub commit_full: String,
+    /// Every environment the run brought up, with the tasks it served (runs from before provenance listed
+    /// them have none).
+    pub environments: Vec<EnvView>,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct EnvView {
+    pub id: String,
+    pub why: String,
+    pub kafka: String,
+    pub mysql: String,
+    pub tasks: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -87,6 +99,21 @@ pub fn run_page(run: &Run) -> RunPage {
         placements,
         provenance_href: format!("runs/{}/provenance.json", run.id),
         commit_full: p.git.commit.clone(),
+        environments: p
+            .environments
+            .iter()
+            .map(|e| EnvView {
+                id: e.id.clone(),
+                why: e.why.clone(),
+                kafka: e.kafka_version.clone(),
+                mysql: match (&e.mysql_flavour, &e.mysql_version) {
+                    (Some(f), Some(v)) => format!("{f} {v}"),
+                    (None, Some(v)) => v.clone(),
+                    _ => "—".into(),
+                },
+                tasks: e.tasks.clone(),
+            })
+            .collect(),
     }
 }
 

@@ -160,7 +160,9 @@ fn exclusion_lines(o: &Outcome) -> Vec<(model::Missing, String)> {
     let mut groups: Vec<(model::Missing, &str, Vec<u32>)> = Vec::new();
     for e in o.excluded() {
         match groups.iter_mut().find(|(m, r, _)| *m == e.missing && *r == e.reason) {
-            Some((_, _, reps)) => reps.push(e.rep),
+            // A collapsed row holds several points: each rep is named once.
+            Some((_, _, reps)) if !reps.contains(&e.rep) => reps.push(e.rep),
+            Some(_) => {}
             None => groups.push((e.missing, &e.reason, vec![e.rep])),
         }
     }

@@ -4,6 +4,7 @@
 //! pinned jars the tools file names, started and stopped with the run.
 
 pub mod props;
+pub mod sink;
 pub mod worker;
 
 use std::collections::BTreeMap;
@@ -69,7 +70,7 @@ impl CdcArm for Debezium {
     fn check(&self, knobs: &Knobs) -> Result<(), NotRunnable> {
         match (self.sink, knobs.rig) {
             (false, Rig::SnapshotKafka | Rig::CdcKafka) => source_check(knobs),
-            (true, Rig::KafkaToMysql) => Ok(()),
+            (true, Rig::KafkaToMysql) => sink::check(knobs),
             (false, Rig::SnapshotDrop) => Err(NotRunnable(
                 "a Debezium source connector writes to Kafka and has no drop output; the seed ran this rig with \
                  Redpanda Connect only"
@@ -84,7 +85,7 @@ impl CdcArm for Debezium {
         }
     }
 
-    fn event_format(&self) -> EventFormat {
+    fn event_format(&self, _: &Knobs) -> EventFormat {
         EventFormat::ConnectEnvelope
     }
 
@@ -106,7 +107,7 @@ impl CdcArm for Debezium {
         let mysql = super::db::mysql_env(&job.env)?;
         let password = read_secret(&mysql.password_file)?;
         // A connector name of its own per run: the sink's consumer group starts from the beginning.
-        let name = format!("{}-{}", job.topic_prefix, std::process::id());
+        let name = format!("{}-{}", job.topic_prefix, super::run_tag(job));
         let rest_port = worker::free_port()?;
         let admin = crate::kafka::config::client_config(&job.env, DEFAULT_LISTENER)?;
         let side_topics = if self.sink { vec![] } else { props::side_topics(job) };
@@ -167,11 +168,15 @@ impl CdcArm for Debezium {
         ]);
         let applied = if self.sink { Applied::new() } else { applied_format(&job.knobs) };
         let info = ArmInfo { versions, config, details, note: None, applied };
-        let (log, sink) = (worker.log_path(), self.sink);
+        let (log, sink) = (worker.log_path(), self.sink.then(|| job.knobs.clone()));
+        // Once the worker has stopped, its log says what its clients ran with.
         Ok(Box::new(RunningPipeline::new(worker, info).after_stop(move |info| {
             delete_topics(&admin, &side_topics);
-            if !sink {
-                info.applied.extend(applied_producer(&log, &name)?);
+            let text = std::fs::read(&log).with_context(|| format!("reading {}", log.display()))?;
+            let text = String::from_utf8_lossy(&text);
+            match &sink {
+                Some(knobs) => sink::record_applied(info, &text, knobs),
+                None => info.applied.extend(applied_producer(&text, &name)?),
             }
             Ok(())
         })))
@@ -210,10 +215,11 @@ fn applied_format(knobs: &Knobs) -> Applied {
 }
 
 /// The task's producer settings as the worker logged them (its `ProducerConfig values:` block).
-fn applied_producer(log: &std::path::Path, connector: &str) -> Result<Applied> {
-    let text = std::fs::read_to_string(log).with_context(|| format!("reading {}", log.display()))?;
+fn applied_producer(log: &str, connector: &str) -> Result<Applied> {
     let client = format!("connector-producer-{connector}-0");
-    let block = worker::client_config_values(&text, "ProducerConfig", &client)
+    let block = worker::logged_client_configs(log, "ProducerConfig")
+        .into_iter()
+        .find(|b| b.get("client.id") == Some(&client))
         .with_context(|| format!("the worker's log has no ProducerConfig block for {client}"))?;
     let settings = PRODUCER_KEYS.iter().filter_map(|k| Some((*k, block.get(*k)?.clone())));
     Ok(AppliedBuilder::new().producer(settings).build())

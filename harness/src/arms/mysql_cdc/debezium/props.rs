@@ -145,7 +145,8 @@ pub fn side_topics(job: &Job) -> Vec<String> {
 
 /// Debezium's JDBC sink in place of the Confluent JDBC sink (not on Maven Central), with the seed's settings
 /// mapped: insert mode, no primary key, the pre-created table, batch size and tasks from the knobs, the
-/// seed's three consumer overrides, schemas on for the value.
+/// seed's three consumer overrides, schemas on for the value. The URL says how the driver sends a batch
+/// (`jdbc_batch`, see [`super::sink::url_option`]).
 pub fn jdbc_sink(job: &Job, name: &str, password: &str) -> Props {
     let m = job.env.mysql.as_ref().expect("the driver checked the server");
     let k = &job.knobs;
@@ -154,7 +155,16 @@ pub fn jdbc_sink(job: &Job, name: &str, password: &str) -> Props {
         p("connector.class", JDBC_SINK),
         p("tasks.max", k.tasks),
         p("topics", &job.topic),
-        p("connection.url", format!("jdbc:mariadb://{}:{}/{}", m.host, m.port, job.table.database)),
+        p(
+            "connection.url",
+            format!(
+                "jdbc:mariadb://{}:{}/{}?{}",
+                m.host,
+                m.port,
+                job.table.database,
+                super::sink::url_option(k.jdbc_batch)
+            ),
+        ),
         p("connection.username", &m.user),
         p("connection.password", password),
         p("insert.mode", "insert"),
@@ -306,5 +316,14 @@ pub mod tests {
         assert_eq!(get(&props, "tasks.max"), Some("16"));
         assert_eq!(get(&props, "insert.mode"), Some("insert"));
         assert_eq!(get(&worker(&j, "b:1", 8083), "key.converter"), Some(STRING));
+        assert_eq!(
+            get(&props, "connection.url"),
+            Some("jdbc:mariadb://127.0.0.1:3307/benchdb?useBulkStmtsForInserts=false"),
+            "the seed's one INSERT per row: MariaDB Connector/J 3.5 would otherwise send the batch as one bulk"
+        );
+        let mut rewritten = job(Rig::KafkaToMysql, true);
+        rewritten.knobs.jdbc_batch = crate::arms::mysql_cdc::JdbcBatch::Rewritten;
+        let url = jdbc_sink(&rewritten, "n", "pw").into_iter().find(|(k, _)| k == "connection.url").unwrap().1;
+        assert!(url.ends_with("?useBulkStmtsForInserts=true"), "{url}");
     }
 }

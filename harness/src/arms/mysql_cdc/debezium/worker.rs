@@ -34,6 +34,8 @@ Configuration:
       AppenderRef:
         - ref: STDOUT
 ";
+/// The worker's log, in the run's private directory.
+const LOG_FILE: &str = "connect.log";
 /// How often `check` asks the REST API for the connector's state.
 const STATUS_EVERY: Duration = Duration::from_millis(1000);
 /// How long a worker may take to answer on REST with its connector created (a JVM start on a busy machine).
@@ -88,7 +90,7 @@ impl Worker {
             plugin.lock,
             connector_file.name
         );
-        let process = PipelineProcess::spawn(cmd, dir.join("connect.log"), "the Kafka Connect worker")?;
+        let process = PipelineProcess::spawn(cmd, dir.join(LOG_FILE), "the Kafka Connect worker")?;
         Ok(Worker { process, rest_port, connector: connector.to_owned(), last_status: Instant::now(), command })
     }
 
@@ -132,28 +134,6 @@ impl Worker {
     }
 }
 
-/// The `<kind> values:` block (e.g. `ProducerConfig`) the Java client logs when it starts, for the client
-/// whose `client.id` is `client_id`: every `name = value` line of it. None if the log has no such block.
-pub fn client_config_values(log: &str, kind: &str, client_id: &str) -> Option<BTreeMap<String, String>> {
-    let header = format!("{kind} values:");
-    let mut lines = log.lines();
-    while let Some(line) = lines.next() {
-        if !line.contains(&header) {
-            continue;
-        }
-        // The block: tab-indented `name = value` lines until the first line that is not.
-        let block: BTreeMap<String, String> = lines
-            .by_ref()
-            .take_while(|l| l.starts_with('\t'))
-            .filter_map(|l| l.trim().split_once(" = ").map(|(k, v)| (k.to_owned(), v.to_owned())))
-            .collect();
-        if block.get("client.id").is_some_and(|id| id == client_id) {
-            return Some(block);
-        }
-    }
-    None
-}
-
 impl Pipeline for Worker {
     /// Err if the worker exited or the connector or a task FAILED, with the end of the worker's log.
     fn check(&mut self) -> Result<()> {
@@ -185,6 +165,36 @@ impl Pipeline for Worker {
     fn pid(&self) -> u32 {
         self.process.pid()
     }
+}
+
+/// Every `<kind> values:` block in a Kafka client's log (`kind`: ProducerConfig, ConsumerConfig, ...), one
+/// per client created, as `key -> value`: the one parser for the source task's producer and the sink tasks'
+/// consumers. A block is the `\tkey = value` lines after its header; the last one may end with the logger's
+/// name in brackets, which is not part of the value.
+pub fn logged_client_configs(log: &str, kind: &str) -> Vec<BTreeMap<String, String>> {
+    let header = format!("{kind} values:");
+    let mut blocks = Vec::new();
+    let mut lines = log.lines().peekable();
+    while let Some(line) = lines.next() {
+        if !line.trim_end().ends_with(&header) {
+            continue;
+        }
+        let mut block = BTreeMap::new();
+        while let Some(entry) = lines.next_if(|l| l.starts_with('\t')) {
+            let entry = entry.trim_start_matches('\t');
+            let entry = match entry.rfind(" (org.apache.kafka.") {
+                Some(at) if entry.ends_with(')') => &entry[..at],
+                _ => entry,
+            };
+            if let Some((k, v)) = entry.split_once(" = ") {
+                block.insert(k.trim().to_owned(), v.trim().to_owned());
+            } else if let Some(k) = entry.strip_suffix(" =") {
+                block.insert(k.trim().to_owned(), String::new());
+            }
+        }
+        blocks.push(block);
+    }
+    blocks
 }
 
 /// A plain HTTP request on loopback (the worker's REST API) with an optional JSON body; returns the status
@@ -221,11 +231,14 @@ mod tests {
                    [2026-12-01 02:07:42,810] INFO ProducerConfig values: \n\tacks = -1\n\tbatch.size = 1000000\n\t\
                    client.id = connector-producer-n-0\n\tcompression.type = lz4\n\tlinger.ms = 1\n\
                    (org.apache.kafka.clients.producer.ProducerConfig)\n";
-        let block = client_config_values(log, "ProducerConfig", "connector-producer-n-0").unwrap();
+        let blocks = logged_client_configs(log, "ProducerConfig");
+        assert_eq!(blocks.len(), 2);
+        let block = &blocks[1];
+        assert_eq!(block["client.id"], "connector-producer-n-0");
         assert_eq!(block["batch.size"], "1000000");
         assert_eq!(block["compression.type"], "lz4");
-        assert_eq!(block["linger.ms"], "1");
-        assert!(client_config_values(log, "ProducerConfig", "connector-producer-other-0").is_none());
-        assert!(client_config_values(log, "ConsumerConfig", "connector-producer-n-0").is_none());
+        assert_eq!(block["linger.ms"], "1", "the logger's name on the next line is not a setting");
+        assert_eq!(blocks[0]["linger.ms"], "5");
+        assert!(logged_client_configs(log, "ConsumerConfig").is_empty());
     }
 }

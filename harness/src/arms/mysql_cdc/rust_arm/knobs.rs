@@ -29,12 +29,14 @@ pub const KNOBS: &[KnobSpec] = &[
 pub struct Knobs {
     pub rig: Rig,
     pub rows: u64,
-    /// The snapshot's page, the sink rig's insert batch.
+    /// The snapshot's page; the sink rig's writer: rows per multi-row INSERT (sent sooner on its linger).
     pub batch_size: u64,
-    /// The sink rig's connections.
+    /// The sink rig's writer: concurrent insert statements, each on a connection of its own.
     pub tasks: u64,
     pub timeout_s: u64,
     pub broker_cores_at_most: u64,
+    /// The source rigs' output; the sink rig's writer: the topic it reads (`seed`: bare, `connect_envelope`:
+    /// the JDBC sink's).
     #[serde(default)]
     pub format: Format,
     #[serde(default)]
@@ -84,13 +86,11 @@ pub fn check(k: &super::super::Knobs) -> Result<(), NotRunnable> {
         Rig::SnapshotDrop if k.producer != ProducerProfile::Seed => {
             refuse("the drop rig produces nothing to Kafka: a producer profile does not apply".into())
         }
-        Rig::KafkaToMysql if k.format != Format::Seed => refuse(format!(
-            "the Rust writer reads the bare event topic; format {:?} is not a sink format it reads",
-            k.format
-        )),
         Rig::KafkaToMysql if k.producer != ProducerProfile::Seed => {
             refuse("the sink rig produces nothing: a producer profile does not apply".into())
         }
+        // The formats the writer reads: the bare topic or the Connect envelope the JDBC sink reads.
+        Rig::KafkaToMysql => super::writer::check(k),
         _ => Ok(()),
     }
 }
@@ -152,11 +152,14 @@ mod tests {
         assert!(with(Rig::SnapshotKafka, &|k| k.cdc_load = CdcLoad::Backlog).unwrap_err().0.contains("rig C"));
         assert!(with(Rig::SnapshotDrop, &|k| k.producer = ProducerProfile::Rust).is_err());
         assert!(with(Rig::KafkaToMysql, &|k| k.format = Format::RowJson).is_err());
+        assert!(with(Rig::KafkaToMysql, &|k| k.format = Format::DebeziumEnvelope).is_err());
+        assert!(with(Rig::KafkaToMysql, &|k| k.producer = ProducerProfile::Rust).is_err());
         for ok in [
             with(Rig::SnapshotKafka, &|k| k.format = Format::DebeziumEnvelope),
             with(Rig::CdcKafka, &|k| k.cdc_load = CdcLoad::Paced),
             with(Rig::CdcKafka, &|k| k.producer = ProducerProfile::ConnectDefault),
             with(Rig::SnapshotDrop, &|k| k.format = Format::RowJson),
+            with(Rig::KafkaToMysql, &|k| k.format = Format::ConnectEnvelope),
         ] {
             assert!(ok.is_ok(), "{ok:?}");
         }

@@ -4,7 +4,8 @@
 //!   row encoded in the job's format ([`output`]) and discarded (counted) or produced ([`produce`]);
 //! - `cdc_kafka` ([`binlog`]): the binlog from the current GTID (or, for a backlog, from the position the
 //!   driver recorded before the inserts), inserts of the job's table produced per row;
-//! - `kafka_to_mysql` ([`writer`]): the event topic into `bench_events` with multi-row INSERTs.
+//! - `kafka_to_mysql` ([`writer`]): the event topic (bare, or the Connect envelope the JDBC sink reads) into
+//!   `bench_events` with multi-row INSERTs, committing its offsets and flushing on a linger.
 //!
 //! Formats ([`output`]): the seed's bare row JSON, Debezium's unwrapped row JSON ([`row_json`],
 //! [`connect_values`]) or Debezium's envelope ([`envelope`], from the column definitions in [`columns`]).
@@ -63,8 +64,8 @@ impl CdcArm for RustArm {
         knobs::check(knobs)
     }
 
-    fn event_format(&self) -> EventFormat {
-        EventFormat::Bare
+    fn event_format(&self, knobs: &Knobs) -> EventFormat {
+        writer::event_format(knobs)
     }
 
     fn start(&self, job: &Job) -> Result<Box<dyn Running>> {
@@ -107,10 +108,14 @@ impl Shared {
         lock(&self.details).insert(key.to_owned(), value);
     }
 
+    /// Settings the pipeline read back from its clients, for the record's `applied`.
+    pub fn set_applied(&self, applied: Applied) {
+        lock(&self.applied).extend(applied);
+    }
+
     /// The producer's settings as read back from librdkafka, for the record's `applied` map.
     pub fn applied_producer(&self, settings: &[(&'static str, String)]) {
-        let producer = AppliedBuilder::new().producer(settings.iter().map(|(k, v)| (*k, v.clone()))).build();
-        lock(&self.applied).extend(producer);
+        self.set_applied(AppliedBuilder::new().producer(settings.iter().map(|(k, v)| (*k, v.clone()))).build());
     }
 
     /// The drop rig's count, once every row was read.
@@ -222,12 +227,7 @@ fn info(rig: Rig, knobs: &Knobs, mut details: BTreeMap<String, String>) -> ArmIn
             knobs.producer,
             producer(true)
         ),
-        Rig::KafkaToMysql => format!(
-            "consumer: all partitions assigned from offset 0, fetch.max.bytes=52428800 \
-             max.partition.fetch.bytes=4194304; writer: multi-row INSERT of {batch} rows, {} connections, \
-             autocommit",
-            knobs.tasks.max(1)
-        ),
+        Rig::KafkaToMysql => writer::describe(knobs),
     };
     details.insert(
         "server flavours".into(),
@@ -238,28 +238,30 @@ fn info(rig: Rig, knobs: &Knobs, mut details: BTreeMap<String, String>) -> ArmIn
          column names"
             .into(),
     );
-    let row_format = match knobs.format {
-        super::Format::RowJson => {
-            "bare row JSON as Debezium's new-record-state unwrap writes it with schemas off and \
-             decimal.handling.mode=string: DECIMAL as a string, DATETIME as epoch ms (UTC), DATE as epoch days; \
-             key {\"id\":N}"
-        }
-        super::Format::DebeziumEnvelope => {
-            "Debezium 3.5 MariaDB's JsonConverter envelope with schemas (before/after/source/transaction/op/ts_*), \
-             DECIMAL as precise base64 with its Decimal schema, DATETIME as epoch ms; key {\"schema\":..,\"payload\":{\"id\":N}}"
-        }
-        _ => {
-            "bare row JSON: integers as numbers, DECIMAL as a string, DATETIME as 'YYYY-MM-DD HH:MM:SS[.ffffff]', \
-             NULL as null; key: the id as text"
-        }
-    };
-    details.insert("row format".into(), format!("{row_format}; only inserts are produced in cdc_kafka"));
     let mut applied = Applied::new();
-    if rig != Rig::KafkaToMysql
-        && let Ok((format, key)) = output::applied_names(knobs.format)
-    {
-        let key = if rig == Rig::SnapshotDrop { "none" } else { key };
-        applied = AppliedBuilder::new().set(FORMAT, format).set(KEY, key).build();
+    // The sink rig's format, key and consumer are the driver's and the writer's (rig::sink_applied, writer).
+    if rig != Rig::KafkaToMysql {
+        let row_format = match knobs.format {
+            super::Format::RowJson => {
+                "bare row JSON as Debezium's new-record-state unwrap writes it with schemas off and \
+                 decimal.handling.mode=string: DECIMAL as a string, DATETIME as epoch ms (UTC), DATE as epoch \
+                 days; key {\"id\":N}"
+            }
+            super::Format::DebeziumEnvelope => {
+                "Debezium 3.5 MariaDB's JsonConverter envelope with schemas (before/after/source/transaction/op/\
+                 ts_*), DECIMAL as precise base64 with its Decimal schema, DATETIME as epoch ms; key \
+                 {\"schema\":..,\"payload\":{\"id\":N}}"
+            }
+            _ => {
+                "bare row JSON: integers as numbers, DECIMAL as a string, DATETIME as 'YYYY-MM-DD \
+                 HH:MM:SS[.ffffff]', NULL as null; key: the id as text"
+            }
+        };
+        details.insert("row format".into(), format!("{row_format}; only inserts are produced in cdc_kafka"));
+        if let Ok((format, key)) = output::applied_names(knobs.format) {
+            let key = if rig == Rig::SnapshotDrop { "none" } else { key };
+            applied = AppliedBuilder::new().set(FORMAT, format).set(KEY, key).build();
+        }
     }
     ArmInfo { versions, config, details, note: None, applied }
 }

@@ -168,6 +168,9 @@ pub fn run(job: &Job, shared: &Arc<Shared>, rt: &tokio::runtime::Runtime) -> Res
                 count.rows += 1;
                 count.bytes += value.len() as u64;
                 count.ids.insert(id);
+                if super::super::content::is_sampled(id, job.knobs.rows) {
+                    count.sample.insert(id, value.clone());
+                }
                 if let Some(s) = sink.as_mut() {
                     s.send(&key, &value)?;
                 }

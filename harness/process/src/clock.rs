@@ -1,0 +1,23 @@
+//! The wall clock, in the units records and logs use.
+
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Milliseconds since the Unix epoch.
+pub fn now_ms() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
+}
+
+/// Milliseconds since the Unix epoch with sub-millisecond precision (for clocks that compare with a broker's).
+pub fn now_ms_f64() -> f64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64() * 1e3)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn both_clocks_agree_to_the_millisecond() {
+        let (a, b) = (super::now_ms(), super::now_ms_f64());
+        assert!((b - a as f64).abs() < 50.0, "{a} vs {b}");
+        assert!(a > 1_700_000_000_000, "after 2023: {a}");
+    }
+}

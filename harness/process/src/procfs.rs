@@ -1,0 +1,198 @@
+//! What /proc and the kernel say about processes and the host: CPU seconds per process, of this process and
+//! its reaped children, and of the whole host; whether a pid is still alive (a zombie is not) and still
+//! ours; load; CPU affinity. Signals and reaping by pid, for services whose handle is gone.
+
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use nix::sched::{CpuSet, sched_getaffinity, sched_setaffinity};
+use nix::sys::resource::{UsageWho, getrusage};
+use nix::sys::signal::{Signal, kill};
+use nix::sys::wait::{WaitPidFlag, waitpid};
+use nix::unistd::{Pid, SysconfVar, sysconf};
+
+pub use nix::sys::signal::Signal as Sig;
+
+/// Clock ticks per second of /proc's CPU times.
+pub fn ticks_per_s() -> f64 {
+    match sysconf(SysconfVar::CLK_TCK) {
+        Ok(Some(t)) if t > 0 => t as f64,
+        _ => 100.0,
+    }
+}
+
+/// utime + stime of a `/proc/<pid>/stat` line, in ticks (the command name may hold spaces and parentheses:
+/// fields are counted after the last `)`).
+pub fn parse_process_ticks(stat: &str) -> Option<u64> {
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // After the name: state is field 3, utime field 14, stime field 15 (1-based, man 5 proc).
+    Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
+}
+
+/// User + system CPU seconds `pid` has used so far (all its threads), or None if /proc does not show it
+/// (gone, or in a container whose pids this process cannot see).
+pub fn pid_cpu_seconds(pid: u32) -> Option<f64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    Some(parse_process_ticks(&stat)? as f64 / ticks_per_s())
+}
+
+/// The CPU seconds of every readable pid in `pids`, summed.
+pub fn pids_cpu_seconds(pids: &[u32]) -> f64 {
+    pids.iter().filter_map(|&p| pid_cpu_seconds(p)).sum()
+}
+
+/// User + system CPU seconds this process has used so far.
+pub fn self_cpu_seconds() -> f64 {
+    rusage_seconds(UsageWho::RUSAGE_SELF)
+}
+
+/// User + system CPU seconds of this process's children that have ended and been waited for.
+pub fn children_cpu_seconds() -> f64 {
+    rusage_seconds(UsageWho::RUSAGE_CHILDREN)
+}
+
+fn rusage_seconds(who: UsageWho) -> f64 {
+    match getrusage(who) {
+        Ok(u) => {
+            let secs = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 / 1e6;
+            secs(u.user_time()) + secs(u.system_time())
+        }
+        Err(_) => f64::NAN,
+    }
+}
+
+/// user + nice + system + irq + softirq + steal ticks of a `cpu ...` line of /proc/stat (guest time is
+/// already in user).
+pub fn parse_busy_ticks(line: &str) -> Option<u64> {
+    let mut fields = line.split_whitespace();
+    if fields.next()? != "cpu" {
+        return None;
+    }
+    let v: Vec<u64> = fields.map(|f| f.parse().ok()).collect::<Option<_>>()?;
+    let at = |i: usize| v.get(i).copied().unwrap_or(0);
+    Some(at(0) + at(1) + at(2) + at(5) + at(6) + at(7))
+}
+
+/// Busy seconds of all CPUs since boot.
+pub fn host_busy_seconds() -> Option<f64> {
+    let text = std::fs::read_to_string("/proc/stat").ok()?;
+    Some(parse_busy_ticks(text.lines().next()?)? as f64 / ticks_per_s())
+}
+
+/// The 1-minute load average.
+pub fn loadavg_1m() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg").ok()?.split_whitespace().next()?.parse().ok()
+}
+
+/// Whether `pid` runs: it exists and is neither a zombie nor dead.
+pub fn is_alive(pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
+    let state = stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().next());
+    state != Some("Z") && state != Some("X")
+}
+
+/// Whether `pid` is still the process we started: its command line mentions `marker` (e.g. its
+/// environment's directory), so a recycled pid is never signalled.
+pub fn is_ours(pid: u32, marker: &str) -> bool {
+    std::fs::read(format!("/proc/{pid}/cmdline")).map(|c| String::from_utf8_lossy(&c).contains(marker)).unwrap_or(false)
+}
+
+/// Send `sig` to `pid`; a process that is already gone is fine (that is what a stop wants).
+pub fn signal(pid: u32, sig: Signal) {
+    let _ = kill(Pid::from_raw(pid as i32), sig);
+}
+
+/// Collect `pid`'s exit status if it is our child and has ended (never blocks; a no-op otherwise).
+pub fn reap(pid: u32) {
+    let _ = waitpid(Pid::from_raw(pid as i32), Some(WaitPidFlag::WNOHANG));
+}
+
+/// SIGTERM, wait up to `grace`, then SIGKILL; returns once the process is gone (and reaped if ours).
+pub fn terminate(pid: u32, grace: Duration) {
+    signal(pid, Signal::SIGTERM);
+    let deadline = Instant::now() + grace;
+    while is_alive(pid) && Instant::now() < deadline {
+        reap(pid);
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    if is_alive(pid) {
+        signal(pid, Signal::SIGKILL);
+        while is_alive(pid) {
+            reap(pid);
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+    reap(pid);
+}
+
+/// The CPUs this process may run on (its affinity mask, which honours cpusets), in order.
+pub fn allowed_cpus() -> Vec<usize> {
+    match sched_getaffinity(Pid::from_raw(0)) {
+        Ok(set) => (0..CpuSet::count()).filter(|&c| set.is_set(c).unwrap_or(false)).collect(),
+        Err(_) => (0..std::thread::available_parallelism().map_or(1, |n| n.get())).collect(),
+    }
+}
+
+/// A CPU set of `cpus` (every allowed CPU when empty).
+pub fn cpu_set(cpus: &[usize]) -> Result<CpuSet> {
+    let cpus = if cpus.is_empty() { allowed_cpus() } else { cpus.to_vec() };
+    let mut set = CpuSet::new();
+    for c in cpus {
+        set.set(c).with_context(|| format!("CPU {c} is beyond what this kernel's CPU sets hold"))?;
+    }
+    Ok(set)
+}
+
+/// Pin every thread of `pid` to `cpus` (every allowed CPU when empty), as `taskset -a -p` does; threads it
+/// starts later inherit the mask of the thread that starts them.
+pub fn set_affinity(pid: u32, cpus: &[usize]) -> Result<()> {
+    let set = cpu_set(cpus)?;
+    let tasks = std::fs::read_dir(format!("/proc/{pid}/task")).with_context(|| format!("no process {pid}"))?;
+    for task in tasks.flatten() {
+        let Some(tid) = task.file_name().to_str().and_then(|t| t.parse::<i32>().ok()) else { continue };
+        // A thread that ended meanwhile is fine.
+        if let Err(e) = sched_setaffinity(Pid::from_raw(tid), &set)
+            && e != nix::errno::Errno::ESRCH
+        {
+            return Err(e).with_context(|| format!("cannot pin thread {tid} of process {pid} to CPUs {cpus:?}"));
+        }
+    }
+    Ok(())
+}
+
+/// The CPUs `pid`'s main thread may run on.
+pub fn affinity_of(pid: u32) -> Result<Vec<usize>> {
+    let set = sched_getaffinity(Pid::from_raw(pid as i32)).with_context(|| format!("no process {pid}"))?;
+    Ok((0..CpuSet::count()).filter(|&c| set.is_set(c).unwrap_or(false)).collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn process_ticks_are_read_past_a_name_with_spaces_and_parentheses() {
+        let stat = "42 (a (b) c) S 1 42 42 0 -1 4194304 100 0 0 0 250 75 0 0 20 0 1 0";
+        assert_eq!(parse_process_ticks(stat), Some(325));
+        assert_eq!(parse_process_ticks("garbage"), None);
+    }
+
+    #[test]
+    fn busy_ticks_leave_idle_and_iowait_out() {
+        assert_eq!(parse_busy_ticks("cpu  10 1 5 1000 7 2 3 4 0 0"), Some(25));
+        assert_eq!(parse_busy_ticks("cpu0 10 1 5 1000"), None);
+    }
+
+    #[test]
+    fn this_process_is_alive_ours_and_uses_cpu() {
+        let me = std::process::id();
+        assert!(is_alive(me));
+        assert!(pid_cpu_seconds(me).is_some_and(|s| s >= 0.0));
+        assert!(self_cpu_seconds() >= 0.0);
+        assert!(host_busy_seconds().is_some_and(|s| s > 0.0));
+        assert!(!is_alive(u32::MAX / 2), "no such pid");
+        assert!(!allowed_cpus().is_empty());
+        assert_eq!(affinity_of(me).unwrap(), allowed_cpus());
+    }
+}

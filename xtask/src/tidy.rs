@@ -1,0 +1,163 @@
+//! House rules, held by tests rather than by memory (rust-analyzer's tidy.rs is the model): every path the
+//! README names exists; child processes and the OS are reached only through the process layer
+//! (harness/process); no source file grows past [`MAX_LINES`]; `--help` and the README agree on defaults.
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use clap::CommandFactory;
+
+    use crate::paths::repo_root;
+
+    /// Past this a file holds more than one concern: split it.
+    const MAX_LINES: usize = 600;
+    /// The one crate that may start processes and call into libc.
+    const PROCESS_LAYER: &str = "harness/process/";
+
+    fn rust_files() -> Vec<(String, String)> {
+        let root = repo_root();
+        let mut out = Vec::new();
+        for top in ["xtask", "harness"] {
+            walk(&root.join(top), &mut |path| {
+                if path.extension().is_some_and(|e| e == "rs") {
+                    let rel = path.strip_prefix(&root).unwrap().to_string_lossy().into_owned();
+                    out.push((rel, std::fs::read_to_string(path).unwrap()));
+                }
+            });
+        }
+        assert!(out.len() > 50, "the walk found the sources");
+        out
+    }
+
+    fn walk(dir: &Path, f: &mut dyn FnMut(&Path)) {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            let name = entry.file_name();
+            if path.is_dir() {
+                if name != "target" && name != "node_modules" {
+                    walk(&path, f);
+                }
+            } else {
+                f(&path);
+            }
+        }
+    }
+
+    fn readme() -> String {
+        std::fs::read_to_string(repo_root().join("README.md")).unwrap()
+    }
+
+    #[test]
+    fn processes_and_libc_only_through_the_process_layer() {
+        // Spelled in two pieces so this file does not flag itself.
+        let forbidden = [["Command", "::new("].concat(), ["libc", "::"].concat(), ["xshell", "::"].concat()];
+        let offenders: Vec<String> = rust_files()
+            .into_iter()
+            .filter(|(path, _)| !path.starts_with(PROCESS_LAYER))
+            .flat_map(|(path, text)| {
+                let forbidden = &forbidden;
+                text.lines()
+                    .enumerate()
+                    .filter(|(_, line)| forbidden.iter().any(|f| line.contains(f.as_str())))
+                    .map(|(n, line)| format!("{path}:{}: {}", n + 1, line.trim()))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        assert!(
+            offenders.is_empty(),
+            "start processes and call the OS through streamlab-process:\n{}",
+            offenders.join("\n")
+        );
+    }
+
+    #[test]
+    fn no_source_file_is_over_the_line_limit() {
+        let long: Vec<String> = rust_files()
+            .into_iter()
+            .map(|(path, text)| (path, text.lines().count()))
+            .filter(|(_, n)| *n > MAX_LINES)
+            .map(|(path, n)| format!("{path}: {n} lines"))
+            .collect();
+        assert!(long.is_empty(), "split these by concern (at most {MAX_LINES} lines):\n{}", long.join("\n"));
+    }
+
+    /// Repository paths the README names: code spans that look like a path (a `/` and no spaces), up to the
+    /// first placeholder (`<run-id>`) or glob.
+    fn readme_paths(text: &str) -> Vec<String> {
+        let mut paths = Vec::new();
+        for span in text.split('`').skip(1).step_by(2) {
+            let span = span.trim();
+            if span.contains([' ', '=']) || !span.contains('/') || span.starts_with("http") || span.starts_with('-') {
+                continue;
+            }
+            let cut = span.find(['<', '*', '{']).unwrap_or(span.len());
+            let path = span[..cut].trim_end_matches(['.', ',', ':']);
+            if path.starts_with('~') || path.starts_with('/') || path.is_empty() {
+                continue;
+            }
+            paths.push(path.to_owned());
+        }
+        paths
+    }
+
+    #[test]
+    fn every_path_the_readme_names_exists() {
+        let text = readme();
+        let paths = readme_paths(&text);
+        assert!(paths.len() > 20, "the README names its layout: {paths:?}");
+        let missing: Vec<&String> = paths.iter().filter(|p| !repo_root().join(p.as_str()).exists()).collect();
+        assert!(missing.is_empty(), "README.md names paths that do not exist: {missing:?}");
+    }
+
+    #[test]
+    fn readme_path_spans_are_read_as_paths() {
+        let text = "see `harness/matrices/<name>.toml` and `target/streamlab/envs/<id>/`, `cargo xtask lab run`, \
+                    `--set KNOB=VALUE`, `xtask/src/env/`.";
+        assert_eq!(readme_paths(text), vec!["harness/matrices/", "target/streamlab/envs/", "xtask/src/env/"]);
+    }
+
+    /// `lab run`'s options with a default value, and that value, as clap has them.
+    fn lab_run_defaults() -> Vec<(String, String)> {
+        let cli = crate::Cli::command();
+        let run = cli.find_subcommand("lab").and_then(|l| l.find_subcommand("run")).expect("lab run").clone();
+        run.get_arguments()
+            .filter_map(|a| {
+                let long = a.get_long()?;
+                let default = a.get_default_values().first()?.to_string_lossy().into_owned();
+                Some((long.to_owned(), default))
+            })
+            .collect()
+    }
+
+    #[test]
+    fn help_and_readme_agree_on_lab_run_defaults() {
+        let text = readme();
+        let defaults = lab_run_defaults();
+        assert!(defaults.iter().any(|(k, _)| k == "profile"), "{defaults:?}");
+        for (long, default) in defaults {
+            let flag = format!("`--{long}");
+            let line = text.lines().find(|l| l.contains(&flag));
+            let line = line.unwrap_or_else(|| panic!("the README does not document --{long}"));
+            assert!(
+                line.contains(&format!("default `{default}`")),
+                "the README's line for --{long} must say (default `{default}`), as --help does: {line}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_readme_gives_exactly_two_set_up_commands() {
+        let text = readme();
+        let first_screen: Vec<&str> = text.lines().take(30).collect();
+        let commands: Vec<&&str> =
+            first_screen.iter().filter(|l| l.starts_with("    ") && !l.trim().is_empty()).collect();
+        assert_eq!(commands.len(), 2, "{commands:?}");
+        assert!(
+            commands[0].contains("apt-get update") && commands[0].contains("cargo xtask lab run"),
+            "{}",
+            commands[0]
+        );
+        assert!(commands[1].contains(".ci/run") && commands[1].contains("cargo xtask test"), "{}", commands[1]);
+    }
+}
