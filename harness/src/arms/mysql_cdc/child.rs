@@ -40,6 +40,11 @@ impl PipelineProcess {
         self.child.id()
     }
 
+    /// Where its output goes (it stays readable after the process stopped, until the run's directory goes).
+    pub fn log_path(&self) -> &std::path::Path {
+        &self.log
+    }
+
     /// Err once the process has exited, with the end of its log.
     pub fn check_alive(&mut self) -> Result<()> {
         if let Some(status) = self.child.try_wait()? {
@@ -94,11 +99,15 @@ impl Pipeline for PipelineProcess {
     }
 }
 
-/// [`Running`] for any [`Pipeline`]: its CPU is counted by pid, and `after_stop` cleans up once it stopped.
+/// What runs once the pipeline stopped: cleans up, and adds to what the record says (e.g. the settings its
+/// log shows it ran with).
+type AfterStop = Box<dyn FnOnce(&mut ArmInfo) -> Result<()>>;
+
+/// [`Running`] for any [`Pipeline`]: its CPU is counted by pid, and `after_stop` runs once it stopped.
 pub struct RunningPipeline<P: Pipeline> {
     pipeline: Option<P>,
     info: ArmInfo,
-    after_stop: Option<Box<dyn FnOnce()>>,
+    after_stop: Option<AfterStop>,
 }
 
 impl<P: Pipeline> RunningPipeline<P> {
@@ -106,8 +115,8 @@ impl<P: Pipeline> RunningPipeline<P> {
         RunningPipeline { pipeline: Some(pipeline), info, after_stop: None }
     }
 
-    pub fn after_stop(mut self, cleanup: impl FnOnce() + 'static) -> Self {
-        self.after_stop = Some(Box::new(cleanup));
+    pub fn after_stop(mut self, then: impl FnOnce(&mut ArmInfo) -> Result<()> + 'static) -> Self {
+        self.after_stop = Some(Box::new(then));
         self
     }
 }
@@ -129,8 +138,8 @@ impl<P: Pipeline> Running for RunningPipeline<P> {
         if let Some(p) = self.pipeline.take() {
             p.stop()?;
         }
-        if let Some(cleanup) = self.after_stop.take() {
-            cleanup();
+        if let Some(then) = self.after_stop.take() {
+            then(&mut self.info)?;
         }
         Ok(self.info)
     }
@@ -180,13 +189,17 @@ mod tests {
         let cleaned = std::rc::Rc::new(std::cell::Cell::new(false));
         let flag = cleaned.clone();
         let info = ArmInfo { note: Some("as run".into()), ..Default::default() };
-        let mut running: Box<dyn Running> =
-            Box::new(RunningPipeline::new(p, info).after_stop(move || flag.set(gone(pid))));
+        let mut running: Box<dyn Running> = Box::new(RunningPipeline::new(p, info).after_stop(move |info| {
+            flag.set(gone(pid));
+            info.details.insert("after".into(), "stop".into());
+            Ok(())
+        }));
         running.check().unwrap();
         assert_eq!((running.pids(), running.in_process()), (vec![pid], false));
         let info = running.stop().unwrap();
         assert!(cleaned.get(), "the cleanup ran, after the process had ended");
         assert_eq!(info.note.as_deref(), Some("as run"));
+        assert_eq!(info.details["after"], "stop", "and could add to the record");
     }
 
     /// The process has exited (or is a zombie nobody reaped yet).

@@ -8,8 +8,10 @@ use anyhow::{Context, Result, ensure};
 use rdkafka::ClientConfig;
 use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedProducer};
 
+use streamlab_record::applied::{Applied, AppliedBuilder, FORMAT, KEY, OFFERED_LOAD, WORKLOAD};
+
 use super::db::Db;
-use super::{EventFormat, Rig, Source};
+use super::{CdcLoad, EventFormat, Knobs, Rig, Source};
 use crate::kafka::admin::{fresh_topic, high_watermark_sum};
 
 const RIG_A_SQL: &str = include_str!("sql/rig_a.sql");
@@ -75,9 +77,18 @@ pub fn reset_cdc_table(db: &Db) -> Result<()> {
     db.query_drop(&format!("TRUNCATE TABLE {}.{}", src.database, src.table))
 }
 
-/// The statement the inserting session runs for rig C: the seed's procedure, unpaced, 10,000-row commits.
+/// The statement the inserting session runs for rig C: the seed's procedure, unpaced, 10,000-row commits (a
+/// call of at most 10,000 rows is one transaction: the paced inserter's commits).
 pub fn cdc_insert_statement(rows: u64) -> String {
     format!("CALL {}.streamlab_insert_cart({rows})", source(Rig::CdcKafka).database)
+}
+
+/// Rig C with a backlog: the inserting session's whole load, committed before the arm starts (the seed's
+/// procedure and commits, timed like a load: not in the arm's time).
+pub fn insert_backlog(db: &Db, rows: u64) -> Result<Loaded> {
+    let started = Instant::now();
+    db.query_drop(&cdc_insert_statement(rows))?;
+    Ok(Loaded { rows, elapsed: started.elapsed(), reused: false })
 }
 
 /// Rig D: an empty sink table.
@@ -156,6 +167,45 @@ pub fn event_json(format: EventFormat, id: u64, random: &mut SplitMix64) -> Stri
 /// The Connect JSON schema of rig D's events (the JDBC sink needs it).
 const EVENT_SCHEMA: &str = r#"{"type":"struct","fields":[{"type":"int64","optional":false,"field":"id"},{"type":"string","optional":false,"field":"category"},{"type":"double","optional":false,"field":"value"},{"type":"int64","optional":false,"field":"ts"}],"optional":false,"name":"bench_events"}"#;
 
+/// What the driver offered the arm, in the applied map's words: the same strings for every arm at the same
+/// point, every rig.
+pub fn offered(knobs: &Knobs) -> Applied {
+    let src = source(knobs.rig);
+    let (table, rows) = (format!("{}.{}", src.database, src.table), knobs.rows);
+    let all_present = "all rows present before the start";
+    let (workload, offered_load) = match (knobs.rig, knobs.cdc_load) {
+        (Rig::SnapshotDrop, _) => (format!("snapshot {rows} rows of {table}, dropped"), all_present.to_owned()),
+        (Rig::SnapshotKafka, _) => (format!("snapshot {rows} rows of {table}"), all_present.to_owned()),
+        (Rig::CdcKafka, CdcLoad::Backlog) => (format!("cdc backlog of {rows} rows of {table}"), all_present.to_owned()),
+        (Rig::CdcKafka, CdcLoad::Unpaced) => {
+            (format!("cdc of {rows} rows inserted into {table}"), "unpaced: one inserting session".to_owned())
+        }
+        (Rig::CdcKafka, CdcLoad::Paced) => {
+            (format!("cdc of {rows} rows inserted into {table}"), format!("paced at {} rows/s", knobs.paced_rows_per_s))
+        }
+        (Rig::KafkaToMysql, _) => {
+            (format!("sink {rows} events into {table}"), "all events present before the start".to_owned())
+        }
+    };
+    AppliedBuilder::new().set(WORKLOAD, workload).set(OFFERED_LOAD, offered_load).build()
+}
+
+/// The sink rig's `applied.sink` where a batch is one INSERT of all its rows in one round trip, in one
+/// transaction: the Rust writer's multi-row INSERT (autocommit) and the JDBC sink's bulk batch (an explicit
+/// COMMIT) alike. What decides a batch's end (a linger, a poll's end) is each arm's own, in its config.
+pub fn one_insert_per_batch(batch: u64) -> String {
+    format!("one INSERT of up to {batch} rows per round trip, one transaction per batch")
+}
+
+/// The sink rig's topic as the driver loaded it for an arm, in the applied map's words: its format, and no key.
+pub fn sink_topic(format: EventFormat) -> Applied {
+    let format = match format {
+        EventFormat::ConnectEnvelope => "connect-envelope",
+        EventFormat::Bare => "event-json",
+    };
+    AppliedBuilder::new().set(FORMAT, format).set(KEY, "none").build()
+}
+
 /// Small, seeded and good enough for generated values.
 pub struct SplitMix64(pub u64);
 
@@ -190,6 +240,23 @@ fn set_marker(db: &Db, database: &str, key: &str, rows: u64) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_driver_names_what_it_offered_the_same_way_for_every_arm() {
+        use crate::arms::mysql_cdc::debezium::props::tests::knobs;
+        let at = |rig, cdc_load| offered(&Knobs { rows: 200_000, cdc_load, paced_rows_per_s: 5000, ..knobs(rig) });
+        let backlog = at(Rig::CdcKafka, CdcLoad::Backlog);
+        assert_eq!(backlog[WORKLOAD], "cdc backlog of 200000 rows of benchdb_cdc.cart");
+        assert_eq!(backlog[OFFERED_LOAD], "all rows present before the start");
+        assert_eq!(at(Rig::CdcKafka, CdcLoad::Paced)[OFFERED_LOAD], "paced at 5000 rows/s");
+        assert_eq!(at(Rig::CdcKafka, CdcLoad::Unpaced)[OFFERED_LOAD], "unpaced: one inserting session");
+        assert_eq!(at(Rig::SnapshotKafka, CdcLoad::Unpaced)[WORKLOAD], "snapshot 200000 rows of benchdb.cart");
+        let sink = at(Rig::KafkaToMysql, CdcLoad::Unpaced);
+        assert_eq!(sink[WORKLOAD], "sink 200000 events into benchdb.bench_events");
+        assert_eq!(sink[OFFERED_LOAD], "all events present before the start");
+        assert_eq!(sink_topic(EventFormat::ConnectEnvelope)[FORMAT], "connect-envelope");
+        assert_eq!(sink_topic(EventFormat::Bare)[KEY], "none");
+    }
 
     #[test]
     fn events_carry_their_id_bare_or_in_the_connect_envelope() {

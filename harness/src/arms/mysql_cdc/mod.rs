@@ -5,7 +5,9 @@
 //! - `snapshot_drop` [A]: read the ~600 B-row `testdb.cart` whole as a consistent snapshot and discard it;
 //! - `snapshot_kafka` [B]: snapshot the ~150 B-row `benchdb.cart` into a 1-partition topic;
 //! - `cdc_kafka` [C]: with the connector streaming from the current binlog position, one session inserts
-//!   `rows` rows through the seed's stored procedure (unpaced, 10,000-row commits); every row must reach Kafka;
+//!   `rows` rows through the seed's stored procedure (unpaced, 10,000-row commits); every row must reach Kafka.
+//!   Two like-for-like loads sit beside the seed's ([`CdcLoad`]): a backlog (every row committed before the
+//!   arm starts, which streams from the position recorded before the inserts) and a paced inserter;
 //! - `kafka_to_mysql` [D]: `rows` generated events on a 16-partition topic into `benchdb.bench_events`.
 //!
 //! The driver ([`rig`]) does everything that is the same for every arm: loading (timed and reported, never
@@ -28,6 +30,8 @@ pub mod procs;
 pub mod redpanda;
 pub mod rig;
 pub mod rust_arm;
+#[cfg(test)]
+mod same_row;
 pub mod verify;
 
 use std::collections::BTreeMap;
@@ -35,6 +39,7 @@ use std::time::Duration;
 
 use anyhow::Result;
 use serde::Deserialize;
+use streamlab_record::applied::Applied;
 use streamlab_record::{EnvDescriptor, Measurement};
 
 pub use super::clients::NotRunnable;
@@ -209,6 +214,21 @@ pub struct Source {
     pub table: &'static str,
 }
 
+/// A binlog position: file and offset, and the server's GTID state there (MariaDB's `domain-server-seq`
+/// list; empty on a server without GTIDs).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BinlogPosition {
+    pub file: String,
+    pub pos: u64,
+    pub gtid: String,
+}
+
+impl std::fmt::Display for BinlogPosition {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}:{} (gtid {})", self.file, self.pos, if self.gtid.is_empty() { "none" } else { &self.gtid })
+    }
+}
+
 /// What the driver hands an arm for one run.
 #[derive(Debug, Clone)]
 pub struct Job {
@@ -224,6 +244,9 @@ pub struct Job {
     pub topic_prefix: String,
     /// A directory of this run's own (configs, offsets, logs), removed after the run.
     pub work_dir: std::path::PathBuf,
+    /// Rig C with a backlog: where the arm must start streaming (recorded before the inserts). None: the
+    /// arm starts from the server's current position.
+    pub start_at: Option<BinlogPosition>,
 }
 
 /// A name of this run's own (its private directory's), for consumer groups and connector names that must
@@ -286,13 +309,18 @@ pub struct ArmInfo {
     pub config: String,
     pub details: BTreeMap<String, String>,
     pub note: Option<String>,
-    /// The settings that changed the work, as the arm ran them (streamlab_record::applied).
-    pub applied: streamlab_record::applied::Applied,
+    /// What the arm applied (`format`, `key`, `producer.*`, read back where the client can say); the driver
+    /// adds what it offered the arm (`workload`, `offered_load`).
+    pub applied: Applied,
 }
 
 /// Run `arm` for the knobs in `ctx` (the arms' shared entry point).
 pub fn run(ctx: &crate::arms::ArmContext, arm: &dyn CdcArm) -> Result<Measurement> {
-    let knobs: Knobs = ctx.knobs()?;
-    arm.check(&knobs)?;
-    rig::run(&ctx.env, &knobs, arm)
+    run_knobs(&ctx.env, &ctx.knobs()?, arm)
+}
+
+/// Run `arm` with `knobs` already parsed (an arm with a knob struct of its own converts it first).
+pub fn run_knobs(env: &EnvDescriptor, knobs: &Knobs, arm: &dyn CdcArm) -> Result<Measurement> {
+    arm.check(knobs)?;
+    rig::run(env, knobs, arm)
 }

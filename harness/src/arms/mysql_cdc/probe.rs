@@ -12,6 +12,7 @@ use rdkafka::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use tokio::task::JoinHandle;
 
+use super::BinlogPosition;
 use super::db::Db;
 
 /// How often the driver looks at a topic's high watermarks.
@@ -128,19 +129,82 @@ pub fn committed_after(polls: &[(f64, i64)], id: i64) -> Option<f64> {
     Some(if first_seen == 0 { polls[0].0 } else { polls[first_seen - 1].0 })
 }
 
+/// The server's binlog position now (`SHOW MASTER STATUS`, `@@gtid_binlog_pos`): where a backlog's stream
+/// starts (nothing else writes the lab's server during a run, so the global GTID state is this position's).
+pub fn binlog_position(db: &Db) -> Result<BinlogPosition> {
+    // Four columns (File, Position, Binlog_Do_DB, Binlog_Ignore_DB): the first two are the position.
+    let row: Option<mysql_async::Row> = db.query_first("SHOW MASTER STATUS")?;
+    let row = row.context("SHOW MASTER STATUS is empty: the server has no binlog (log_bin=OFF)")?;
+    let (file, pos): (String, u64) = (row.get(0).context("no binlog file")?, row.get(1).context("no position")?);
+    let gtid: Option<String> = db.query_first("SELECT @@GLOBAL.gtid_binlog_pos")?;
+    Ok(BinlogPosition { file, pos, gtid: gtid.unwrap_or_default() })
+}
+
+/// Commits per second of the paced inserter: small enough commits that the stream is smooth (the seed's
+/// 10,000-row commits would arrive as bursts), few enough that the session keeps its schedule.
+pub const PACED_COMMITS_PER_S: u64 = 50;
+
+/// Rows per commit of the paced inserter at `rate` rows/s.
+pub fn paced_commit_rows(rate: u64) -> u64 {
+    (rate / PACED_COMMITS_PER_S).max(1)
+}
+
+/// What the inserting session did.
+#[derive(Debug, Clone)]
+pub struct Inserted {
+    pub began_ms: f64,
+    pub ended_ms: f64,
+    /// The paced session's account of its schedule.
+    pub pacing: Option<String>,
+}
+
 /// Rig C's inserting session: the seed's procedure on a connection of its own, started and finished at
-/// known times.
+/// known times; unpaced (one call) or paced (a call per commit, each when its last row is due).
 pub struct Inserter {
-    task: JoinHandle<Result<(f64, f64)>>,
+    task: JoinHandle<Result<Inserted>>,
 }
 
 impl Inserter {
     pub fn start(db: &Db, statement: String) -> Result<Self> {
         let mut conn = db.conn()?;
         let task = db.runtime().spawn(async move {
-            let began = now_ms();
+            let began_ms = now_ms();
             conn.query_drop(&statement).await.with_context(|| format!("{statement} failed"))?;
-            Ok((began, now_ms()))
+            Ok(Inserted { began_ms, ended_ms: now_ms(), pacing: None })
+        });
+        Ok(Inserter { task })
+    }
+
+    /// `rows` rows at `rate` rows/s in commits of [`paced_commit_rows`]: commit k goes in when its last row is
+    /// due (`start + rows up to it / rate`), at once if the session is behind; how far behind it fell is
+    /// reported.
+    pub fn paced(db: &Db, rows: u64, rate: u64) -> Result<Self> {
+        anyhow::ensure!(rate > 0, "paced_rows_per_s must be at least 1");
+        let mut conn = db.conn()?;
+        let commit = paced_commit_rows(rate);
+        let task = db.runtime().spawn(async move {
+            let began_ms = now_ms();
+            let start = tokio::time::Instant::now();
+            let (mut done, mut behind) = (0u64, Duration::ZERO);
+            while done < rows {
+                let n = commit.min(rows - done);
+                let due = start + Duration::from_secs_f64((done + n) as f64 / rate as f64);
+                let now = tokio::time::Instant::now();
+                if due > now {
+                    tokio::time::sleep_until(due).await;
+                } else {
+                    behind = behind.max(now - due);
+                }
+                let statement = super::data::cdc_insert_statement(n);
+                conn.query_drop(&statement).await.with_context(|| format!("{statement} failed"))?;
+                done += n;
+            }
+            let pacing = format!(
+                "{rows} rows at {rate} rows/s in commits of {commit} rows ({PACED_COMMITS_PER_S} a second), each \
+                 when its last row was due; the session fell at most {} ms behind that schedule",
+                behind.as_millis()
+            );
+            Ok(Inserted { began_ms, ended_ms: now_ms(), pacing: Some(pacing) })
         });
         Ok(Inserter { task })
     }
@@ -149,8 +213,7 @@ impl Inserter {
         self.task.is_finished()
     }
 
-    /// `(began ms, ended ms)` of the inserts.
-    pub fn finish(self, db: &Db) -> Result<(f64, f64)> {
+    pub fn finish(self, db: &Db) -> Result<Inserted> {
         db.block_on(self.task).context("the inserting session panicked")?
     }
 }

@@ -13,7 +13,7 @@ use super::db::Db;
 use super::probe::{self, CommitClock, Inserter, SinkWatch, TopicWatch, now_ms};
 use super::procs::{CpuReading, CpuRoles};
 use super::verify::{self, Landed};
-use super::{ArmInfo, CdcArm, Job, Knobs, Rig};
+use super::{ArmInfo, CdcArm, CdcLoad, Job, Knobs, Rig};
 use crate::kafka::admin::{delete_topic, fresh_topic};
 use crate::kafka::config::{DEFAULT_LISTENER, client_config};
 
@@ -37,6 +37,8 @@ struct Watched {
     sink_last_ms: Option<f64>,
     /// Rig C: the inserting session's start and end, and the commit clock.
     inserts: Option<(f64, f64)>,
+    /// A paced inserter's own account (commit size, how far it fell behind its schedule).
+    pacing: Option<String>,
     commits: Vec<(f64, i64)>,
     /// CPU readings when the first record landed and when the last did (read before the arm stops: a
     /// stopped JVM's CPU is gone from /proc).
@@ -45,6 +47,17 @@ struct Watched {
 }
 
 pub fn run(env: &EnvDescriptor, knobs: &Knobs, arm: &dyn CdcArm) -> Result<Measurement> {
+    run_with(env, knobs, arm, &mut |_, _| Ok(()))
+}
+
+/// [`run`], handing the output topic to `before_delete` (with the admin client's config) once it has been
+/// read back and before it is deleted: tests read messages from it.
+pub fn run_with(
+    env: &EnvDescriptor,
+    knobs: &Knobs,
+    arm: &dyn CdcArm,
+    before_delete: &mut dyn FnMut(&rdkafka::ClientConfig, &str) -> Result<()>,
+) -> Result<Measurement> {
     let db = Db::connect(env)?;
     let admin = client_config(env, DEFAULT_LISTENER)?;
     let work = tempfile::Builder::new().prefix("streamlab-cdc-").tempdir()?;
@@ -56,11 +69,20 @@ pub fn run(env: &EnvDescriptor, knobs: &Knobs, arm: &dyn CdcArm) -> Result<Measu
         _ => format!("{topic_prefix}.{}.{}", src.database, src.table),
     };
 
-    let loaded = prepare(&db, &admin, knobs, arm, &topic)?;
+    let mut loaded = prepare(&db, &admin, knobs, arm, &topic)?;
     // Only on the lab's own server: an existing one (--mysql-dsn) may have replicas that need its binlogs.
     if env.backend != BackendKind::External {
         db.purge_binlogs()?;
     }
+    // A backlog is inserted after the purge (the arm reads it from the binlog) and before the arm starts, from
+    // a position recorded first: every arm streams from that same position.
+    let start_at = if rig == Rig::CdcKafka && knobs.cdc_load == CdcLoad::Backlog {
+        let at = probe::binlog_position(&db)?;
+        loaded = data::insert_backlog(&db, knobs.rows)?;
+        Some(at)
+    } else {
+        None
+    };
     let job = Job {
         rig,
         knobs: knobs.clone(),
@@ -69,6 +91,7 @@ pub fn run(env: &EnvDescriptor, knobs: &Knobs, arm: &dyn CdcArm) -> Result<Measu
         topic: topic.clone(),
         topic_prefix,
         work_dir: work.path().to_owned(),
+        start_at,
     };
     let mysql_pid = env.mysql.as_ref().and_then(|m| m.pid);
     let roles = CpuRoles::new()
@@ -101,7 +124,7 @@ pub fn run(env: &EnvDescriptor, knobs: &Knobs, arm: &dyn CdcArm) -> Result<Measu
     let cpu = cpu_split(&cpu_before, &watched, in_process);
     if let Some(s) = statements {
         info.details.insert("server statements".into(), s.since(&db, knobs.rows)?);
-        info.applied.extend(sink_applied(knobs, arm.event_format(knobs)));
+        info.applied.extend(data::sink_topic(arm.event_format(knobs)));
     }
 
     let landed = verify::read_back(verify::ReadBack {
@@ -115,11 +138,17 @@ pub fn run(env: &EnvDescriptor, knobs: &Knobs, arm: &dyn CdcArm) -> Result<Measu
         server_reads,
     })?;
     if matches!(rig, Rig::SnapshotKafka | Rig::CdcKafka) {
+        let kept = before_delete(&admin, &topic);
         let _ = delete_topic(&admin, &topic);
+        kept?;
     }
     let mut versions = db.server_facts()?;
     versions.extend(info.versions.clone());
-    Ok(measurement(knobs, &loaded, &watched, &landed, &cpu, info, versions))
+    let mut m = measurement(knobs, &loaded, &watched, &landed, &cpu, info, versions);
+    if let Some(at) = &job.start_at {
+        m.details.insert("start position".into(), format!("{at}, recorded before the backlog was inserted"));
+    }
+    Ok(m)
 }
 
 /// CPU seconds per role from the first record to the last (`<role>`), and what the arm spent before its first
@@ -189,7 +218,8 @@ fn watch(plan: &Watch, running: &mut dyn super::Running, w: &mut Watched) -> Res
     let deadline = started + knobs.timeout();
     let rows = knobs.rows;
     let mut clock_and_inserts = None;
-    if knobs.rig == Rig::CdcKafka {
+    // A backlog was inserted before the arm started: nothing to insert while it runs.
+    if knobs.rig == Rig::CdcKafka && knobs.cdc_load != CdcLoad::Backlog {
         // The inserts start once the arm reads the binlog, so none can precede its start position.
         loop {
             running.check()?;
@@ -202,7 +232,10 @@ fn watch(plan: &Watch, running: &mut dyn super::Running, w: &mut Watched) -> Res
             std::thread::sleep(Duration::from_millis(50));
         }
         let clock = CommitClock::start(db, &format!("{}.cart", data::source(Rig::CdcKafka).database))?;
-        let inserter = Inserter::start(db, data::cdc_insert_statement(rows))?;
+        let inserter = match knobs.cdc_load {
+            CdcLoad::Paced => Inserter::paced(db, rows, knobs.paced_rows_per_s)?,
+            _ => Inserter::start(db, data::cdc_insert_statement(rows))?,
+        };
         clock_and_inserts = Some((clock, inserter));
     }
     let topic_watch = match knobs.rig {
@@ -250,7 +283,9 @@ fn watch(plan: &Watch, running: &mut dyn super::Running, w: &mut Watched) -> Res
     if let Some((clock, inserter)) = clock_and_inserts {
         let inserted = inserter.finish(db);
         w.commits = clock.finish(db)?;
-        w.inserts = Some(inserted?);
+        let inserted = inserted?;
+        w.inserts = Some((inserted.began_ms, inserted.ended_ms));
+        w.pacing = inserted.pacing;
     }
     result?;
     if topic_watch.is_some() || sink_watch.is_some() {
@@ -296,7 +331,16 @@ fn measurement(
         metrics.insert("records_per_s".into(), metric(landed.messages as f64 / secs, "rows/s", true));
         if landed.bytes > 0 {
             metrics.insert("mb_per_s".into(), metric(landed.bytes as f64 / 1e6 / secs, "MB/s", true));
-            metrics.insert("bytes_per_record".into(), metric(landed.bytes as f64 / landed.messages as f64, "B", false));
+        }
+    }
+    // What each record weighs needs no clock.
+    if landed.messages > 0 {
+        let per = |bytes: u64| metric(bytes as f64 / landed.messages as f64, "B", false);
+        if landed.bytes > 0 {
+            metrics.insert("bytes_per_record".into(), per(landed.bytes));
+        }
+        if landed.key_bytes > 0 {
+            metrics.insert("key_bytes_per_record".into(), per(landed.key_bytes));
         }
     }
     let millions = knobs.rows as f64 / 1e6;
@@ -326,8 +370,13 @@ fn measurement(
         observed: Some(landed.messages),
         method,
     };
+    let mut applied = data::offered(knobs);
+    applied.extend(info.applied);
     let mut details = info.details;
     details.insert("config".into(), info.config);
+    if let Some(p) = &w.pacing {
+        details.insert("pacing".into(), p.clone());
+    }
     details.insert(
         "load".into(),
         if loaded.reused {
@@ -356,27 +405,8 @@ fn measurement(
         note: info.note,
         details,
         versions,
-        applied: info.applied,
+        applied,
     }
-}
-
-/// What the sink rig offered both sink arms, the same for each: the workload, the topic's format and key,
-/// and every event present before the arm starts.
-fn sink_applied(knobs: &Knobs, format: super::EventFormat) -> streamlab_record::applied::Applied {
-    use streamlab_record::applied::{AppliedBuilder, FORMAT, KEY, OFFERED_LOAD, WORKLOAD};
-    let src = data::source(Rig::KafkaToMysql);
-    AppliedBuilder::new()
-        .set(WORKLOAD, format!("sink {} events into {}.{}", knobs.rows, src.database, src.table))
-        .set(
-            FORMAT,
-            match format {
-                super::EventFormat::ConnectEnvelope => "connect-envelope",
-                super::EventFormat::Bare => "event-json",
-            },
-        )
-        .set(KEY, "none")
-        .set(OFFERED_LOAD, "all events present before the start")
-        .build()
 }
 
 /// End-to-end lag bounds (rig C): nearest-rank p50/p99/max in ms.

@@ -24,7 +24,10 @@ const STALL: Duration = Duration::from_secs(30);
 /// sample and (the drop rig) the server's own count of rows read.
 pub struct Landed {
     pub messages: u64,
+    /// Value bytes (none in the sink rig: the arm writes to a table).
     pub bytes: u64,
+    /// Key bytes (the topic rigs).
+    pub key_bytes: u64,
     pub ids: IdSet,
     pub first_ms: Option<f64>,
     pub last_ms: Option<f64>,
@@ -85,6 +88,7 @@ pub fn read_back(r: ReadBack<'_>) -> Result<Landed> {
             Landed {
                 messages: c.rows,
                 bytes: c.bytes,
+                key_bytes: 0,
                 content: content::compare_sample(&what, &sample, &source, &c.sample, ("the table", "the arm")),
                 ids: c.ids,
                 first_ms: c.first_ms,
@@ -97,7 +101,7 @@ pub fn read_back(r: ReadBack<'_>) -> Result<Landed> {
         Rig::SnapshotKafka | Rig::CdcKafka => {
             let mut lags_ms = Vec::new();
             let mut messages = BTreeMap::new();
-            let TopicReport { messages: count, bytes, ids, first_ms, last_ms } =
+            let TopicReport { messages: count, bytes, key_bytes, ids, first_ms, last_ms } =
                 read_topic(r.admin, topic, 1, rows, |id, ms, value| {
                     if let Some(committed) = probe::committed_after(r.commits, id) {
                         lags_ms.push(ms - committed);
@@ -111,6 +115,7 @@ pub fn read_back(r: ReadBack<'_>) -> Result<Landed> {
             Landed {
                 messages: count,
                 bytes,
+                key_bytes,
                 ids,
                 first_ms,
                 last_ms,
@@ -130,6 +135,7 @@ pub fn read_back(r: ReadBack<'_>) -> Result<Landed> {
             Landed {
                 messages: ids.count,
                 bytes: 0,
+                key_bytes: 0,
                 ids,
                 first_ms: r.sink_window.0,
                 last_ms: r.sink_window.1,
@@ -178,6 +184,8 @@ pub struct TopicReport {
     pub messages: u64,
     /// Value bytes (what each arm chose to put on the wire; they differ several-fold between formats).
     pub bytes: u64,
+    /// Key bytes.
+    pub key_bytes: u64,
     pub ids: IdSet,
     /// The broker's append time of the first and last message (epoch ms).
     pub first_ms: Option<f64>,
@@ -194,7 +202,8 @@ pub fn read_topic(
     expected: u64,
     mut each: impl FnMut(i64, f64, &[u8]),
 ) -> Result<TopicReport> {
-    let mut report = TopicReport { messages: 0, bytes: 0, ids: IdSet::new(expected), first_ms: None, last_ms: None };
+    let mut report =
+        TopicReport { messages: 0, bytes: 0, key_bytes: 0, ids: IdSet::new(expected), first_ms: None, last_ms: None };
     scan_topic(cfg, topic, partitions, |msg| {
         let Timestamp::LogAppendTime(ms) = msg.timestamp() else {
             bail!("{topic} has {:?} timestamps: the driver creates it with LogAppendTime", msg.timestamp());
@@ -205,6 +214,7 @@ pub fn read_topic(
         report.messages += 1;
         let value = msg.payload().unwrap_or_default();
         report.bytes += value.len() as u64;
+        report.key_bytes += msg.key().map_or(0, <[u8]>::len) as u64;
         let id = row_id(value).unwrap_or(0);
         report.ids.insert(id);
         each(id, ms, value);

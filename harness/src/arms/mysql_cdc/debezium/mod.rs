@@ -9,17 +9,18 @@ pub mod worker;
 
 use std::collections::BTreeMap;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use streamlab_record::Measurement;
+use streamlab_record::applied::{Applied, AppliedBuilder, FORMAT, KEY, PRODUCER_KEYS};
 use streamlab_record::descriptor::read_secret;
 use streamlab_record::tools::Tools;
 
 use super::child::RunningPipeline;
-use super::{ArmInfo, CdcArm, EventFormat, Format, Job, Knobs, NotRunnable, Rig, Running};
+use super::{ArmInfo, CdcArm, CdcLoad, EventFormat, Format, Job, Knobs, NotRunnable, Rig, Running};
 use crate::arms::ArmContext;
 use crate::arms::spec::{ArmSpec, KnobStruct};
 use crate::kafka::config::DEFAULT_LISTENER;
-use worker::Worker;
+use worker::{ConnectorFile, Worker};
 
 pub const SOURCE_ARM: ArmSpec = ArmSpec {
     bench: super::BENCH,
@@ -45,6 +46,12 @@ fn run_sink(ctx: &ArmContext) -> Result<Measurement> {
     super::run(ctx, &Debezium { sink: true, tools: None })
 }
 
+/// The source connector arm (for tests that drive it beside another arm).
+#[cfg(test)]
+pub fn source_arm() -> impl CdcArm {
+    Debezium { sink: false, tools: None }
+}
+
 /// The tools-file name of each plugin's classpath.
 const SOURCE_PLUGIN: &str = "debezium-mariadb";
 const SINK_PLUGIN: &str = "debezium-jdbc";
@@ -62,13 +69,8 @@ impl CdcArm for Debezium {
 
     fn check(&self, knobs: &Knobs) -> Result<(), NotRunnable> {
         match (self.sink, knobs.rig) {
-            (true, Rig::KafkaToMysql) => match knobs.format {
-                Format::Seed | Format::ConnectEnvelope => Ok(()),
-                _ => Err(NotRunnable(
-                    "the JDBC sink reads the Connect envelope topic (format = seed or connect_envelope)".into(),
-                )),
-            },
-            (false, Rig::SnapshotKafka | Rig::CdcKafka) => Ok(()),
+            (false, Rig::SnapshotKafka | Rig::CdcKafka) => source_check(knobs),
+            (true, Rig::KafkaToMysql) => sink::check(knobs),
             (false, Rig::SnapshotDrop) => Err(NotRunnable(
                 "a Debezium source connector writes to Kafka and has no drop output; the seed ran this rig with \
                  Redpanda Connect only"
@@ -117,20 +119,32 @@ impl CdcArm for Debezium {
             let server_id = 223_344 + rand_below(10_000);
             props::mariadb_source(job, &name, &password, server_id, &bootstrap)
         };
-        let worker = Worker::start(
+        // A backlog: the connector is created STOPPED, given the recorded position as its offsets, resumed.
+        let (connector_text, connector_file) = match &job.start_at {
+            Some(_) => (props::connector_json(&connector_props, true), "connector.json"),
+            None => (props::render(&connector_props), "connector.properties"),
+        };
+        let mut worker = Worker::start(
             connect,
             plugin,
             &job.work_dir,
             &props::render(&worker_props),
-            &props::render(&connector_props),
+            ConnectorFile { name: connector_file, text: &connector_text },
             &name,
             rest_port,
         )?;
-        let config = format!(
-            "# worker.properties\n{}\n# connector.properties\n{}",
+        let mut config = format!(
+            "# worker.properties\n{}\n# {connector_file}\n{}",
             props::describe(&worker_props, &job.work_dir),
             props::describe(&connector_props, &job.work_dir)
         );
+        if let Some(at) = &job.start_at {
+            let offsets = props::start_offsets(job, at);
+            let answer = worker.resume_at(&offsets).context("starting the connector at the recorded position")?;
+            config.push_str(&format!(
+                "\n# created STOPPED; PATCH /connectors/{name}/offsets {offsets} ({answer}); PUT /connectors/{name}/resume"
+            ));
+        }
         let mut versions = BTreeMap::from([
             ("kafka connect".to_owned(), connect.connect_runtime.clone()),
             ("connect jvm".to_owned(), connect.java_version.clone()),
@@ -152,14 +166,63 @@ impl CdcArm for Debezium {
                 },
             ),
         ]);
-        let info = ArmInfo { versions, config, details, note: None, applied: Default::default() };
-        let running =
-            Box::new(RunningPipeline::new(worker, info).after_stop(move || delete_topics(&admin, &side_topics)));
-        if self.sink {
-            return Ok(Box::new(sink::SinkRunning::new(running, job.work_dir.join(worker::LOG_FILE), &job.knobs)));
-        }
-        Ok(running)
+        let applied = if self.sink { Applied::new() } else { applied_format(&job.knobs) };
+        let info = ArmInfo { versions, config, details, note: None, applied };
+        let (log, sink) = (worker.log_path(), self.sink.then(|| job.knobs.clone()));
+        // Once the worker has stopped, its log says what its clients ran with.
+        Ok(Box::new(RunningPipeline::new(worker, info).after_stop(move |info| {
+            delete_topics(&admin, &side_topics);
+            let text = std::fs::read(&log).with_context(|| format!("reading {}", log.display()))?;
+            let text = String::from_utf8_lossy(&text);
+            match &sink {
+                Some(knobs) => sink::record_applied(info, &text, knobs),
+                None => info.applied.extend(applied_producer(&text, &name)?),
+            }
+            Ok(())
+        })))
     }
+}
+
+/// The source connector's knob values it cannot apply, refused with the reason.
+fn source_check(knobs: &Knobs) -> Result<(), NotRunnable> {
+    let refuse = |why: &str| Err(NotRunnable(why.to_owned()));
+    match knobs.format {
+        Format::ConnectEnvelope => {
+            return refuse("connect_envelope is the sink rig's format, not a source connector's");
+        }
+        Format::RowJson if knobs.schemas => {
+            return refuse("format row_json writes schemaless JSON: schemas must be false");
+        }
+        Format::DebeziumEnvelope if !knobs.schemas => {
+            return refuse("format debezium_envelope is the envelope with schemas: schemas must be true");
+        }
+        _ => {}
+    }
+    if knobs.rig != Rig::CdcKafka && knobs.cdc_load != CdcLoad::Unpaced {
+        return refuse("cdc_load is rig C's (cdc_kafka); the snapshot rig has no inserting session");
+    }
+    Ok(())
+}
+
+/// The format and key names of what the source connector writes (harness/record's applied.rs).
+fn applied_format(knobs: &Knobs) -> Applied {
+    let (format, key) = match knobs.format {
+        Format::RowJson => ("row-json", "id-json"),
+        _ if knobs.schemas => ("debezium-envelope", "id-json-envelope"),
+        _ => ("debezium-schemaless-envelope", "id-json"),
+    };
+    AppliedBuilder::new().set(FORMAT, format).set(KEY, key).build()
+}
+
+/// The task's producer settings as the worker logged them (its `ProducerConfig values:` block).
+fn applied_producer(log: &str, connector: &str) -> Result<Applied> {
+    let client = format!("connector-producer-{connector}-0");
+    let block = worker::logged_client_configs(log, "ProducerConfig")
+        .into_iter()
+        .find(|b| b.get("client.id") == Some(&client))
+        .with_context(|| format!("the worker's log has no ProducerConfig block for {client}"))?;
+    let settings = PRODUCER_KEYS.iter().filter_map(|k| Some((*k, block.get(*k)?.clone())));
+    Ok(AppliedBuilder::new().producer(settings).build())
 }
 
 /// Best effort: a topic that is already gone is what we wanted.
@@ -224,6 +287,20 @@ mod tests {
         assert!(source.check(&knobs(Rig::SnapshotDrop)).unwrap_err().0.contains("no drop output"));
         assert!(sink.check(&knobs(Rig::KafkaToMysql)).is_ok());
         assert!(sink.check(&knobs(Rig::CdcKafka)).is_err());
+        let with = |f: &dyn Fn(&mut Knobs)| {
+            let mut k = knobs(Rig::SnapshotKafka);
+            f(&mut k);
+            source.check(&k)
+        };
+        assert!(with(&|k| k.format = Format::ConnectEnvelope).unwrap_err().0.contains("sink rig"));
+        assert!(with(&|k| k.format = Format::RowJson).unwrap_err().0.contains("schemas must be false"));
+        assert!(with(&|k| (k.format, k.schemas) = (Format::RowJson, false)).is_ok());
+        assert!(with(&|k| (k.format, k.schemas) = (Format::DebeziumEnvelope, false)).is_err());
+        assert!(with(&|k| k.cdc_load = CdcLoad::Backlog).unwrap_err().0.contains("rig C"));
+        assert_eq!(applied_format(&knobs(Rig::SnapshotKafka))["format"], "debezium-envelope");
+        let schemaless = Knobs { schemas: false, ..knobs(Rig::CdcKafka) };
+        assert_eq!(applied_format(&schemaless)["format"], "debezium-schemaless-envelope");
+        assert_eq!(applied_format(&schemaless)["key"], "id-json");
     }
 
     #[test]
@@ -231,6 +308,13 @@ mod tests {
     fn debezium_snapshots_every_row_into_kafka_once() {
         let m = verified("snapshot_kafka", false);
         assert!(m.metrics["bytes_per_record"].value > 1000.0, "the schema envelope: {:?}", m.metrics);
+        assert!(m.metrics["key_bytes_per_record"].value > 100.0, "the key's schema: {:?}", m.metrics);
+        // Kafka Connect 4.1's default source producer, as the worker logged it.
+        for (k, v) in [("acks", "-1"), ("enable.idempotence", "false"), ("max.in.flight.requests.per.connection", "1")]
+        {
+            assert_eq!(m.applied[&format!("producer.{k}")], v, "{:?}", m.applied);
+        }
+        assert_eq!(m.applied["format"], "debezium-envelope");
     }
 
     #[test]
@@ -238,6 +322,26 @@ mod tests {
     fn debezium_streams_every_insert_with_its_lag() {
         let m = verified("cdc_kafka", false);
         assert!(m.metrics.contains_key("lag_p99_ms") && m.metrics.contains_key("insert_rows_per_s"));
+    }
+
+    #[test]
+    #[ignore = "needs the lab's MariaDB, Kafka and the Connect jars: cargo xtask test"]
+    fn debezium_drains_a_backlog_from_the_recorded_position_with_the_rust_arms_producer() {
+        let mut c = ctx("cdc_kafka", 5_000, 240);
+        for (k, v) in [("cdc_load", "backlog"), ("format", "row_json"), ("producer", "rust")] {
+            c.knobs.insert(k.into(), v.into());
+        }
+        let m = super::super::run(&c, &Debezium { sink: false, tools: None }).unwrap();
+        assert_eq!(m.integrity.status, IntegrityStatus::Verified, "{:?}", m.integrity);
+        assert!(m.details["config"].contains("PATCH /connectors/"), "{}", m.details["config"]);
+        assert!(m.details["config"].contains("snapshot.mode=recovery"));
+        // From the worker's log: the task's producer ran with the Rust arm's settings.
+        for (k, v) in [("acks", "-1"), ("compression.type", "lz4"), ("linger.ms", "1"), ("batch.size", "1000000")] {
+            assert_eq!(m.applied[&format!("producer.{k}")], v, "{:?}", m.applied);
+        }
+        assert_eq!(m.applied["producer.max.in.flight.requests.per.connection"], "5");
+        assert_eq!((m.applied["format"].as_str(), m.applied["key"].as_str()), ("row-json", "id-json"));
+        assert_eq!(m.applied["offered_load"], "all rows present before the start");
     }
 
     #[test]

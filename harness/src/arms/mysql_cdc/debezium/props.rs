@@ -2,7 +2,8 @@
 //! mapped to MariaDB and Debezium 3.5 as §11.2 and §11.3 say). Where the seed left a setting alone, it is left
 //! alone here too, so the framework's default applies.
 
-use super::super::{Job, Rig};
+use super::super::{CdcLoad, Format, Job, ProducerProfile, Rig};
+use crate::arms::mysql_cdc::rust_arm::produce;
 
 pub type Props = Vec<(String, String)>;
 
@@ -40,7 +41,12 @@ pub fn worker(job: &Job, bootstrap: &str, rest_port: u16) -> Props {
 }
 
 /// The MariaDB source connector for rig B (snapshot.mode initial; fetch/batch/queue from the knobs) or rig C
-/// (snapshot.mode no_data, the 3.x name of the seed's schema_only; the connector's own converters).
+/// (snapshot.mode no_data, the 3.x name of the seed's schema_only; the connector's own converters). A backlog
+/// (rig C) starts from offsets the arm sets before the connector runs, with no schema history yet: that is
+/// snapshot.mode recovery (the schema is read from the tables, the stream starts at the stored offset).
+/// `format = row_json` adds the new-record-state unwrap and `decimal.handling.mode=string`; `producer = rust`
+/// gives the task's producer the Rust arm's settings through `producer.override.*` (the worker's
+/// `connector.client.config.override.policy` is Connect's default, All).
 pub fn mariadb_source(job: &Job, name: &str, password: &str, server_id: u32, bootstrap: &str) -> Props {
     let m = job.env.mysql.as_ref().expect("the driver checked the server");
     let k = &job.knobs;
@@ -60,7 +66,12 @@ pub fn mariadb_source(job: &Job, name: &str, password: &str, server_id: u32, boo
         props.push(p("database.include.list", db));
     }
     props.push(p("table.include.list", format!("{db}.{}", job.table.table)));
-    props.push(p("snapshot.mode", if job.rig == Rig::SnapshotKafka { "initial" } else { "no_data" }));
+    let snapshot_mode = match (job.rig, k.cdc_load) {
+        (Rig::SnapshotKafka, _) => "initial",
+        (_, CdcLoad::Backlog) => "recovery",
+        _ => "no_data",
+    };
+    props.push(p("snapshot.mode", snapshot_mode));
     if job.rig == Rig::SnapshotKafka {
         props.push(p("snapshot.fetch.size", k.fetch()));
     }
@@ -81,7 +92,44 @@ pub fn mariadb_source(job: &Job, name: &str, password: &str, server_id: u32, boo
         p("value.converter", JSON),
         p("value.converter.schemas.enable", k.schemas),
     ]);
+    if k.format == Format::RowJson {
+        props.extend([
+            p("decimal.handling.mode", "string"),
+            p("transforms", "unwrap"),
+            p("transforms.unwrap.type", "io.debezium.transforms.ExtractNewRecordState"),
+        ]);
+    }
+    if k.producer == ProducerProfile::Rust {
+        let streaming = job.rig == Rig::CdcKafka;
+        props.extend(
+            produce::java_overrides(streaming).into_iter().map(|(name, v)| p(&format!("producer.override.{name}"), v)),
+        );
+    }
     props
+}
+
+/// The connector as ConnectStandalone's JSON file (KIP-980): its config and the state it is created in.
+pub fn connector_json(props: &Props, stopped: bool) -> String {
+    let config: serde_json::Map<String, serde_json::Value> =
+        props.iter().map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone()))).collect();
+    let name = props.iter().find(|(k, _)| k == "name").map(|(_, v)| v.clone()).unwrap_or_default();
+    serde_json::json!({
+        "name": name,
+        "config": config,
+        "initial_state": if stopped { "STOPPED" } else { "RUNNING" },
+    })
+    .to_string()
+}
+
+/// The source offset (Kafka Connect's `PATCH /connectors/<name>/offsets` body) that starts Debezium's MariaDB
+/// connector at `at`: its partition is `{"server": topic.prefix}`, its offset the binlog file, position and
+/// GTID set (`gtids`) its `MariaDbOffsetContext.Loader` reads.
+pub fn start_offsets(job: &Job, at: &super::super::BinlogPosition) -> String {
+    let mut offset = serde_json::json!({ "file": at.file, "pos": at.pos });
+    if !at.gtid.is_empty() {
+        offset["gtids"] = serde_json::Value::String(at.gtid.clone());
+    }
+    serde_json::json!({ "offsets": [{ "partition": { "server": job.topic_prefix }, "offset": offset }] }).to_string()
 }
 
 /// Where the source connector keeps its schema history.
@@ -156,9 +204,30 @@ fn escape(v: &str) -> String {
 }
 
 #[cfg(test)]
-mod tests {
+pub mod tests {
     use super::*;
-    use crate::arms::mysql_cdc::{Knobs, Source};
+    use crate::arms::mysql_cdc::{BinlogPosition, Knobs, Source};
+
+    /// The knobs of a test job: the seed's point of `rig`.
+    pub fn knobs(rig: Rig) -> Knobs {
+        Knobs {
+            rig,
+            rows: 10,
+            batch_size: 5000,
+            fetch_size: 5000,
+            queue_size: 0,
+            tasks: 16,
+            schemas: rig == Rig::SnapshotKafka,
+            cores: 0,
+            timeout_s: 60,
+            broker_cores_at_most: 3,
+            format: Default::default(),
+            producer: Default::default(),
+            cdc_load: Default::default(),
+            paced_rows_per_s: 0,
+            jdbc_batch: Default::default(),
+        }
+    }
 
     fn job(rig: Rig, schemas: bool) -> Job {
         let env: streamlab_record::EnvDescriptor = serde_json::from_value(serde_json::json!({
@@ -168,23 +237,7 @@ mod tests {
                       "user": "root", "password_file": "/tmp/x/pw"}
         }))
         .unwrap();
-        let knobs = Knobs {
-            rig,
-            rows: 10,
-            batch_size: 5000,
-            fetch_size: 5000,
-            queue_size: 0,
-            tasks: 16,
-            schemas,
-            cores: 0,
-            timeout_s: 60,
-            broker_cores_at_most: 3,
-            format: Default::default(),
-            producer: Default::default(),
-            cdc_load: Default::default(),
-            paced_rows_per_s: 0,
-            jdbc_batch: Default::default(),
-        };
+        let knobs = Knobs { schemas, ..knobs(rig) };
         Job {
             rig,
             knobs,
@@ -193,6 +246,7 @@ mod tests {
             topic: "t".into(),
             topic_prefix: "debezium-snapshot-kafka".into(),
             work_dir: "/tmp/private".into(),
+            start_at: None,
         }
     }
 
@@ -219,6 +273,39 @@ mod tests {
         assert_eq!(get(&props, "snapshot.fetch.size"), None);
         assert_eq!(get(&props, "database.include.list"), None);
         assert_eq!(get(&props, "key.converter.schemas.enable"), Some("false"));
+    }
+
+    #[test]
+    fn row_json_unwraps_with_decimals_as_text_and_the_rust_producer_comes_through_overrides() {
+        let mut j = job(Rig::CdcKafka, false);
+        j.knobs.format = Format::RowJson;
+        j.knobs.producer = ProducerProfile::Rust;
+        let props = mariadb_source(&j, "n", "pw", 334455, "b:1");
+        assert_eq!(get(&props, "transforms.unwrap.type"), Some("io.debezium.transforms.ExtractNewRecordState"));
+        assert_eq!(get(&props, "decimal.handling.mode"), Some("string"));
+        assert_eq!(get(&props, "producer.override.compression.type"), Some("lz4"));
+        assert_eq!(get(&props, "producer.override.linger.ms"), Some("1"), "the stream's linger");
+        assert_eq!(get(&props, "producer.override.max.in.flight.requests.per.connection"), Some("5"));
+        let seed = mariadb_source(&job(Rig::CdcKafka, false), "n", "pw", 334455, "b:1");
+        assert!(!seed.iter().any(|(k, _)| k.starts_with("producer.override.") || k.starts_with("transforms")));
+    }
+
+    #[test]
+    fn a_backlog_starts_stopped_in_recovery_mode_at_the_recorded_offset() {
+        let mut j = job(Rig::CdcKafka, false);
+        j.knobs.cdc_load = CdcLoad::Backlog;
+        let props = mariadb_source(&j, "n", "pw", 334455, "b:1");
+        assert_eq!(get(&props, "snapshot.mode"), Some("recovery"));
+        let file: serde_json::Value = serde_json::from_str(&connector_json(&props, true)).unwrap();
+        assert_eq!((file["name"].as_str(), file["initial_state"].as_str()), (Some("n"), Some("STOPPED")));
+        assert_eq!(file["config"]["snapshot.mode"], "recovery");
+        let at = BinlogPosition { file: "binlog.000002".into(), pos: 385, gtid: "0-1-42".into() };
+        let offsets: serde_json::Value = serde_json::from_str(&start_offsets(&j, &at)).unwrap();
+        assert_eq!(
+            offsets,
+            serde_json::json!({"offsets": [{"partition": {"server": "debezium-snapshot-kafka"},
+                                            "offset": {"file": "binlog.000002", "pos": 385, "gtids": "0-1-42"}}]})
+        );
     }
 
     #[test]

@@ -1,12 +1,19 @@
 //! The JDBC sink's side of the record: how its driver sends a batch (`jdbc_batch`), and what it applied, read
 //! from the Connect worker's log once the worker has stopped (the sink tasks' "ConsumerConfig values:").
 
-use std::path::PathBuf;
-
-use anyhow::Result;
 use streamlab_record::applied::{self, Applied, AppliedBuilder, CONSUMER_KEYS};
 
-use super::super::{ArmInfo, JdbcBatch, Knobs, Running};
+use super::super::{ArmInfo, Format, JdbcBatch, Knobs, NotRunnable};
+
+/// The topic the JDBC sink reads: the Connect envelope (`seed`, as the seed ran it, or `connect_envelope`).
+pub fn check(knobs: &Knobs) -> Result<(), NotRunnable> {
+    match knobs.format {
+        Format::Seed | Format::ConnectEnvelope => Ok(()),
+        _ => Err(NotRunnable(
+            "the JDBC sink reads the Connect envelope topic (format = seed or connect_envelope)".into(),
+        )),
+    }
+}
 
 /// The MariaDB Connector/J 3.5 URL option that decides how a JDBC batch of INSERTs reaches the server.
 /// Since 3.2 the driver sends such a batch as one bulk command (COM_STMT_BULK_EXECUTE: one prepare, one
@@ -21,63 +28,34 @@ pub fn url_option(batch: JdbcBatch) -> &'static str {
 }
 
 /// How a batch is written, for the record's `applied.sink`. The sink flushes at `batch.size` records and at
-/// the end of every put() (one poll of at most max.poll.records), in one transaction per flush.
+/// the end of every put() (one poll of at most max.poll.records), in one transaction per flush (an explicit
+/// COMMIT). A bulk batch is one INSERT of every row in one round trip, as the Rust writer's multi-row INSERT
+/// is: both say so in the same words.
 pub fn sink_description(knobs: &Knobs) -> String {
     let batch = knobs.batch_size;
     match knobs.jdbc_batch {
         JdbcBatch::PerRow => {
             format!("JDBC batch of up to {batch} single-row INSERTs (pipelined), one transaction per batch")
         }
-        JdbcBatch::Rewritten => format!(
-            "JDBC batch of up to {batch} rows as one bulk INSERT (COM_STMT_BULK_EXECUTE), one transaction per batch"
-        ),
+        JdbcBatch::Rewritten => super::super::data::one_insert_per_batch(batch),
     }
 }
 
-/// The JDBC sink's pipeline, with its applied settings read from the worker's log when it stops.
-pub struct SinkRunning {
-    inner: Box<dyn Running>,
-    log: PathBuf,
-    tasks: u64,
-    sink: String,
-}
-
-impl SinkRunning {
-    pub fn new(inner: Box<dyn Running>, log: PathBuf, knobs: &Knobs) -> Self {
-        SinkRunning { inner, log, tasks: knobs.tasks, sink: sink_description(knobs) }
-    }
-}
-
-impl Running for SinkRunning {
-    fn check(&mut self) -> Result<()> {
-        self.inner.check()
-    }
-
-    fn pids(&self) -> Vec<u32> {
-        self.inner.pids()
-    }
-
-    fn in_process(&self) -> bool {
-        self.inner.in_process()
-    }
-
-    fn stop(self: Box<Self>) -> Result<ArmInfo> {
-        let mut info = self.inner.stop()?;
-        let log = String::from_utf8_lossy(&std::fs::read(&self.log).unwrap_or_default()).into_owned();
-        let consumers = task_consumers(&log);
-        match consumer_applied(&consumers) {
-            Ok(a) => info.applied.extend(a),
-            Err(why) => {
-                info.details.insert("applied consumer settings".into(), why);
-            }
+/// What the JDBC sink applied, from the worker's log once it has stopped (`log`: its text): the sink tasks'
+/// consumer settings, connections, and how a batch is written.
+pub fn record_applied(info: &mut ArmInfo, log: &str, knobs: &Knobs) {
+    let consumers = task_consumers(log);
+    match consumer_applied(&consumers) {
+        Ok(a) => info.applied.extend(a),
+        Err(why) => {
+            info.details.insert("applied consumer settings".into(), why);
         }
-        info.applied.insert(
-            applied::CONNECTIONS.into(),
-            format!("{} consumer{}, {} concurrent inserts", consumers.len(), plural(consumers.len()), self.tasks),
-        );
-        info.applied.insert(applied::SINK.into(), self.sink);
-        Ok(info)
     }
+    info.applied.insert(
+        applied::CONNECTIONS.into(),
+        format!("{} consumer{}, {} concurrent inserts", consumers.len(), plural(consumers.len()), knobs.tasks),
+    );
+    info.applied.insert(applied::SINK.into(), sink_description(knobs));
 }
 
 fn plural(n: usize) -> &'static str {
@@ -182,7 +160,10 @@ mod tests {
             assert_eq!(m.applied[applied::WORKLOAD], "sink 6000 events into benchdb.bench_events");
         }
         assert!(per_row.applied[applied::SINK].contains("single-row INSERTs"), "{:?}", per_row.applied);
-        assert!(rewritten.applied[applied::SINK].contains("one bulk INSERT"), "{:?}", rewritten.applied);
+        assert_eq!(
+            rewritten.applied[applied::SINK],
+            "one INSERT of up to 3000 rows per round trip, one transaction per batch"
+        );
     }
 
     #[test]

@@ -1,11 +1,13 @@
 //! One Kafka Connect worker in standalone mode for one run: `ConnectStandalone worker.properties
-//! connector.properties` on the plugin's pinned classpath, with connect-distributed.sh's heap and Kafka's JVM
-//! flags, its files in the run's private directory; a worker or a task that fails is reported with the end of
-//! its log.
+//! connector.properties` (or `connector.json`, KIP-980's form, which can create the connector STOPPED) on the
+//! plugin's pinned classpath, with connect-distributed.sh's heap and Kafka's JVM flags, its files in the run's
+//! private directory; a worker or a task that fails is reported with the end of its log. The REST API sets a
+//! stopped connector's offsets and resumes it (KIP-875), and the log says what its clients ran with.
 
+use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
@@ -33,9 +35,18 @@ Configuration:
         - ref: STDOUT
 ";
 /// The worker's log, in the run's private directory.
-pub const LOG_FILE: &str = "connect.log";
+const LOG_FILE: &str = "connect.log";
 /// How often `check` asks the REST API for the connector's state.
 const STATUS_EVERY: Duration = Duration::from_millis(1000);
+/// How long a worker may take to answer on REST with its connector created (a JVM start on a busy machine).
+const REST_TIMEOUT: Duration = Duration::from_secs(180);
+
+/// The connector's file: `connector.properties` (the seed's form) or `connector.json` (KIP-980's, with an
+/// initial state).
+pub struct ConnectorFile<'a> {
+    pub name: &'static str,
+    pub text: &'a str,
+}
 
 pub struct Worker {
     process: PipelineProcess,
@@ -56,27 +67,28 @@ impl Worker {
         plugin: &ConnectPlugin,
         dir: &Path,
         worker_props: &str,
-        connector_props: &str,
+        connector_file: ConnectorFile<'_>,
         connector: &str,
         rest_port: u16,
     ) -> Result<Worker> {
         let worker_file = write_private(dir, "worker.properties", worker_props.as_bytes())?;
-        let connector_file = write_private(dir, "connector.properties", connector_props.as_bytes())?;
+        let connector_path = write_private(dir, connector_file.name, connector_file.text.as_bytes())?;
         let log_config = write_private(dir, "connect-log4j2.yaml", LOG_CONFIG.as_bytes())?;
         let mut cmd = Command::new(&tools.java);
         cmd.args(HEAP).args(PERFORMANCE_OPTS);
         cmd.arg(format!("-Dlog4j2.configurationFile={}", log_config.display()));
         cmd.arg("-cp").arg(std::env::join_paths(&plugin.classpath).unwrap_or_default());
-        cmd.arg("org.apache.kafka.connect.cli.ConnectStandalone").arg(&worker_file).arg(&connector_file);
+        cmd.arg("org.apache.kafka.connect.cli.ConnectStandalone").arg(&worker_file).arg(&connector_path);
         let command = format!(
             "{} {} {} -cp <{} pinned jars: {}, {}> org.apache.kafka.connect.cli.ConnectStandalone worker.properties \
-             connector.properties",
+             {}",
             tools.java.display(),
             HEAP.join(" "),
             PERFORMANCE_OPTS.join(" "),
             plugin.classpath.len(),
             plugin.coordinate,
-            plugin.lock
+            plugin.lock,
+            connector_file.name
         );
         let process = PipelineProcess::spawn(cmd, dir.join(LOG_FILE), "the Kafka Connect worker")?;
         Ok(Worker { process, rest_port, connector: connector.to_owned(), last_status: Instant::now(), command })
@@ -85,6 +97,40 @@ impl Worker {
     /// The last `lines` lines of the worker's log.
     pub fn log_tail(&self, lines: usize) -> String {
         self.process.log_tail(lines)
+    }
+
+    pub fn log_path(&self) -> PathBuf {
+        self.process.log_path().to_owned()
+    }
+
+    /// For a connector created STOPPED: once the worker shows it stopped, set its source offsets (`offsets`,
+    /// the body of `PATCH /connectors/<name>/offsets`) and resume it. Returns what the worker answered.
+    pub fn resume_at(&mut self, offsets: &str) -> Result<String> {
+        let status = format!("/connectors/{}/status", self.connector);
+        let deadline = Instant::now() + REST_TIMEOUT;
+        loop {
+            self.process.check_alive()?;
+            if let Ok((200, body)) = http(self.rest_port, "GET", &status, None)
+                && body.contains(r#""state":"STOPPED""#)
+            {
+                break;
+            }
+            if Instant::now() > deadline {
+                bail!("the worker did not show {} STOPPED within {} s", self.connector, REST_TIMEOUT.as_secs());
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+        let path = format!("/connectors/{}/offsets", self.connector);
+        let (code, altered) = http(self.rest_port, "PATCH", &path, Some(offsets))?;
+        if code != 200 {
+            bail!("PATCH {path} answered {code}: {altered}");
+        }
+        let resume = format!("/connectors/{}/resume", self.connector);
+        let (code, body) = http(self.rest_port, "PUT", &resume, None)?;
+        if code != 202 {
+            bail!("PUT {resume} answered {code}: {body}");
+        }
+        Ok(altered)
     }
 }
 
@@ -97,7 +143,8 @@ impl Pipeline for Worker {
         }
         self.last_status = Instant::now();
         // Before the REST server listens there is nothing to ask; a refused connection is not a failure.
-        let Ok(body) = http_get(self.rest_port, &format!("/connectors/{}/status", self.connector)) else {
+        let Ok((200, body)) = http(self.rest_port, "GET", &format!("/connectors/{}/status", self.connector), None)
+        else {
             return Ok(());
         };
         let Ok(status) = serde_json::from_str::<serde_json::Value>(&body) else { return Ok(()) };
@@ -120,10 +167,11 @@ impl Pipeline for Worker {
     }
 }
 
-/// Every `<kind> values:` block in a Kafka client's log (`kind`: ConsumerConfig, ProducerConfig, ...), one
-/// per client created, as `key -> value`. A block is the `\tkey = value` lines after its header; the last
-/// one ends with the logger's name in brackets, which is not part of the value.
-pub fn logged_client_configs(log: &str, kind: &str) -> Vec<std::collections::BTreeMap<String, String>> {
+/// Every `<kind> values:` block in a Kafka client's log (`kind`: ProducerConfig, ConsumerConfig, ...), one
+/// per client created, as `key -> value`: the one parser for the source task's producer and the sink tasks'
+/// consumers. A block is the `\tkey = value` lines after its header; the last one may end with the logger's
+/// name in brackets, which is not part of the value.
+pub fn logged_client_configs(log: &str, kind: &str) -> Vec<BTreeMap<String, String>> {
     let header = format!("{kind} values:");
     let mut blocks = Vec::new();
     let mut lines = log.lines().peekable();
@@ -131,7 +179,7 @@ pub fn logged_client_configs(log: &str, kind: &str) -> Vec<std::collections::BTr
         if !line.trim_end().ends_with(&header) {
             continue;
         }
-        let mut block = std::collections::BTreeMap::new();
+        let mut block = BTreeMap::new();
         while let Some(entry) = lines.next_if(|l| l.starts_with('\t')) {
             let entry = entry.trim_start_matches('\t');
             let entry = match entry.rfind(" (org.apache.kafka.") {
@@ -149,17 +197,48 @@ pub fn logged_client_configs(log: &str, kind: &str) -> Vec<std::collections::BTr
     blocks
 }
 
-/// A plain HTTP GET on loopback (the worker's REST API), returning the body.
-fn http_get(port: u16, path: &str) -> Result<String> {
+/// A plain HTTP request on loopback (the worker's REST API) with an optional JSON body; returns the status
+/// code and the body.
+fn http(port: u16, method: &str, path: &str, body: Option<&str>) -> Result<(u16, String)> {
     let mut s = TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_millis(500))?;
-    s.set_read_timeout(Some(Duration::from_secs(2)))?;
+    // Altering offsets writes them to the offset store first: more than a status read takes.
+    s.set_read_timeout(Some(Duration::from_secs(30)))?;
+    let body = body.unwrap_or("");
     // HTTP/1.0: the answer comes unchunked and the server closes the connection after it.
-    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")?;
+    write!(
+        s,
+        "{method} {path} HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+        body.len()
+    )?;
     let mut response = String::new();
     s.read_to_string(&mut response)?;
     let (head, body) = response.split_once("\r\n\r\n").context("no HTTP body")?;
-    if !head.lines().next().is_some_and(|status| status.contains(" 200")) {
-        bail!("{}", head.lines().next().unwrap_or(""));
+    let status = head.lines().next().unwrap_or("");
+    let code = status.split_whitespace().nth(1).and_then(|c| c.parse().ok()).with_context(|| format!("{status:?}"))?;
+    Ok((code, body.to_owned()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_producer_block_of_the_connectors_task_is_read_from_the_log() {
+        // The shape of Kafka Connect 4.1.0's log (this module's log pattern): a ProducerConfig block per
+        // client, the task's named connector-producer-<connector>-0.
+        let log = "[2026-12-01 02:07:41,905] INFO ProducerConfig values: \n\tacks = -1\n\tbatch.size = 32768\n\t\
+                   client.id = n-schemahistory\n\tlinger.ms = 5\n (org.apache.kafka.clients.producer.ProducerConfig)\n\
+                   [2026-12-01 02:07:42,810] INFO ProducerConfig values: \n\tacks = -1\n\tbatch.size = 1000000\n\t\
+                   client.id = connector-producer-n-0\n\tcompression.type = lz4\n\tlinger.ms = 1\n\
+                   (org.apache.kafka.clients.producer.ProducerConfig)\n";
+        let blocks = logged_client_configs(log, "ProducerConfig");
+        assert_eq!(blocks.len(), 2);
+        let block = &blocks[1];
+        assert_eq!(block["client.id"], "connector-producer-n-0");
+        assert_eq!(block["batch.size"], "1000000");
+        assert_eq!(block["compression.type"], "lz4");
+        assert_eq!(block["linger.ms"], "1", "the logger's name on the next line is not a setting");
+        assert_eq!(blocks[0]["linger.ms"], "5");
+        assert!(logged_client_configs(log, "ConsumerConfig").is_empty());
     }
-    Ok(body.to_owned())
 }

@@ -1,5 +1,6 @@
-//! Rig C: stream the binlog from the current position with mysql_async's binlog client, decode the job
-//! table's inserts into bare row JSON and produce each row as it is decoded.
+//! Rig C: stream the binlog with mysql_async's binlog client, from the current position or, for a backlog,
+//! from the one the driver recorded before the inserts; decode the job table's inserts and produce each row
+//! as it is decoded, in the job's format ([`Output`]).
 //!
 //! MariaDB specifics (mysql-cdc-arms.md §3): `SET @mariadb_slave_capability=4` makes the server send its own
 //! GTID events (0xa2), which mysql_common does not decode, so they are parsed here by hand; the start is a
@@ -19,11 +20,14 @@ use mysql_async::prelude::Queryable;
 use mysql_async::{BinlogStream, BinlogStreamRequest, Conn};
 use tokio::sync::watch;
 
-use super::super::Job;
+use super::super::{BinlogPosition, Format, Job};
 use super::Shared;
+use super::columns::{self, ColumnDef};
+use super::envelope::{Op, Snapshot, Source};
+use super::output::Output;
 use super::produce::Sink;
 use super::row_image::RowImage;
-use super::row_json::{RowEncoder, id_of};
+use super::row_json::RowEncoder;
 
 /// MariaDB's own event types (>= 160) that matter here.
 const MARIADB_GTID_EVENT: u8 = 0xa2;
@@ -57,18 +61,18 @@ pub fn parse_mariadb_gtid(body: &[u8], server: u32) -> Option<Gtid> {
     Some(Gtid { domain, server, seq, standalone: flags & 1 != 0 })
 }
 
-/// The job table's row layout and its JSON encoder (other tables get none: their rows are only counted).
+/// The job table's row layout and its encoder (other tables get none: their rows are only counted).
 struct Table {
     image: RowImage,
-    encoder: RowEncoder,
+    output: Output,
 }
 
-/// Where the stream starts.
-#[derive(Debug, Clone)]
-pub struct Start {
-    pub file: String,
-    pub pos: u64,
-    pub gtid: String,
+/// What the table's encoders are built from: the seed's format from the TABLE_MAP's types (names from its
+/// metadata or `information_schema`), Debezium's formats from the column definitions.
+struct Layout {
+    format: Format,
+    fallback_names: Vec<String>,
+    columns: Option<Vec<ColumnDef>>,
 }
 
 /// What the stream saw, for the record.
@@ -79,6 +83,8 @@ struct Seen {
     other_tables_events: u64,
     update_delete_events: u64,
     last_gtid: Option<Gtid>,
+    /// The open transaction's GTID as text (the envelope's `source.gtid`).
+    current_gtid: String,
     file: String,
     fde_seen: bool,
     column_names: &'static str,
@@ -89,15 +95,27 @@ struct Seen {
 pub async fn run(job: &Job, shared: Arc<Shared>, mut stop: watch::Receiver<bool>) -> Result<()> {
     let opts = crate::arms::mysql_cdc::db::opts(&job.env, None)?;
     let mut meta = Conn::new(opts.clone()).await.context("connecting to the server")?;
-    let start = current_position(&mut meta).await?;
-    let fallback_names = column_names(&mut meta, job.table.database, job.table.table).await?;
+    let (start, from) = match &job.start_at {
+        Some(at) => (at.clone(), "the position the driver recorded before the backlog"),
+        None => (current_position(&mut meta).await?, "the server's current position"),
+    };
+    let (database, table) = (job.table.database, job.table.table);
+    let layout = Layout {
+        format: job.knobs.format,
+        fallback_names: column_names(&mut meta, database, table).await?,
+        columns: match job.knobs.format {
+            Format::Seed => None,
+            _ => Some(columns::load(&mut meta, database, table).await?),
+        },
+    };
     let server_id = stream_server_id();
     let mut stream = open_stream(opts, &start, server_id).await?;
     meta.disconnect().await.ok();
-    shared.detail("start position", format!("{}:{} gtid {:?}", start.file, start.pos, start.gtid));
+    shared.detail("start position", format!("{start}, {from}"));
     shared.detail("binlog server_id", server_id.to_string());
 
     let mut sink = Sink::new(job, true)?;
+    shared.applied_producer(&sink.applied);
     let mut tables: HashMap<u64, Option<Table>> = HashMap::new();
     let mut seen =
         Seen { file: start.file.clone(), column_names: "TABLE_MAP (binlog_row_metadata=FULL)", ..Default::default() };
@@ -110,7 +128,7 @@ pub async fn run(job: &Job, shared: Arc<Shared>, mut stop: watch::Receiver<bool>
         };
         let Some(event) = event else { break Err(anyhow::anyhow!("the server ended the binlog stream")) };
         let event = event.context("reading the binlog stream")?;
-        let step = handle(&event, job, &fallback_names, &mut tables, &mut seen, &mut current, &mut sink, &mut scratch);
+        let step = handle(&event, job, &layout, &mut tables, &mut seen, &mut current, &mut sink, &mut scratch);
         if let Err(e) = step.and_then(|()| sink.check()) {
             break Err(e);
         }
@@ -138,7 +156,7 @@ pub async fn run(job: &Job, shared: Arc<Shared>, mut stop: watch::Receiver<bool>
 fn handle(
     event: &Event,
     job: &Job,
-    fallback_names: &[String],
+    layout: &Layout,
     tables: &mut HashMap<u64, Option<Table>>,
     seen: &mut Seen,
     current: &mut Gtid,
@@ -153,18 +171,18 @@ fn handle(
             // A table keeps its id until its definition changes; a new id gets a new layout and encoder.
             if let std::collections::hash_map::Entry::Vacant(slot) = tables.entry(tme.table_id()) {
                 let ours = tme.database_name() == job.table.database && tme.table_name() == job.table.table;
-                slot.insert(ours.then(|| table_for(&tme, fallback_names, seen)).transpose()?);
+                slot.insert(ours.then(|| table_for(&tme, job, layout, seen)).transpose()?);
             }
         }
         Ok(EventType::WRITE_ROWS_EVENT_V1) => {
             let rows: WriteRowsEventV1<'_> = event.read_event()?;
             let shape = (rows.num_columns(), rows.columns_after_image().all());
-            produce_rows(tables, rows.table_id(), shape, rows.rows_data(), seen, sink, scratch)?;
+            produce_rows(tables, rows.table_id(), shape, rows.rows_data(), event, seen, sink, scratch)?;
         }
         Ok(EventType::WRITE_ROWS_EVENT) => {
             let rows: WriteRowsEvent<'_> = event.read_event()?;
             let shape = (rows.num_columns(), rows.columns_after_image().all());
-            produce_rows(tables, rows.table_id(), shape, rows.rows_data(), seen, sink, scratch)?;
+            produce_rows(tables, rows.table_id(), shape, rows.rows_data(), event, seen, sink, scratch)?;
         }
         Ok(
             EventType::UPDATE_ROWS_EVENT_V1
@@ -190,6 +208,7 @@ fn handle(
         _ if raw == MARIADB_GTID_EVENT => {
             *current = parse_mariadb_gtid(event.data(), header.server_id())
                 .context("a MariaDB GTID event too short to parse")?;
+            seen.current_gtid = current.to_string();
         }
         _ if MARIADB_COMPRESSED.contains(&raw) => {
             bail!("compressed binlog event {raw:#x}: the arm does not decode log_bin_compress=ON binlogs")
@@ -199,18 +218,21 @@ fn handle(
     Ok(())
 }
 
-/// Buffers reused from row to row: the decoded values and the row's JSON.
+/// Buffers reused from row to row: the decoded values, the row's key and value.
 #[derive(Default)]
 struct Scratch {
     values: Vec<mysql_async::Value>,
-    json: Vec<u8>,
+    key: Vec<u8>,
+    value: Vec<u8>,
 }
 
+#[allow(clippy::too_many_arguments)]
 fn produce_rows(
     tables: &HashMap<u64, Option<Table>>,
     table_id: u64,
     (columns, all_present): (u64, bool),
     data: &[u8],
+    event: &Event,
     seen: &mut Seen,
     sink: &mut Sink,
     scratch: &mut Scratch,
@@ -227,20 +249,37 @@ fn produce_rows(
         "a rows event with {columns} columns for a TABLE_MAP of {}",
         table.image.columns()
     );
-    let Scratch { values, json } = scratch;
+    let header = event.header();
+    // Debezium's `source.pos` is where the rows event starts; `row` counts rows within it.
+    let pos = u64::from(header.log_pos().saturating_sub(header.event_size()));
+    let (ts_ms, server_id) = (i64::from(header.timestamp()) * 1000, header.server_id());
+    let Scratch { values, key, value } = scratch;
+    let mut row_in_event = 0u32;
+    let (gtid, file) = (seen.current_gtid.as_str(), seen.file.as_str());
+    let mut produced = 0;
     table.image.for_each_row(all_present, data, values, |row| {
-        json.clear();
-        table.encoder.encode(row, json);
-        let id = id_of(&row[table.encoder.id_index]).context("a row without an integer id")?;
-        sink.send(id, json)?;
-        seen.rows += 1;
+        let source =
+            || Source { ts_ms, snapshot: Snapshot::False, server_id, gtid: Some(gtid), file, pos, row: row_in_event };
+        table.output.encode(row, Op::Create, source, key, value)?;
+        sink.send(key, value)?;
+        row_in_event += 1;
+        produced += 1;
         Ok(())
-    })
+    })?;
+    seen.rows += produced;
+    Ok(())
 }
 
-/// Layout, names and types from the TABLE_MAP (names from its optional metadata, else `information_schema`).
-fn table_for(tme: &TableMapEvent<'_>, fallback: &[String], seen: &mut Seen) -> Result<Table> {
+/// Layout from the TABLE_MAP; the encoder from its names and types (names from its optional metadata, else
+/// `information_schema`) for the seed's format, from the column definitions for Debezium's formats.
+fn table_for(tme: &TableMapEvent<'_>, job: &Job, layout: &Layout, seen: &mut Seen) -> Result<Table> {
     let count = tme.columns_count() as usize;
+    let image = RowImage::of(tme)?;
+    if let Some(defs) = &layout.columns {
+        ensure!(defs.len() == count, "{count} columns in the TABLE_MAP, {} in information_schema", defs.len());
+        return Ok(Table { image, output: Output::debezium(layout.format, defs, job)? });
+    }
+    let fallback = &layout.fallback_names;
     let meta = mysql_async::binlog::events::OptionalMetaExtractor::new(tme.iter_optional_meta())?;
     let names: Vec<String> =
         meta.iter_column_name().map(|n| n.map(|n| n.name().into_owned())).collect::<Result<_, _>>()?;
@@ -257,17 +296,17 @@ fn table_for(tme: &TableMapEvent<'_>, fallback: &[String], seen: &mut Seen) -> R
         let t = tme.get_column_type(i)?.with_context(|| format!("no type for column {name}"))?;
         columns.push((name.as_str(), t));
     }
-    Ok(Table { image: RowImage::of(tme)?, encoder: RowEncoder::new(columns, "id") })
+    Ok(Table { image, output: Output::seed(RowEncoder::new(columns, "id")) })
 }
 
 /// The server's current binlog position (`SHOW MASTER STATUS`, `@@gtid_binlog_pos`).
-async fn current_position(conn: &mut Conn) -> Result<Start> {
+async fn current_position(conn: &mut Conn) -> Result<BinlogPosition> {
     let row: Option<mysql_async::Row> = conn.query_first("SHOW MASTER STATUS").await?;
     let row = row.context("SHOW MASTER STATUS is empty: the server has no binlog (log_bin=OFF)")?;
     let file: String = row.get(0).context("no binlog file")?;
     let pos: u64 = row.get(1).context("no binlog position")?;
     let gtid: Option<String> = conn.query_first("SELECT @@GLOBAL.gtid_binlog_pos").await?;
-    Ok(Start { file, pos, gtid: gtid.unwrap_or_default() })
+    Ok(BinlogPosition { file, pos, gtid: gtid.unwrap_or_default() })
 }
 
 /// The table's column names in order (used when TABLE_MAP carries none).
@@ -287,7 +326,7 @@ fn stream_server_id() -> u32 {
     1000 + (nanos ^ std::process::id()) % 1_000_000_000
 }
 
-async fn open_stream(opts: mysql_async::Opts, start: &Start, server_id: u32) -> Result<BinlogStream> {
+async fn open_stream(opts: mysql_async::Opts, start: &BinlogPosition, server_id: u32) -> Result<BinlogStream> {
     let mut conn = Conn::new(opts).await.context("connecting the binlog session")?;
     conn.query_drop(format!("SET @mariadb_slave_capability = {SLAVE_CAPABILITY}")).await?;
     let request = BinlogStreamRequest::new(server_id);

@@ -1,14 +1,25 @@
 //! The Rust arm: our own CDC pipeline in the harness process, on mysql_async 0.37.1 (snapshot queries and
 //! the binlog stream) and rust-rdkafka. It runs all four rigs:
 //! - `snapshot_drop` / `snapshot_kafka` ([`snapshot`]): a lock-free consistent snapshot paged by id, every
-//!   row encoded as bare row JSON ([`row_json`]) and discarded (counted) or produced ([`produce`]);
-//! - `cdc_kafka` ([`binlog`]): the binlog from the current GTID, inserts of the job's table produced per row;
-//! - `kafka_to_mysql` ([`writer`]): the event topic into `bench_events` with multi-row INSERTs.
+//!   row encoded in the job's format ([`output`]) and discarded (counted) or produced ([`produce`]);
+//! - `cdc_kafka` ([`binlog`]): the binlog from the current GTID (or, for a backlog, from the position the
+//!   driver recorded before the inserts), inserts of the job's table produced per row;
+//! - `kafka_to_mysql` ([`writer`]): the event topic (bare, or the Connect envelope the JDBC sink reads) into
+//!   `bench_events` with multi-row INSERTs, committing its offsets and flushing on a linger.
+//!
+//! Formats ([`output`]): the seed's bare row JSON, Debezium's unwrapped row JSON ([`row_json`],
+//! [`connect_values`]) or Debezium's envelope ([`envelope`], from the column definitions in [`columns`]).
+//! Knobs it does not apply are neither read nor recorded; values it cannot apply are refused ([`knobs`]).
 //!
 //! `start` runs the pipeline on a thread of its own (with a one-worker tokio runtime for the server and
 //! broker I/O) and returns; `check` reports what the pipeline failed with; `stop` stops and joins it.
 
 pub mod binlog;
+pub mod columns;
+pub mod connect_values;
+pub mod envelope;
+pub mod knobs;
+pub mod output;
 pub mod produce;
 pub mod row_image;
 pub mod row_json;
@@ -19,34 +30,28 @@ use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::thread::JoinHandle;
-use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow};
-use mysql_async::Conn;
-use streamlab_record::applied::Applied;
-use tokio::sync::{mpsc, watch};
+use streamlab_record::applied::{Applied, AppliedBuilder, FORMAT, KEY};
+use tokio::sync::watch;
 
 use super::ids::IdSet;
-use super::probe::now_ms;
 use super::{ArmInfo, CdcArm, EventFormat, Job, Knobs, NotRunnable, Rig, Running, SelfCount};
 use crate::arms::spec::KnobStruct;
 use crate::arms::{ArmContext, ArmSpec};
-use row_json::id_of;
 
 pub const ARM: ArmSpec = ArmSpec {
     bench: super::BENCH,
     arm: "rust",
-    knobs: super::KNOBS,
+    knobs: knobs::KNOBS,
     run,
-    knob_struct: KnobStruct::of::<super::Knobs>(),
+    knob_struct: KnobStruct::of::<knobs::Knobs>(),
 };
 
 fn run(ctx: &ArmContext) -> Result<streamlab_record::Measurement> {
-    super::run(ctx, &RustArm)
+    let knobs: knobs::Knobs = ctx.knobs()?;
+    super::run_knobs(&ctx.env, &knobs.into_driver_knobs(), &RustArm)
 }
-
-/// How long the snapshot's producer may take to have everything acknowledged.
-const FLUSH_TIMEOUT: Duration = Duration::from_secs(120);
 
 pub struct RustArm;
 
@@ -56,10 +61,7 @@ impl CdcArm for RustArm {
     }
 
     fn check(&self, knobs: &Knobs) -> Result<(), NotRunnable> {
-        if knobs.rig == Rig::KafkaToMysql {
-            writer::check(knobs)?;
-        }
-        Ok(())
+        knobs::check(knobs)
     }
 
     fn event_format(&self, knobs: &Knobs) -> EventFormat {
@@ -109,6 +111,16 @@ impl Shared {
     /// Settings the pipeline read back from its clients, for the record's `applied`.
     pub fn set_applied(&self, applied: Applied) {
         lock(&self.applied).extend(applied);
+    }
+
+    /// The producer's settings as read back from librdkafka, for the record's `applied` map.
+    pub fn applied_producer(&self, settings: &[(&'static str, String)]) {
+        self.set_applied(AppliedBuilder::new().producer(settings.iter().map(|(k, v)| (*k, v.clone()))).build());
+    }
+
+    /// The drop rig's count, once every row was read.
+    pub fn counted(&self, count: SelfCount) {
+        *lock(&self.count) = count;
     }
 
     pub fn stopping(&self) -> bool {
@@ -174,7 +186,7 @@ fn pipeline(job: &Job, shared: &Arc<Shared>, stop: watch::Receiver<bool>) -> Res
         .enable_all()
         .build()?;
     match job.rig {
-        Rig::SnapshotDrop | Rig::SnapshotKafka => snapshot_rig(job, shared, &rt),
+        Rig::SnapshotDrop | Rig::SnapshotKafka => snapshot::run(job, shared, &rt),
         Rig::CdcKafka => {
             let (job, shared) = (job.clone(), shared.clone());
             rt.block_on(async move { tokio::spawn(async move { binlog::run(&job, shared, stop).await }).await })?
@@ -183,90 +195,36 @@ fn pipeline(job: &Job, shared: &Arc<Shared>, stop: watch::Receiver<bool>) -> Res
     }
 }
 
-/// Rigs A and B: the fetch task pages through the snapshot; this thread encodes (and produces) every row.
-fn snapshot_rig(job: &Job, shared: &Arc<Shared>, rt: &tokio::runtime::Runtime) -> Result<()> {
-    let opts = super::db::opts(&job.env, None)?;
-    let (tx, mut rx) = mpsc::channel(snapshot::PAGES_AHEAD);
-    let (database, table, batch) = (job.table.database, job.table.table, job.knobs.batch_size.max(1));
-    let sh = shared.clone();
-    let reader = rt.spawn(async move {
-        let mut conn = Conn::new(opts).await.context("connecting the snapshot session")?;
-        let position = snapshot::begin(&mut conn).await?;
-        sh.detail("snapshot position", position.to_string());
-        snapshot::read_pages(conn, database, table, batch, tx).await
-    });
-    let mut sink = match job.rig {
-        Rig::SnapshotKafka => Some(produce::Sink::new(job, false)?),
-        _ => None,
-    };
-    let mut count = SelfCount { ids: IdSet::new(job.knobs.rows), ..Default::default() };
-    let mut encoder = None;
-    let mut buf = Vec::with_capacity(4096);
-    let encoded = (|| {
-        while let Some(page) = rx.blocking_recv() {
-            if shared.stopping() {
-                break;
-            }
-            let Some(first) = page.rows.first() else { continue };
-            let enc = encoder.get_or_insert_with(|| snapshot::encoder_for(first));
-            count.first_ms.get_or_insert_with(now_ms);
-            for row in &page.rows {
-                buf.clear();
-                enc.encode(snapshot::values(row), &mut buf);
-                let id = row.as_ref(enc.id_index).and_then(id_of).context("a row without an integer id")?;
-                count.rows += 1;
-                count.bytes += buf.len() as u64;
-                count.ids.insert(id);
-                if super::content::is_sampled(id, job.knobs.rows) {
-                    count.sample.insert(id, buf.clone());
-                }
-                if let Some(s) = sink.as_mut() {
-                    s.send(id, &buf)?;
-                }
-            }
-            if let Some(s) = &sink {
-                s.check()?;
-            }
-        }
-        Ok::<_, anyhow::Error>(())
-    })();
-    drop(rx);
-    let read = rt.block_on(reader).context("the snapshot task panicked")?;
-    encoded?;
-    let read = read?;
-    count.last_ms = Some(now_ms());
-    if let Some(s) = &sink {
-        s.flush(FLUSH_TIMEOUT)?;
-    }
-    shared.detail("rows read", format!("{read} ({} encoded, {} B of JSON)", count.rows, count.bytes));
-    count.done = true;
-    *lock(&shared.count) = count;
-    Ok(())
-}
-
 /// What the record says about the arm and the settings it ran with.
 fn info(rig: Rig, knobs: &Knobs, mut details: BTreeMap<String, String>) -> ArmInfo {
     let mut versions = crate::versions::client_versions();
     versions.insert("mysql_async".into(), "0.37.1 (mysql_common 0.37.3)".into());
     versions.insert("rust-rdkafka".into(), "0.39.0".into());
-    let producer =
-        |streaming| produce::settings(streaming).iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ");
+    let producer = |streaming| {
+        let settings = produce::settings(knobs.producer, streaming);
+        settings.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
+    };
     let batch = knobs.batch_size;
     let config = match rig {
         Rig::SnapshotDrop => format!(
             "snapshot: REPEATABLE READ, START TRANSACTION WITH CONSISTENT SNAPSHOT; pages of {batch} rows by id \
-             (prepared, binary protocol); {} pages in flight; every row encoded as bare JSON and dropped",
-            snapshot::PAGES_AHEAD
+             (prepared, binary protocol); {} pages in flight; every row encoded ({:?}) and dropped",
+            snapshot::PAGES_AHEAD,
+            knobs.format
         ),
         Rig::SnapshotKafka => format!(
-            "snapshot: as snapshot_drop, pages of {batch} rows, {} pages in flight; producer: {}; key = id",
+            "snapshot: as snapshot_drop, pages of {batch} rows, {} pages in flight; format {:?}; producer ({:?}): {}",
             snapshot::PAGES_AHEAD,
+            knobs.format,
+            knobs.producer,
             producer(false)
         ),
         Rig::CdcKafka => format!(
             "binlog: mysql_async get_binlog_stream, @mariadb_slave_capability=4, GTID resume \
-             (@slave_connect_state), @master_binlog_checksum='ALL'; each row produced as decoded; producer: {}; \
-             key = id",
+             (@slave_connect_state), @master_binlog_checksum='ALL'; each row produced as decoded; format {:?}; \
+             producer ({:?}): {}",
+            knobs.format,
+            knobs.producer,
             producer(true)
         ),
         Rig::KafkaToMysql => writer::describe(knobs),
@@ -280,13 +238,32 @@ fn info(rig: Rig, knobs: &Knobs, mut details: BTreeMap<String, String>) -> ArmIn
          column names"
             .into(),
     );
-    details.insert(
-        "row format".into(),
-        "bare row JSON: integers as numbers, DECIMAL as a string, DATETIME as 'YYYY-MM-DD HH:MM:SS[.ffffff]', \
-         NULL as null; only inserts are produced in cdc_kafka"
-            .into(),
-    );
-    ArmInfo { versions, config, details, note: None, applied: Applied::new() }
+    let mut applied = Applied::new();
+    // The sink rig's format, key and consumer are the driver's and the writer's (rig::sink_applied, writer).
+    if rig != Rig::KafkaToMysql {
+        let row_format = match knobs.format {
+            super::Format::RowJson => {
+                "bare row JSON as Debezium's new-record-state unwrap writes it with schemas off and \
+                 decimal.handling.mode=string: DECIMAL as a string, DATETIME as epoch ms (UTC), DATE as epoch \
+                 days; key {\"id\":N}"
+            }
+            super::Format::DebeziumEnvelope => {
+                "Debezium 3.5 MariaDB's JsonConverter envelope with schemas (before/after/source/transaction/op/\
+                 ts_*), DECIMAL as precise base64 with its Decimal schema, DATETIME as epoch ms; key \
+                 {\"schema\":..,\"payload\":{\"id\":N}}"
+            }
+            _ => {
+                "bare row JSON: integers as numbers, DECIMAL as a string, DATETIME as 'YYYY-MM-DD \
+                 HH:MM:SS[.ffffff]', NULL as null; key: the id as text"
+            }
+        };
+        details.insert("row format".into(), format!("{row_format}; only inserts are produced in cdc_kafka"));
+        if let Ok((format, key)) = output::applied_names(knobs.format) {
+            let key = if rig == Rig::SnapshotDrop { "none" } else { key };
+            applied = AppliedBuilder::new().set(FORMAT, format).set(KEY, key).build();
+        }
+    }
+    ArmInfo { versions, config, details, note: None, applied }
 }
 
 #[cfg(test)]
@@ -296,12 +273,18 @@ mod tests {
     use super::*;
 
     fn run_rig(rig: &str, rows: u64) -> streamlab_record::Measurement {
-        let knobs = serde_json::json!({
-            "rig": rig, "rows": rows, "batch_size": 1000, "fetch_size": 0, "queue_size": 0, "tasks": 8,
-            "schemas": false, "cores": 0, "timeout_s": 120, "broker_cores_at_most": 3,
+        run_with(serde_json::json!({ "rig": rig, "rows": rows }))
+    }
+
+    /// The arm through its registry entry, with `knobs` over quick defaults.
+    fn run_with(knobs: serde_json::Value) -> streamlab_record::Measurement {
+        let mut all = serde_json::json!({
+            "rig": "snapshot_kafka", "rows": 20_000, "batch_size": 1000, "tasks": 8, "timeout_s": 120,
+            "broker_cores_at_most": 3,
         });
-        let ctx = ArmContext { env: crate::test_env(), knobs: knobs.as_object().unwrap().clone() };
-        let m = super::super::run(&ctx, &RustArm).unwrap();
+        all.as_object_mut().unwrap().extend(knobs.as_object().unwrap().clone());
+        let ctx = ArmContext { env: crate::test_env(), knobs: all.as_object().unwrap().clone() };
+        let m = (ARM.run)(&ctx).unwrap();
         assert_eq!(m.integrity.status, IntegrityStatus::Verified, "{:?}", m.integrity);
         assert!(m.metrics["records_per_s"].value > 0.0, "{:?}", m.metrics);
         m
@@ -317,7 +300,10 @@ mod tests {
     #[test]
     #[ignore = "needs the lab's MariaDB and Kafka: cargo xtask test"]
     fn rust_arm_snapshot_kafka_produces_every_row_once() {
-        run_rig("snapshot_kafka", 20_000);
+        let m = run_rig("snapshot_kafka", 20_000);
+        assert_eq!((m.applied["format"].as_str(), m.applied["key"].as_str()), ("row-json-text-time", "id-text"));
+        assert_eq!(m.applied["producer.compression.type"], "lz4");
+        assert_eq!(m.applied["workload"], "snapshot 20000 rows of benchdb.cart");
     }
 
     #[test]
@@ -326,6 +312,38 @@ mod tests {
         let m = run_rig("cdc_kafka", 20_000);
         assert!(m.metrics.contains_key("lag_p99_ms"), "{:?}", m.metrics);
         assert_eq!(m.details["transactions"], "2", "{:?}", m.details);
+    }
+
+    #[test]
+    #[ignore = "needs the lab's MariaDB and Kafka: cargo xtask test"]
+    fn rust_arm_drains_a_backlog_from_the_recorded_position_and_says_what_it_applied() {
+        let m = run_with(serde_json::json!({
+            "rig": "cdc_kafka", "cdc_load": "backlog", "format": "row_json", "producer": "rust",
+        }));
+        assert!(m.details["start position"].contains("recorded before the backlog"), "{:?}", m.details);
+        assert_eq!(m.applied["offered_load"], "all rows present before the start");
+        assert_eq!(m.applied["workload"], "cdc backlog of 20000 rows of benchdb_cdc.cart");
+        assert_eq!((m.applied["format"].as_str(), m.applied["key"].as_str()), ("row-json", "id-json"));
+        // Read back from librdkafka: its idempotent cap on requests in flight, the stream's linger.
+        assert_eq!(m.applied["producer.max.in.flight.requests.per.connection"], "5");
+        assert_eq!(m.applied["producer.linger.ms"], "1");
+        assert_eq!(m.metrics["key_bytes_per_record"].value.round(), 11.0, "{{\"id\":N}} for ids 1..=20000");
+    }
+
+    #[test]
+    #[ignore = "needs the lab's MariaDB and Kafka: cargo xtask test"]
+    fn rust_arm_streams_a_paced_inserter_that_never_runs_ahead_of_its_rate() {
+        let m = run_with(serde_json::json!({
+            "rig": "cdc_kafka", "rows": 4000, "cdc_load": "paced", "paced_rows_per_s": 2000,
+            "format": "debezium_envelope", "producer": "connect_default",
+        }));
+        // Each commit waits for its last row's due time, so the session can only be slower than the rate.
+        assert!(m.metrics["insert_rows_per_s"].value <= 2000.0 * 1.001, "{:?}", m.metrics["insert_rows_per_s"]);
+        assert!(m.details["pacing"].contains("commits of 40 rows"), "{:?}", m.details);
+        assert!(m.metrics.contains_key("lag_p99_ms"));
+        assert_eq!(m.applied["offered_load"], "paced at 2000 rows/s");
+        assert_eq!(m.applied["producer.enable.idempotence"], "false");
+        assert_eq!(m.applied["format"], "debezium-envelope");
     }
 
     #[test]

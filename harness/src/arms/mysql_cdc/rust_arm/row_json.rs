@@ -4,12 +4,16 @@
 //! character and binary columns are JSON strings (invalid UTF-8 replaced).
 //!
 //! The encoder is built once per table (its keys are pre-rendered) and writes into a reused buffer: the
-//! snapshot's text rows and the binlog's typed values go through the same code.
+//! snapshot's text rows and the binlog's typed values go through the same code. Built from the column kinds
+//! Debezium's converters use ([`RowEncoder::with_kinds`]), it writes times and decimals as they do
+//! ([`super::connect_values`]).
 
 use std::io::Write as _;
 
 use mysql_async::Value;
 use mysql_async::consts::ColumnType;
+
+use super::connect_values::{Temporal, ValueError, write_decimal_bytes, write_temporal};
 
 /// How a column's value is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,6 +30,10 @@ pub enum Kind {
     Time,
     /// Everything else: a JSON string.
     Text,
+    /// DECIMAL as Debezium's `precise` mode writes it: base64 of the unscaled value at this scale.
+    DecimalBytes(u8),
+    /// DATE, DATETIME, TIME as numbers, as Debezium's converters write them.
+    Temporal(Temporal),
 }
 
 impl Kind {
@@ -43,6 +51,36 @@ impl Kind {
     }
 }
 
+/// A row's values by column position: a binlog row image or a snapshot row.
+pub trait Values {
+    fn columns(&self) -> usize;
+    fn value(&self, i: usize) -> &Value;
+    fn iter(&self) -> impl Iterator<Item = &Value> {
+        (0..self.columns()).map(|i| self.value(i))
+    }
+}
+
+static NULL: Value = Value::NULL;
+
+impl Values for [Value] {
+    fn columns(&self) -> usize {
+        self.len()
+    }
+    fn value(&self, i: usize) -> &Value {
+        &self[i]
+    }
+}
+
+impl Values for mysql_async::Row {
+    fn columns(&self) -> usize {
+        self.len()
+    }
+    /// A value taken out of the row reads as NULL (the arm never takes any).
+    fn value(&self, i: usize) -> &Value {
+        self.as_ref(i).unwrap_or(&NULL)
+    }
+}
+
 /// Encodes the rows of one table.
 #[derive(Debug, Clone)]
 pub struct RowEncoder {
@@ -56,16 +94,21 @@ pub struct RowEncoder {
 impl RowEncoder {
     /// `columns` as (name, type) in table order; `id` names the primary key column.
     pub fn new<'a>(columns: impl IntoIterator<Item = (&'a str, ColumnType)>, id: &str) -> RowEncoder {
+        Self::with_kinds(columns.into_iter().map(|(name, t)| (name, Kind::of(t))), id)
+    }
+
+    /// `columns` as (name, how its values are written) in table order; `id` names the primary key column.
+    pub fn with_kinds<'a>(columns: impl IntoIterator<Item = (&'a str, Kind)>, id: &str) -> RowEncoder {
         let mut keys = Vec::new();
         let mut kinds = Vec::new();
         let mut id_index = 0;
-        for (i, (name, t)) in columns.into_iter().enumerate() {
+        for (i, (name, kind)) in columns.into_iter().enumerate() {
             let mut key = Vec::with_capacity(name.len() + 4);
             key.push(if i == 0 { b'{' } else { b',' });
             write_str(&mut key, name.as_bytes());
             key.push(b':');
             keys.push(key);
-            kinds.push(Kind::of(t));
+            kinds.push(kind);
             if name == id {
                 id_index = i;
             }
@@ -77,18 +120,24 @@ impl RowEncoder {
         self.kinds.len()
     }
 
-    /// Appends the row's JSON to `out`; `values` in the encoder's column order.
-    pub fn encode<'v>(&self, values: impl IntoIterator<Item = &'v Value>, out: &mut Vec<u8>) {
+    /// Appends the row's JSON to `out`; `values` in the encoder's column order. Fails only for a value its
+    /// column's kind cannot write (a DECIMAL with more fraction digits than its scale, a date in a number).
+    pub fn encode<'v>(&self, values: impl IntoIterator<Item = &'v Value>, out: &mut Vec<u8>) -> Result<(), ValueError> {
         let mut n = 0;
         for ((key, kind), value) in self.keys.iter().zip(&self.kinds).zip(values) {
             out.extend_from_slice(key);
-            write_value(out, *kind, value);
+            match kind {
+                Kind::DecimalBytes(scale) => write_decimal_bytes(out, *scale, value)?,
+                Kind::Temporal(how) => write_temporal(out, *how, value)?,
+                _ => write_value(out, *kind, value),
+            }
             n += 1;
         }
         if n == 0 {
             out.push(b'{');
         }
         out.push(b'}');
+        Ok(())
     }
 }
 
@@ -237,7 +286,7 @@ mod tests {
 
     fn encode(e: &RowEncoder, values: &[Value]) -> String {
         let mut out = Vec::new();
-        e.encode(values, &mut out);
+        e.encode(values, &mut out).unwrap();
         String::from_utf8(out).unwrap()
     }
 

@@ -3,16 +3,28 @@
 //! (`Binlog_snapshot_file/position`, MariaDB's, and its GTID via `BINLOG_GTID_POS`), then pages through the
 //! table by primary key (`WHERE id > ? ORDER BY id LIMIT batch_size`, one prepared statement, binary
 //! protocol). A fetch task reads page n+1 while the arm's thread encodes page n (at most
-//! [`PAGES_AHEAD`] pages in flight).
+//! [`PAGES_AHEAD`] pages in flight) in the job's format, and discards it (rig A) or produces it (rig B).
 
 use std::sync::Arc;
+use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result, bail, ensure};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Row};
 use tokio::sync::{Semaphore, mpsc};
 
+use super::super::ids::IdSet;
+use super::super::probe::now_ms;
+use super::super::{Format, Job, Rig, SelfCount};
+use super::Shared;
+use super::columns;
+use super::envelope::{Op, Snapshot, Source};
+use super::output::Output;
+use super::produce;
 use super::row_json::{RowEncoder, id_of};
+
+/// How long the snapshot's producer may take to have everything acknowledged.
+const FLUSH_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Pages the fetch task may hold before the encoder has finished with them (1: no pipelining).
 pub const PAGES_AHEAD: usize = 2;
@@ -94,7 +106,91 @@ pub fn encoder_for(row: &Row) -> RowEncoder {
     RowEncoder::new(names.iter().map(|n| n.as_ref()).zip(columns.iter().map(|c| c.column_type())), "id")
 }
 
-/// The row's values in column order.
-pub fn values(row: &Row) -> impl Iterator<Item = &mysql_async::Value> {
-    (0..row.len()).filter_map(|i| row.as_ref(i))
+/// Rigs A and B: the fetch task pages through the snapshot; this thread encodes (and produces) every row.
+pub fn run(job: &Job, shared: &Arc<Shared>, rt: &tokio::runtime::Runtime) -> Result<()> {
+    let opts = super::super::db::opts(&job.env, None)?;
+    let (database, table, batch) = (job.table.database, job.table.table, job.knobs.batch_size.max(1));
+    let format = job.knobs.format;
+    // The column definitions (Debezium's formats), then the snapshot and its position, on one session.
+    let (conn, position, columns) = rt.block_on(async {
+        let mut conn = Conn::new(opts).await.context("connecting the snapshot session")?;
+        let columns = match format {
+            Format::Seed => None,
+            _ => Some(columns::load(&mut conn, database, table).await?),
+        };
+        let position = begin(&mut conn).await?;
+        Ok::<_, anyhow::Error>((conn, position, columns))
+    })?;
+    shared.detail("snapshot position", position.to_string());
+    // Debezium's snapshot rows carry the snapshot's start in whole seconds.
+    let snapshot_ms = (now_ms() / 1000.0).floor() as i64 * 1000;
+    let mut output = columns.as_deref().map(|c| Output::debezium(format, c, job)).transpose()?;
+    let (tx, mut rx) = mpsc::channel(PAGES_AHEAD);
+    let reader = rt.spawn(async move { read_pages(conn, database, table, batch, tx).await });
+    let mut sink = match job.rig {
+        Rig::SnapshotKafka => {
+            let sink = produce::Sink::new(job, false)?;
+            shared.applied_producer(&sink.applied);
+            Some(sink)
+        }
+        _ => None,
+    };
+    let mut count = SelfCount { ids: IdSet::new(job.knobs.rows), ..Default::default() };
+    let (mut key, mut value) = (Vec::with_capacity(256), Vec::with_capacity(4096));
+    let encoded = (|| {
+        while let Some(page) = rx.blocking_recv() {
+            if shared.stopping() {
+                break;
+            }
+            let Some(first) = page.rows.first() else { continue };
+            let out = match &mut output {
+                Some(out) => {
+                    if let Some(n) = out.columns() {
+                        ensure!(n == first.len(), "{n} column definitions for rows of {} columns", first.len());
+                    }
+                    &*out
+                }
+                None => output.insert(Output::seed(encoder_for(first))),
+            };
+            count.first_ms.get_or_insert_with(now_ms);
+            for row in &page.rows {
+                let mark = if count.rows == 0 { Snapshot::First } else { Snapshot::True };
+                let source = || Source {
+                    ts_ms: snapshot_ms,
+                    snapshot: mark,
+                    server_id: 0,
+                    gtid: None,
+                    file: &position.file,
+                    pos: position.pos,
+                    row: 0,
+                };
+                let id = out.encode(row, Op::Read, source, &mut key, &mut value)?;
+                count.rows += 1;
+                count.bytes += value.len() as u64;
+                count.ids.insert(id);
+                if super::super::content::is_sampled(id, job.knobs.rows) {
+                    count.sample.insert(id, value.clone());
+                }
+                if let Some(s) = sink.as_mut() {
+                    s.send(&key, &value)?;
+                }
+            }
+            if let Some(s) = &sink {
+                s.check()?;
+            }
+        }
+        Ok::<_, anyhow::Error>(())
+    })();
+    drop(rx);
+    let read = rt.block_on(reader).context("the snapshot task panicked")?;
+    encoded?;
+    let read = read?;
+    count.last_ms = Some(now_ms());
+    if let Some(s) = &sink {
+        s.flush(FLUSH_TIMEOUT)?;
+    }
+    shared.detail("rows read", format!("{read} ({} encoded, {} B of values)", count.rows, count.bytes));
+    count.done = true;
+    shared.counted(count);
+    Ok(())
 }

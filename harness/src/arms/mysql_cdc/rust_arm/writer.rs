@@ -103,22 +103,21 @@ pub fn event_format(knobs: &Knobs) -> EventFormat {
     }
 }
 
-/// How a batch is written, for the record's `applied.sink` and its config.
+/// How a batch is written, for the record's `applied.sink`: in the same words as the JDBC sink's bulk batch,
+/// the same work (one INSERT of every row of the batch in one round trip, one transaction).
 pub fn sink_description(batch: u64) -> String {
-    format!(
-        "one multi-row INSERT per batch of up to {batch} rows (sent at {batch} rows or {} ms after its first \
-         row), autocommit",
-        LINGER.as_millis()
-    )
+    super::super::data::one_insert_per_batch(batch)
 }
 
 /// The writer's configuration as the record shows it.
 pub fn describe(knobs: &Knobs) -> String {
     let consumer = CONSUMER.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ");
+    let batch = knobs.batch_size.max(1);
     format!(
         "consumer: one group member subscribed to the topic, {consumer}, offsets committed after each written \
-         batch; writer: {}, {} connections, linger.ms={}",
-        sink_description(knobs.batch_size.max(1)),
+         batch; writer: one multi-row INSERT per batch of up to {batch} rows (sent at {batch} rows or {} ms after \
+         its first row), autocommit, {} connections, linger.ms={}",
+        LINGER.as_millis(),
         knobs.tasks.max(1),
         LINGER.as_millis()
     )
@@ -421,20 +420,23 @@ mod tests {
     #[test]
     #[ignore = "needs the lab's MariaDB and Kafka: cargo xtask test"]
     fn the_writer_reads_the_envelope_topic_and_commits_what_it_wrote() {
+        // Through the arm's registry entry and its own knobs, as a lab run passes them.
         let knobs = serde_json::json!({
-            "rig": "kafka_to_mysql", "rows": 7001, "batch_size": 3000, "fetch_size": 0, "queue_size": 0,
-            "tasks": 4, "schemas": false, "cores": 0, "timeout_s": 120, "broker_cores_at_most": 3,
-            "format": "connect_envelope",
+            "rig": "kafka_to_mysql", "rows": 7001, "batch_size": 3000, "tasks": 4, "timeout_s": 120,
+            "broker_cores_at_most": 3, "format": "connect_envelope",
         });
         let ctx = crate::arms::ArmContext { env: crate::test_env(), knobs: knobs.as_object().unwrap().clone() };
-        let m = super::super::super::run(&ctx, &super::super::RustArm).unwrap();
+        let m = (super::super::ARM.run)(&ctx).unwrap();
         assert_eq!(m.integrity.status, streamlab_record::IntegrityStatus::Verified, "{:?}", m.integrity);
         assert!(m.integrity.method.contains("all equal"), "{}", m.integrity.method);
         // 7001 rows need at least 3 statements; the last partial one went out on the linger, not on a count.
         assert!(m.details["offset commits"].ends_with("sum to 7001"), "{:?}", m.details);
         assert_eq!(m.applied[applied::FORMAT], "connect-envelope");
         assert_eq!(m.applied["consumer.fetch.min.bytes"], "1048576");
-        assert_eq!(m.applied[applied::SINK], sink_description(3000));
+        assert_eq!(m.applied[applied::SINK], "one INSERT of up to 3000 rows per round trip, one transaction per batch");
+        assert_eq!(m.applied[applied::WORKLOAD], "sink 7001 events into benchdb.bench_events");
+        assert_eq!(m.applied[applied::OFFERED_LOAD], "all events present before the start");
+        assert_eq!(m.applied[applied::CONNECTIONS], "1 consumer, 4 concurrent inserts");
         assert!(m.details["config"].contains("linger.ms=100"), "{}", m.details["config"]);
     }
 
