@@ -25,7 +25,7 @@ pub struct RunArgs {
     /// Matrix to run (repeatable; default: every matrix under harness/matrices/).
     #[arg(long = "matrix", value_name = "NAME")]
     pub matrices: Vec<String>,
-    /// quick (seconds per arm), standard (the whole lab in ~30 min), seed (the seeds' exact scales).
+    /// quick (seconds per arm), standard (the whole lab in about two hours on 2 cores), seed (the seeds' exact scales).
     #[arg(long, default_value = "standard", value_parser = named::<Profile>(Profile::NAMES))]
     pub profile: Profile,
     /// auto (external with --bootstrap; else docker where an engine answers, else native), native, docker or
