@@ -99,6 +99,11 @@ pub struct Sweep {
     pub title: String,
     #[serde(default)]
     pub caption: Option<String>,
+    /// The arms as the file lists them; left out, the sweep runs every arm of the matrix the swept knob
+    /// applies to (resolved into `arms` when the matrix loads).
+    #[serde(default, rename = "arms")]
+    listed_arms: Option<Vec<String>>,
+    #[serde(skip)]
     pub arms: Vec<String>,
     #[serde(default)]
     pub knob: Option<String>,
@@ -174,8 +179,23 @@ pub fn load(path: &Path) -> Result<Matrix> {
     let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let mut m: Matrix = toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     m.file = path.to_owned();
+    resolve_sweep_arms(&mut m);
     validate(&m).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     Ok(m)
+}
+
+/// A sweep without an arm list runs every arm of the matrix that its knob applies to.
+fn resolve_sweep_arms(m: &mut Matrix) {
+    let all: Vec<String> = m.arms.iter().map(|a| a.name.clone()).collect();
+    for s in &mut m.sweeps {
+        s.arms = match &s.listed_arms {
+            Some(listed) => listed.clone(),
+            None => {
+                let knob = s.knob.as_ref().and_then(|k| m.knobs.get(k));
+                all.iter().filter(|a| knob.is_none_or(|k| k.applies_to(a))).cloned().collect()
+            }
+        };
+    }
 }
 
 /// Every matrix under `dir`, sorted by name.
@@ -229,7 +249,7 @@ fn validate(m: &Matrix) -> std::result::Result<(), String> {
         }
         sweep_names.push(&s.name);
         if s.arms.is_empty() {
-            return Err(format!("{at}.arms: name at least one arm"));
+            return Err(format!("{at}.arms: name at least one arm, or leave arms out for every arm of the matrix"));
         }
         for a in &s.arms {
             known_arm(a, &format!("{at}.arms"))?;
@@ -344,6 +364,22 @@ mod tests {
         assert!(err.contains("cannot also hold it fixed"), "{err}");
         let err = load_err(&add("set = { pause_ms = 0 }"));
         assert!(err.contains("set.pause_ms: 0 is out of range"), "{err}");
+    }
+
+    #[test]
+    fn a_sweep_without_arms_runs_every_arm_its_knob_applies_to() {
+        let text = toy().replace("arms = [\"fast\", \"slow\"]\n", "").replace(
+            "arms = [\"slow\"]\nknob = \"batch\"\nvalues = [100, 500]\n",
+            "knob = \"batch\"\nvalues = [100, 500]\n",
+        );
+        let m = load_text(&text).unwrap();
+        let arms = |name: &str| m.sweeps.iter().find(|s| s.name == name).unwrap().arms.clone();
+        assert_eq!(arms("mode"), ["fast", "slow"]);
+        // `batch` applies to the slow arm only.
+        assert_eq!(arms("batch"), ["slow"]);
+        assert_eq!(arms("broker_cores"), ["fast"], "a listed arm stays as listed");
+        let err = load_err(&toy().replace("arms = [\"fast\", \"slow\"]", "arms = []"));
+        assert!(err.contains("sweeps[0] (mode).arms: name at least one arm, or leave arms out"), "{err}");
     }
 
     #[test]
