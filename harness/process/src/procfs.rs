@@ -203,4 +203,24 @@ mod tests {
         assert!(!allowed_cpus().is_empty());
         assert_eq!(affinity_of(me).unwrap(), allowed_cpus());
     }
+
+    #[test]
+    fn a_pids_cpu_seconds_grow_with_its_work_and_a_missing_pid_has_none() {
+        let me = std::process::id();
+        let before = pid_cpu_seconds(me).expect("own /proc entry");
+        // Spin until the reading moves (bounded, never timed: a loaded machine only makes it take longer).
+        let deadline = Instant::now() + Duration::from_secs(120);
+        let mut x = 0u64;
+        let mut after = before;
+        while after - before < 0.05 && Instant::now() < deadline {
+            for _ in 0..1_000_000 {
+                x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
+            }
+            after = pid_cpu_seconds(me).unwrap();
+        }
+        std::hint::black_box(x);
+        assert!(after - before >= 0.05, "{before} -> {after}");
+        assert!(pid_cpu_seconds(u32::MAX).is_none());
+        assert_eq!(pids_cpu_seconds(&[u32::MAX]), 0.0, "an unreadable pid adds nothing");
+    }
 }

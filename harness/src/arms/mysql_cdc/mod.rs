@@ -19,12 +19,12 @@
 //! counted by `Innodb_rows_inserted`, polled every [`probe::SINK_POLL`]). Start-up (arm started -> first record)
 //! and the idle tail (last record -> the driver saw completion) are reported beside it, not hidden in it.
 
-pub mod child;
 pub mod content;
 pub mod data;
 pub mod db;
 pub mod debezium;
 pub mod ids;
+pub mod pipeline;
 pub mod probe;
 pub mod procs;
 pub mod redpanda;

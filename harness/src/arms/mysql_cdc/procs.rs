@@ -3,22 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use crate::cpu::process_cpu_seconds;
+use streamlab_process::procfs::pid_cpu_seconds;
 
-/// User + system CPU seconds `pid` has used so far (all its threads), or None if /proc does not show it
-/// (gone, or in a container whose pids this process cannot see).
-pub fn pid_cpu_seconds(pid: u32) -> Option<f64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // The command name may hold spaces and parentheses: fields are counted after the last ')'.
-    let rest = &stat[stat.rfind(')')? + 2..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // utime and stime are fields 14 and 15 of stat(5), i.e. 11 and 12 after the state field (3).
-    let utime: f64 = fields.get(11)?.parse().ok()?;
-    let stime: f64 = fields.get(12)?.parse().ok()?;
-    // SAFETY: sysconf has no preconditions.
-    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as f64;
-    (ticks > 0.0).then(|| (utime + stime) / ticks)
-}
+use crate::cpu::process_cpu_seconds;
 
 /// The processes whose CPU a record reports, by role (`harness`, `arm`, `server`, `broker`).
 #[derive(Debug, Clone, Default)]
@@ -65,21 +52,6 @@ impl CpuReading {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn this_process_cpu_is_readable_and_grows_with_work() {
-        let pid = std::process::id();
-        let before = pid_cpu_seconds(pid).expect("own /proc entry");
-        let mut x = 0u64;
-        let started = std::time::Instant::now();
-        while started.elapsed() < std::time::Duration::from_millis(300) {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1);
-        }
-        std::hint::black_box(x);
-        let after = pid_cpu_seconds(pid).unwrap();
-        assert!(after - before >= 0.1, "{before} -> {after}");
-        assert!(pid_cpu_seconds(u32::MAX).is_none());
-    }
 
     #[test]
     fn a_role_whose_process_is_unreadable_is_left_out_not_zero() {

@@ -9,14 +9,14 @@
 //! measurement is Redpanda Connect's own benchmark processor log, which this lab does not parse.
 
 use std::collections::BTreeMap;
-use std::process::Command;
 
 use anyhow::Result;
+use streamlab_process::{Cmd, Lifetime};
 use streamlab_record::Measurement;
 use streamlab_record::descriptor::read_secret;
 use streamlab_record::tools::{RedpandaConnect, Tools};
 
-use super::child::{PipelineProcess, RunningPipeline};
+use super::pipeline::RunningPipeline;
 use super::{ArmInfo, CdcArm, EventFormat, Job, Knobs, NotRunnable, Rig, Running};
 use crate::arms::ArmContext;
 use crate::arms::spec::{ArmSpec, KnobStruct};
@@ -82,12 +82,12 @@ impl CdcArm for Redpanda {
         let dsn = |db: &str| format!("{}:{password}@tcp({}:{})/{db}", mysql.user, mysql.host, mysql.port);
         let yaml = pipeline(job, &dsn(job.table.database), &bootstrap);
         let config = write_private(&job.work_dir, "pipeline.yaml", yaml.as_bytes())?;
-        let mut cmd = Command::new(&binary.path);
-        cmd.arg("run").arg(&config);
+        let mut cmd = Cmd::new(&binary.path).arg("run").arg(&config);
         if job.knobs.cores > 0 {
-            cmd.env("GOMAXPROCS", job.knobs.cores.to_string());
+            cmd = cmd.env("GOMAXPROCS", job.knobs.cores.to_string());
         }
-        let process = PipelineProcess::spawn(cmd, job.work_dir.join("redpanda-connect.log"), "Redpanda Connect")?;
+        // Dies with the harness; its output stays readable in the run's directory for the error a failure quotes.
+        let process = cmd.lifetime(Lifetime::TiedToParent).log_to(job.work_dir.join("redpanda-connect.log")).spawn()?;
         let shown = yaml.replace(&password, "<masked>").replace(&job.work_dir.display().to_string(), "<private>");
         let info = ArmInfo {
             versions: BTreeMap::from([("redpanda connect".to_owned(), binary.version.clone())]),

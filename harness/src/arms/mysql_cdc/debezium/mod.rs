@@ -15,7 +15,7 @@ use streamlab_record::applied::{Applied, AppliedBuilder, FORMAT, KEY, PRODUCER_K
 use streamlab_record::descriptor::read_secret;
 use streamlab_record::tools::Tools;
 
-use super::child::RunningPipeline;
+use super::pipeline::RunningPipeline;
 use super::{ArmInfo, CdcArm, CdcLoad, EventFormat, Format, Job, Knobs, NotRunnable, Rig, Running};
 use crate::arms::ArmContext;
 use crate::arms::spec::{ArmSpec, KnobStruct};

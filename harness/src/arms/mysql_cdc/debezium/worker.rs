@@ -8,13 +8,13 @@ use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
+use streamlab_process::{Child, Cmd, Lifetime};
 use streamlab_record::tools::{ConnectPlugin, ConnectTools};
 
-use super::super::child::{Pipeline, PipelineProcess};
+use super::super::pipeline::Pipeline;
 use crate::arms::clients::java::PERFORMANCE_OPTS;
 use crate::private_files::write_private;
 
@@ -49,7 +49,8 @@ pub struct ConnectorFile<'a> {
 }
 
 pub struct Worker {
-    process: PipelineProcess,
+    process: Child,
+    log: PathBuf,
     rest_port: u16,
     connector: String,
     last_status: Instant,
@@ -74,11 +75,15 @@ impl Worker {
         let worker_file = write_private(dir, "worker.properties", worker_props.as_bytes())?;
         let connector_path = write_private(dir, connector_file.name, connector_file.text.as_bytes())?;
         let log_config = write_private(dir, "connect-log4j2.yaml", LOG_CONFIG.as_bytes())?;
-        let mut cmd = Command::new(&tools.java);
-        cmd.args(HEAP).args(PERFORMANCE_OPTS);
-        cmd.arg(format!("-Dlog4j2.configurationFile={}", log_config.display()));
-        cmd.arg("-cp").arg(std::env::join_paths(&plugin.classpath).unwrap_or_default());
-        cmd.arg("org.apache.kafka.connect.cli.ConnectStandalone").arg(&worker_file).arg(&connector_path);
+        let cmd = Cmd::new(&tools.java)
+            .args(HEAP)
+            .args(PERFORMANCE_OPTS)
+            .arg(format!("-Dlog4j2.configurationFile={}", log_config.display()))
+            .arg("-cp")
+            .arg(std::env::join_paths(&plugin.classpath).unwrap_or_default())
+            .arg("org.apache.kafka.connect.cli.ConnectStandalone")
+            .arg(&worker_file)
+            .arg(&connector_path);
         let command = format!(
             "{} {} {} -cp <{} pinned jars: {}, {}> org.apache.kafka.connect.cli.ConnectStandalone worker.properties \
              {}",
@@ -90,8 +95,15 @@ impl Worker {
             plugin.lock,
             connector_file.name
         );
-        let process = PipelineProcess::spawn(cmd, dir.join(LOG_FILE), "the Kafka Connect worker")?;
-        Ok(Worker { process, rest_port, connector: connector.to_owned(), last_status: Instant::now(), command })
+        let log = dir.join(LOG_FILE);
+        // Dies with the harness; the log is read for the clients' settings after it stopped.
+        let process = cmd.lifetime(Lifetime::TiedToParent).log_to(&log).spawn().context("the Kafka Connect worker")?;
+        Ok(Worker { process, log, rest_port, connector: connector.to_owned(), last_status: Instant::now(), command })
+    }
+
+    /// Err once the worker's JVM has exited, with the end of its log.
+    fn check_running(&mut self) -> Result<()> {
+        self.process.check_running().context("the Kafka Connect worker")
     }
 
     /// The last `lines` lines of the worker's log.
@@ -100,7 +112,7 @@ impl Worker {
     }
 
     pub fn log_path(&self) -> PathBuf {
-        self.process.log_path().to_owned()
+        self.log.clone()
     }
 
     /// For a connector created STOPPED: once the worker shows it stopped, set its source offsets (`offsets`,
@@ -109,7 +121,7 @@ impl Worker {
         let status = format!("/connectors/{}/status", self.connector);
         let deadline = Instant::now() + REST_TIMEOUT;
         loop {
-            self.process.check_alive()?;
+            self.check_running()?;
             if let Ok((200, body)) = http(self.rest_port, "GET", &status, None)
                 && body.contains(r#""state":"STOPPED""#)
             {
@@ -137,7 +149,7 @@ impl Worker {
 impl Pipeline for Worker {
     /// Err if the worker exited or the connector or a task FAILED, with the end of the worker's log.
     fn check(&mut self) -> Result<()> {
-        self.process.check_alive()?;
+        self.check_running()?;
         if self.last_status.elapsed() < STATUS_EVERY {
             return Ok(());
         }
@@ -159,7 +171,7 @@ impl Pipeline for Worker {
     }
 
     fn stop(self) -> Result<()> {
-        self.process.stop()
+        Pipeline::stop(self.process)
     }
 
     fn pid(&self) -> u32 {
