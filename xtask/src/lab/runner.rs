@@ -69,26 +69,37 @@ pub fn run(args: RunArgs) -> Result<()> {
         tools,
     };
     let mut session = Session::start(setup, RunDir::new(run_dir.path.clone()), written, first_kafka)?;
-
-    phase(
-        "tasks",
-        &format!("{} tasks, one harness process each; records go to {}", todo.len(), run_dir.path.display()),
-    );
-    let bar = ui::progress_bar(todo.len());
-    for task in &todo {
-        interrupt::check()?;
-        bar.set_message(task.describe());
-        let m = matrices.iter().find(|m| m.name == task.bench).expect("planned from these");
-        let record = session.run(task, &reproduce_command(&spec, m, task), &bar)?;
-        ui::say(&bar, summary::record_line(record));
-        bar.inc(1);
-    }
-    bar.finish_and_clear();
+    run_tasks(&mut session, &todo, &matrices, &spec, &run_dir)?;
     let (written, stopped) = session.finish()?;
     report(&run_id, &matrices, &written, &run_dir, started)?;
     if let Some(reason) = stopped {
         bail!("the run stopped early: {reason}");
     }
+    Ok(())
+}
+
+/// Every task in order, each record written (and summarised above the progress bar) as its task ends.
+fn run_tasks(
+    session: &mut Session,
+    todo: &[Task],
+    matrices: &[Matrix],
+    spec: &RunSpec,
+    run_dir: &RunDir,
+) -> Result<()> {
+    phase(
+        "tasks",
+        &format!("{} tasks, one harness process each; records go to {}", todo.len(), run_dir.path.display()),
+    );
+    let bar = ui::progress_bar(todo.len());
+    for task in todo {
+        interrupt::check()?;
+        bar.set_message(task.describe());
+        let m = matrices.iter().find(|m| m.name == task.bench).expect("planned from these");
+        let record = session.run(task, &reproduce_command(spec, m, task), &bar)?;
+        ui::say(&bar, summary::record_line(record));
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
     Ok(())
 }
 
