@@ -82,7 +82,10 @@ pub fn run(args: TestArgs) -> Result<()> {
 const SHARED_ENV_MODULES: [&str; 2] = ["arms::", "probe::"];
 
 /// Tests marked #[ignore] need services: the xtask ones start their own environments (one at a time); the
-/// harness ones share one environment brought up here.
+/// harness ones share one environment brought up here. The first step runs every ignored test of every target
+/// but the shared-environment modules: xtask's unit tests and its end-to-end tests of the binary
+/// (xtask/tests/*.rs, whose names carry no module path and so never match the shared filters). The second runs
+/// only those modules; together they run each ignored test once.
 fn integration(t: &mut Tally) {
     let mut own = vec!["test", "--workspace", "--release", "--", "--ignored", "--test-threads=1"];
     for m in SHARED_ENV_MODULES {

@@ -8,7 +8,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use streamlab_process::Cmd;
 
-use super::runner::phase;
+use super::ui::phase;
 use crate::paths;
 
 /// A cold build compiles librdkafka, spate and partitionline: tens of minutes on a small machine.

@@ -1,7 +1,8 @@
 //! The lab: matrices as data (matrix), checked against the harness's arms (registry), expanded into tasks
-//! and filtered to points (plan), run one harness process per task against an environment (runner) with
-//! the machine's conditions beside each (conditions), records written as each task ends (results), each
-//! with the command that reruns it (reproduce), and a summary at the end (summary).
+//! and filtered to points (plan), run one harness process per task (runner) in a session that owns the
+//! environment and the run's provenance (session), with the machine's conditions beside each (conditions),
+//! records written as each task ends (results), each with the command that reruns it (reproduce), what the
+//! terminal shows (ui), and a summary at the end (summary).
 
 pub mod conditions;
 pub mod harness;
@@ -12,8 +13,10 @@ pub mod reproduce;
 pub mod results;
 pub mod run_provenance;
 pub mod runner;
+pub mod session;
 pub mod summary;
 pub mod task;
+pub mod ui;
 
 use std::path::PathBuf;
 

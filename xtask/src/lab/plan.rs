@@ -3,11 +3,14 @@
 
 use std::collections::BTreeMap;
 
-use anyhow::{Result, bail};
+use anyhow::{Context, Result, bail};
 
-use streamlab_record::run_spec::Profile;
+use streamlab_record::run_spec::{Profile, RunSpec};
 
-use super::matrix::Matrix;
+use super::matrix::{BROKER_CORES_AT_MOST_KNOB, BROKER_CORES_KNOB, KAFKA_VERSION_KNOB, Matrix};
+use crate::env::backend::Backend;
+use crate::env::pins::{self, KafkaPin};
+use crate::env::process;
 
 /// One process to start: an arm at one point of one sweep, one rep.
 #[derive(Debug, Clone, PartialEq)]
@@ -33,6 +36,86 @@ impl Task {
 
     pub fn describe(&self) -> String {
         format!("{} {} [{} {}] rep {}", self.bench, self.arm, self.sweep, self.label, self.rep)
+    }
+
+    /// The Kafka version this task's broker runs: its kafka_version knob, else the lab's default.
+    pub fn kafka(&self) -> Result<&'static KafkaPin> {
+        match self.knobs.get(KAFKA_VERSION_KNOB).and_then(|v| v.as_str()) {
+            Some(version) => pins::pin(version).with_context(|| format!("{}: knob {KAFKA_VERSION_KNOB}", self.bench)),
+            None => Ok(pins::default_pin()),
+        }
+    }
+
+    /// The broker cores this task asks for, if it asks (0 = uncapped); `broker_cores_at_most` asks only on a
+    /// machine with more CPUs than that.
+    pub fn broker_cores(&self) -> Option<usize> {
+        let knob = |name: &str| self.knobs.get(name).and_then(|v| v.as_u64()).map(|c| c as usize);
+        knob(BROKER_CORES_KNOB)
+            .or_else(|| knob(BROKER_CORES_AT_MOST_KNOB).filter(|&n| process::allowed_cpus().len() > n))
+    }
+
+    /// Why a point that asks for `broker_cores_at_most` runs with the broker uncapped (a machine without more
+    /// CPUs).
+    pub fn uncapped_broker(&self) -> Option<String> {
+        let at_most = self.knobs.get(BROKER_CORES_AT_MOST_KNOB).and_then(|v| v.as_u64())? as usize;
+        let allowed = process::allowed_cpus().len();
+        (allowed <= at_most).then(|| {
+            format!(
+                "not capped: {BROKER_CORES_AT_MOST_KNOB} = {at_most}, and this machine lets us use only {allowed} CPUs"
+            )
+        })
+    }
+}
+
+/// The tasks a run does, in the order it does them: every matrix expanded at the spec's profile, narrowed by
+/// `--arm`/`--point`, points this backend cannot honour marked not run, and grouped by Kafka version. Every
+/// error in the input surfaces here, before anything is provisioned.
+pub fn for_run(matrices: &[Matrix], spec: &RunSpec, backend: &dyn Backend) -> Result<Vec<Task>> {
+    resolve_sets(matrices, &spec.sets)?;
+    let opts = PlanOptions { profile: spec.profile, reps: spec.reps, sets: spec.sets.clone() };
+    let chosen = Filter::resolve(matrices, &spec.arms, &spec.points)?;
+    let mut tasks = Vec::new();
+    for m in matrices {
+        tasks.extend(expand(m, &opts)?);
+    }
+    let mut tasks = filter(tasks, &chosen)?;
+    mark_uncappable(&mut tasks, backend);
+    check_kafka_versions(&tasks)?;
+    mark_unswitchable(&mut tasks, backend);
+    group_by_kafka_version(&mut tasks);
+    Ok(tasks)
+}
+
+/// Every Kafka version the plan asks for is pinned.
+fn check_kafka_versions(tasks: &[Task]) -> Result<()> {
+    tasks.iter().try_for_each(|t| t.kafka().map(drop))
+}
+
+/// Points that choose a Kafka version on a backend that cannot start one are recorded as not run.
+fn mark_unswitchable(tasks: &mut [Task], backend: &dyn Backend) {
+    for t in tasks.iter_mut().filter(|t| t.not_run.is_none() && t.knobs.contains_key(KAFKA_VERSION_KNOB)) {
+        t.not_run = backend.can_choose_kafka().err().map(|e| format!("{KAFKA_VERSION_KNOB}: {e}"));
+    }
+}
+
+/// Tasks on one Kafka version run together (in their planned order), versions in order of first appearance,
+/// so the run brings an environment up once per version rather than once per switch.
+fn group_by_kafka_version(tasks: &mut [Task]) {
+    let mut order: Vec<String> = Vec::new();
+    let version = |t: &Task| t.knobs.get(KAFKA_VERSION_KNOB).and_then(|v| v.as_str()).unwrap_or("").to_owned();
+    for t in tasks.iter() {
+        if !order.contains(&version(t)) {
+            order.push(version(t));
+        }
+    }
+    tasks.sort_by_key(|t| order.iter().position(|v| *v == version(t)));
+}
+
+/// Points that ask for a broker CPU cap this run cannot apply are recorded as not run, with the reason.
+fn mark_uncappable(tasks: &mut [Task], backend: &dyn Backend) {
+    for t in tasks.iter_mut().filter(|t| t.not_run.is_none()) {
+        let Some(cores) = t.broker_cores().filter(|&c| c > 0) else { continue };
+        t.not_run = backend.can_cap_broker(cores).err().map(|e| format!("{BROKER_CORES_KNOB} = {cores}: {e}"));
     }
 }
 
@@ -201,6 +284,8 @@ fn toml_to_json(v: toml::Value) -> serde_json::Value {
 
 #[cfg(test)]
 pub(crate) mod tests {
+    use streamlab_record::run_spec::BackendChoice;
+
     use super::*;
     use crate::lab::matrix;
 
@@ -298,5 +383,52 @@ pub(crate) mod tests {
         let f = Filter::resolve(&ms, &["fast".into()], &["batch=100".into()]).unwrap();
         let tasks = expand(&ms[0], &opts("quick", None, &[])).unwrap();
         assert!(filter(tasks, &f).unwrap_err().to_string().contains("no planned task matches"));
+    }
+
+    fn with_version(v: Option<&str>, rep: u32) -> Task {
+        let knobs = v.map(|v| BTreeMap::from([(KAFKA_VERSION_KNOB.to_owned(), v.into())])).unwrap_or_default();
+        Task { knobs, rep, ..crate::lab::task::tests::task() }
+    }
+
+    #[test]
+    fn points_run_grouped_by_kafka_version_and_an_unpinned_or_unswitchable_version_is_refused() {
+        let mut tasks = vec![
+            with_version(Some("3.9.1"), 1),
+            with_version(Some("4.1.0"), 1),
+            with_version(Some("3.9.1"), 2),
+            with_version(Some("4.1.0"), 2),
+        ];
+        check_kafka_versions(&tasks).unwrap();
+        group_by_kafka_version(&mut tasks);
+        let order: Vec<(&str, u32)> =
+            tasks.iter().map(|t| (t.knobs[KAFKA_VERSION_KNOB].as_str().unwrap(), t.rep)).collect();
+        assert_eq!(order, [("3.9.1", 1), ("3.9.1", 2), ("4.1.0", 1), ("4.1.0", 2)]);
+        assert_eq!(with_version(None, 1).kafka().unwrap().version, pins::kafka_version());
+
+        let err = check_kafka_versions(&[with_version(Some("2.8.0"), 1)]).unwrap_err();
+        assert!(format!("{err:#}").contains("Kafka 2.8.0 is not pinned"), "{err:#}");
+        let external = crate::env::choose(BackendChoice::External, Some("127.0.0.1:9092"), None).unwrap();
+        let mut on_external = vec![with_version(Some("3.9.1"), 1), with_version(None, 1)];
+        mark_unswitchable(&mut on_external, external.as_ref());
+        assert!(on_external[0].not_run.as_deref().unwrap().contains("kafka_version"));
+        assert_eq!(on_external[1].not_run, None);
+    }
+
+    #[test]
+    fn caps_the_machine_cannot_apply_become_not_run_points() {
+        let with_cores = |cores: u64| Task {
+            knobs: BTreeMap::from([(BROKER_CORES_KNOB.to_owned(), cores.into())]),
+            ..crate::lab::task::tests::task()
+        };
+        let mut tasks = vec![with_cores(0), with_cores(1), with_cores(4096)];
+        let native = crate::env::choose(BackendChoice::Native, None, None).unwrap();
+        mark_uncappable(&mut tasks, native.as_ref());
+        assert_eq!(tasks[0].not_run, None);
+        assert_eq!(tasks[1].not_run, None);
+        assert!(tasks[2].not_run.as_deref().unwrap().contains("4096 cannot be applied"));
+        let mut external = vec![with_cores(1)];
+        let backend = crate::env::choose(BackendChoice::External, Some("127.0.0.1:9092"), None).unwrap();
+        mark_uncappable(&mut external, backend.as_ref());
+        assert!(external[0].not_run.as_deref().unwrap().contains("cannot cap"));
     }
 }

@@ -85,9 +85,19 @@ mod tests {
         for (name, _) in TEMPLATES {
             env.get_template(name).unwrap();
         }
-        // The policy that protects every page: templates named *.html escape their values.
-        let mut env = Environment::new();
-        env.add_template("t.html", "{{ x }}").unwrap();
-        assert_eq!(env.get_template("t.html").unwrap().render(context! { x => "<b>" }).unwrap(), "&lt;b&gt;");
+        // The policy that protects every page, checked on the site's own environment: a value rendered by a
+        // template named *.html is escaped.
+        let mut env = environment().unwrap();
+        env.add_template("probe.html", "{{ x }}").unwrap();
+        assert_eq!(env.get_template("probe.html").unwrap().render(context! { x => "<b>" }).unwrap(), "&lt;b&gt;");
+    }
+
+    #[test]
+    fn a_value_a_template_names_but_the_page_lacks_is_an_error_not_an_empty_string() {
+        let mut env = environment().unwrap();
+        env.add_template("probe.html", "{{ page.title }}").unwrap();
+        let err = page(&env, "probe.html", "", &serde_json::json!({})).unwrap_err();
+        assert!(format!("{err:#}").contains("rendering site/templates/probe.html"), "{err:#}");
+        assert_eq!(page(&env, "probe.html", "", &serde_json::json!({"title": "t"})).unwrap(), b"t\n");
     }
 }

@@ -1,0 +1,258 @@
+//! One run's session: its environment (brought up, replaced when a service dies, switched when a task asks
+//! for another Kafka version, brought down when the session drops), its provenance, and the records it has
+//! written. Each task goes through [`Session::run`], which leaves the task's record in the run directory.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use indicatif::ProgressBar;
+use streamlab_record::run_spec::{Need, RunSpec};
+use streamlab_record::{Record, RunInfo, Status};
+
+use super::conditions::{Placement, Probe, plan_placement};
+use super::matrix::Matrix;
+use super::plan::Task;
+use super::results::RunDir;
+use super::run_provenance::{collect_provenance, run_info, write_provenance};
+use super::task::{Outcome, add_ratios, not_run_record, run_task, to_record};
+use super::ui::{phase, say};
+use crate::clock;
+use crate::env::backend::{Backend, EnvSpec, Environment};
+use crate::env::health::ServiceDown;
+use crate::env::pins::KafkaPin;
+use crate::env::process;
+use crate::provenance::{EnvRestart, PROVENANCE_FILE, Provenance};
+
+/// Environments a run may bring up again after a service died; past that the run stops.
+const MAX_ENV_RESTARTS: usize = 2;
+
+/// What a run has settled before its environment comes up.
+pub struct RunSetup<'a> {
+    pub run_id: &'a str,
+    pub spec: &'a RunSpec,
+    pub matrices: &'a [Matrix],
+    pub backend: &'a dyn Backend,
+    pub needs: &'a [Need],
+    /// The harness binary each task runs.
+    pub harness: &'a Path,
+    /// Where each task's log goes.
+    pub logs: &'a Path,
+    /// The tools file every harness process gets as STREAMLAB_TOOLS, and the tools' versions.
+    pub tools: Option<(PathBuf, BTreeMap<String, String>)>,
+}
+
+pub struct Session<'a> {
+    setup: RunSetup<'a>,
+    run_dir: RunDir,
+    /// Every record of the run so far: resume skips their tasks, ratios find their same-rep baseline here.
+    written: Vec<Record>,
+    kafka: &'static KafkaPin,
+    env: Box<dyn Environment>,
+    prov: Provenance,
+    run_info: RunInfo,
+    /// Set once the environment has died more often than [`MAX_ENV_RESTARTS`]: every task left is not run.
+    stopped: Option<String>,
+}
+
+impl<'a> Session<'a> {
+    /// Bring the environment up at `kafka`, then create the run directory with its spec and provenance (the
+    /// directory appears only once there is provenance to put in it).
+    pub fn start(setup: RunSetup<'a>, run_dir: RunDir, written: Vec<Record>, kafka: &'static KafkaPin) -> Result<Self> {
+        let backend = setup.backend;
+        phase("environment", &format!("bringing the {} environment up (Kafka {})", backend.name(), kafka.version));
+        let env = backend.up(&EnvSpec::for_run(setup.run_id, setup.needs, kafka))?;
+        let mut prov = collect_provenance(setup.run_id, setup.spec, setup.matrices, env.as_ref(), setup.harness)?;
+        if let Ok(earlier) = Provenance::load(&run_dir.path.join(PROVENANCE_FILE)) {
+            prov.merge_earlier(earlier);
+        }
+        std::fs::create_dir_all(&run_dir.path).with_context(|| format!("cannot create {}", run_dir.path.display()))?;
+        run_dir.save_spec(setup.spec)?;
+        write_provenance(&run_dir, &prov)?;
+        if let Some((_, versions)) = &setup.tools {
+            prov.versions.extend(versions.clone());
+        }
+        prov.note_kafka_broker(kafka.version, kafka.provenance()?);
+        prov.note_environment(env.descriptor(), "the run's first environment");
+        let run_info = run_info(setup.run_id, &prov);
+        Ok(Session { setup, run_dir, written, kafka, env, prov, run_info, stopped: None })
+    }
+
+    /// Run one task (or record why it is not run), append its record to the run directory and return it.
+    pub fn run(&mut self, task: &Task, reproduce: &str, bar: &ProgressBar) -> Result<&Record> {
+        let runs = task.not_run.is_none() && self.stopped.is_none();
+        if runs {
+            self.replace_if_down(bar)?;
+        }
+        if runs && self.stopped.is_none() {
+            self.switch_kafka_for(task, bar)?;
+        }
+        let record = match (&task.not_run, &self.stopped) {
+            (Some(reason), _) | (None, Some(reason)) => not_run_record(task, &self.run_info, reproduce, reason),
+            (None, None) => self.measure(task, reproduce, bar)?,
+        };
+        self.run_dir.append(&record)?;
+        if record.status != Status::NotRun {
+            write_provenance(&self.run_dir, &self.prov)?;
+        }
+        self.written.push(record);
+        Ok(self.written.last().expect("just pushed"))
+    }
+
+    /// Note the end in provenance and bring the environment down; returns every record of the run and, if the
+    /// run stopped early, why.
+    pub fn finish(mut self) -> Result<(Vec<Record>, Option<String>)> {
+        self.prov.finished_ts_ms = Some(clock::now_ms());
+        write_provenance(&self.run_dir, &self.prov)?;
+        Ok((self.written, self.stopped))
+    }
+
+    /// A service that died between tasks: a fresh environment before the next task runs.
+    fn replace_if_down(&mut self, bar: &ProgressBar) -> Result<()> {
+        if let Err(down) = self.env.health() {
+            self.replace_env(&down, bar)?;
+            write_provenance(&self.run_dir, &self.prov)?;
+        }
+        Ok(())
+    }
+
+    /// A point on another Kafka version: the environment is brought up again at that version.
+    fn switch_kafka_for(&mut self, task: &Task, bar: &ProgressBar) -> Result<()> {
+        let kafka = task.kafka()?;
+        if kafka.version == self.kafka.version {
+            return Ok(());
+        }
+        self.kafka = kafka;
+        say(bar, format!("  switching the broker to Kafka {}: bringing up a fresh environment", kafka.version));
+        self.env = self.env_up()?;
+        self.prov.note_kafka_broker(kafka.version, kafka.provenance()?);
+        self.prov.note_environment(self.env.descriptor(), &format!("switched to Kafka {}", kafka.version));
+        write_provenance(&self.run_dir, &self.prov)
+    }
+
+    /// Run the task's harness process in the environment, with the broker capped and placed as the task asks,
+    /// and the machine's conditions measured around it.
+    fn measure(&mut self, task: &Task, reproduce: &str, bar: &ProgressBar) -> Result<Record> {
+        self.cap_broker(task)?;
+        let (client_cpus, placement) = place(task, self.env.as_ref())?;
+        let probe = Probe::start(self.env.service_pids());
+        let env = &self.env;
+        let watch = || env.dead_service();
+        let tools_file = self.setup.tools.as_ref().map(|(path, _)| path.as_path());
+        let mut measured = run_task(
+            self.setup.harness,
+            task,
+            self.env.descriptor(),
+            self.setup.logs,
+            client_cpus.as_deref(),
+            tools_file,
+            &watch,
+        )?;
+        let conditions = probe.finish(Some(placement));
+        let m = self.setup.matrices.iter().find(|m| m.name == task.bench).expect("planned from these");
+        // The record names the versions of the environment it ran in (a run may switch brokers), and provenance
+        // lists the task under that environment, before any replacement below.
+        let mut ran_in = self.run_info.in_env(self.env.descriptor());
+        if !m.needs.contains(&Need::Mysql) {
+            // The environment has a server for another matrix; this task did not use it.
+            (ran_in.mysql_flavour, ran_in.mysql_version) = (None, None);
+        }
+        self.prov.note_task(&task.describe());
+        if let Outcome::Measured(m) = &measured {
+            self.prov.versions.extend(m.versions.clone());
+        }
+        // A failed task whose environment is down failed because of it: say so, then start afresh.
+        if let Outcome::Failed { reason, log_tail } = &mut measured
+            && let Err(down) = self.env.health()
+        {
+            blame_service(reason, log_tail, &down);
+            self.replace_env(&down, bar)?;
+            write_provenance(&self.run_dir, &self.prov)?;
+        }
+        let mut record = to_record(task, &ran_in, reproduce, measured);
+        record.conditions = Some(conditions);
+        add_ratios(m, &mut record, &self.written);
+        Ok(record)
+    }
+
+    /// Apply the task's broker CPU cap, and note in provenance the cap (or why there is none) the first time.
+    fn cap_broker(&mut self, task: &Task) -> Result<()> {
+        if let Some(cores) = task.broker_cores()
+            && let Some(cap) = self.env.cap_broker(cores)?
+            && self.prov.note_broker_cap(&cap)
+        {
+            write_provenance(&self.run_dir, &self.prov)?;
+        }
+        if let Some(why) = task.uncapped_broker()
+            && self.prov.note_broker_cap(&why)
+        {
+            write_provenance(&self.run_dir, &self.prov)?;
+        }
+        Ok(())
+    }
+
+    /// Replace a failed environment with a fresh one (new id, same backend and Kafka; caps are applied per
+    /// task) and note it in provenance. Once the restarts are spent, sets why every remaining task is not run.
+    fn replace_env(&mut self, down: &ServiceDown, bar: &ProgressBar) -> Result<()> {
+        let failed_env = self.env.descriptor().id.clone();
+        let mut restart = EnvRestart {
+            ts_ms: clock::now_ms(),
+            failed_env: failed_env.clone(),
+            reason: down.to_string(),
+            new_env: None,
+            ready_after_ms: None,
+        };
+        if self.prov.restarts.len() >= MAX_ENV_RESTARTS {
+            self.prov.restarts.push(restart);
+            say(bar, format!("  {down}; {MAX_ENV_RESTARTS} restarts spent, the remaining tasks are not run"));
+            self.stopped = Some(format!(
+                "not run: the environment failed {} times (last: {down}); the run stopped",
+                MAX_ENV_RESTARTS + 1
+            ));
+            return Ok(());
+        }
+        say(bar, format!("  {down}; bringing up a fresh {} environment", self.setup.backend.name()));
+        let started = Instant::now();
+        // The fresh environment takes new ports and a new directory; the failed one is torn down (its survivors
+        // stopped, its directory removed) when the assignment drops it.
+        self.env = self.env_up().map_err(|e| e.context(format!("replacing environment {failed_env}")))?;
+        let env = self.env.descriptor();
+        restart.new_env = Some(env.id.clone());
+        restart.ready_after_ms = Some(started.elapsed().as_millis() as u64);
+        self.prov.note_environment(env, &format!("replaced environment {failed_env}: {down}"));
+        let ready =
+            format!("  environment {} is up after {:.1} s; the run goes on", env.id, started.elapsed().as_secs_f64());
+        say(bar, ready);
+        self.prov.restarts.push(restart);
+        Ok(())
+    }
+
+    /// A fresh environment like the current one: same backend and needs, the session's Kafka version.
+    fn env_up(&self) -> Result<Box<dyn Environment>> {
+        self.setup.backend.up(&EnvSpec::for_run(self.setup.run_id, self.setup.needs, self.kafka))
+    }
+}
+
+/// The reason of a task failed by a dead service names the service first; the service's log joins the tail.
+fn blame_service(reason: &mut String, log_tail: &mut String, down: &ServiceDown) {
+    if !reason.starts_with(&down.to_string()) {
+        *reason = format!("{down} during the task; the arm then failed: {reason}");
+        *log_tail = super::task::service_and_arm_tail(down, log_tail);
+    }
+}
+
+/// Keep client and broker on disjoint CPUs when the machine allows it; returns the client's CPUs (if
+/// pinned) and the placement as the record states it.
+fn place(task: &Task, env: &dyn Environment) -> Result<(Option<Vec<usize>>, String)> {
+    let placement = plan_placement(&process::allowed_cpus(), task.broker_cores());
+    Ok(match &placement {
+        Placement::Separate { client, broker } if env.place_broker(broker)? => {
+            (Some(client.clone()), placement.describe())
+        }
+        Placement::Separate { .. } => {
+            (None, "client on any CPU; this environment's broker is not ours to place".into())
+        }
+        Placement::Shared(_) => (None, placement.describe()),
+    })
+}

@@ -1,0 +1,73 @@
+//! What a run says on the terminal: a line as each phase starts, a progress bar over the tasks and lines
+//! above it. Phases go to stderr with cargo's progress: stdout stays data for `lab list --json`.
+
+use std::time::Duration;
+
+use indicatif::{ProgressBar, ProgressStyle};
+use streamlab_record::run_spec::Need;
+use streamlab_record::tools::RedpandaConnect;
+
+use crate::env::pins;
+
+/// One line as each phase of a run starts, so a long first build or download never looks like a hang.
+pub fn phase(name: &str, what: &str) {
+    eprintln!("==> {name}: {what}");
+}
+
+/// The bar over a run's tasks, ticking on its own so a long task still shows the clock moving.
+pub fn progress_bar(len: usize) -> ProgressBar {
+    let bar = ProgressBar::new(len as u64);
+    bar.set_style(
+        ProgressStyle::with_template("[{elapsed_precise}] {bar:30} {pos}/{len} tasks, ~{eta} left  {msg}")
+            .expect("a valid template"),
+    );
+    bar.enable_steady_tick(Duration::from_millis(500));
+    bar
+}
+
+/// A line above the progress bar, or on stdout when there is no terminal to draw one.
+pub fn say(bar: &ProgressBar, line: String) {
+    if bar.is_hidden() { println!("{line}") } else { bar.println(line) }
+}
+
+/// What the tools phase prepares for these needs, or `None` when they need no tools file.
+pub fn tools_phase(needs: &[Need], redpanda_connect: Option<&RedpandaConnect>) -> Option<String> {
+    let mut what = Vec::new();
+    if needs.contains(&Need::ClientTools) {
+        what.push(
+            "rdkafka_performance against librdkafka 2.12.1 and 2.15.0 (built once into the cache), Kafka's Java perf tools"
+                .to_owned(),
+        );
+    }
+    if needs.contains(&Need::Connect) {
+        what.push(format!(
+            "Kafka Connect {} with the Debezium MariaDB source and JDBC sink (pinned jars); Redpanda Connect {}",
+            pins::kafka_version(),
+            redpanda_connect.map_or_else(
+                || format!(
+                    "not provided ({} unset: its arms are not run)",
+                    crate::clients::redpanda_connect::REDPANDA_CONNECT_ENV
+                ),
+                |r| format!("{} from {}", r.version, r.path.display()),
+            )
+        ));
+    }
+    (!what.is_empty()).then(|| what.join("; "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_tools_phase_covers_client_tools_and_connect_and_nothing_else() {
+        assert_eq!(tools_phase(&[Need::Kafka, Need::Mysql], None), None);
+        let clients = tools_phase(&[Need::Kafka, Need::ClientTools], None).unwrap();
+        assert!(clients.contains("rdkafka_performance") && !clients.contains("Connect"), "{clients}");
+        let cdc = tools_phase(&[Need::Kafka, Need::Mysql, Need::Connect], None).unwrap();
+        assert!(cdc.contains("Kafka Connect 4.1.0") && cdc.contains("STREAMLAB_REDPANDA_CONNECT unset"), "{cdc}");
+        let named = RedpandaConnect { path: "/opt/rpc".into(), version: "4.99.0".into() };
+        let both = tools_phase(&[Need::ClientTools, Need::Connect], Some(&named)).unwrap();
+        assert!(both.contains("rdkafka_performance") && both.contains("4.99.0 from /opt/rpc"), "{both}");
+    }
+}

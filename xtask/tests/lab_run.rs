@@ -1,0 +1,309 @@
+//! End-to-end tests of `lab run` as a user meets it: the xtask binary started as a process, real environments
+//! brought up and down, records and provenance read back from the run directory. Each starts environments of
+//! its own, so `cargo xtask test` runs them one at a time, before the harness's shared environment comes up.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use streamlab_process::procfs::{self, Sig};
+use streamlab_process::{Child, Cmd};
+use streamlab_record::provenance::{PROVENANCE_FILE, Provenance};
+use streamlab_record::{IntegrityStatus, Record, Status};
+
+/// A `lab run` at quick scale takes a few minutes on a small machine; past this it is hung.
+const RUN_TIMEOUT: Duration = Duration::from_secs(1800);
+
+/// `cargo xtask` as built for these tests.
+fn xtask() -> Cmd {
+    Cmd::new(env!("CARGO_BIN_EXE_xtask"))
+}
+
+/// `lab run` of the kafka_sink matrix's raw arm at the quick profile on `env`, then `extra`, into `out`.
+fn raw_quick_run(env: &str, extra: &[&str], out: &Path) -> Cmd {
+    xtask()
+        .args(["lab", "run", "--env", env, "--profile", "quick", "--matrix", "kafka_sink", "--arm", "raw"])
+        .args(extra)
+        .arg("--out")
+        .arg(out)
+}
+
+/// `lab run --resume RUN_ID` into `out`, run to its end; returns what it printed on stdout.
+fn resume(run_id: &str, out: &Path) -> String {
+    let done = xtask().args(["lab", "run", "--resume", run_id, "--out"]).arg(out).output(RUN_TIMEOUT).unwrap();
+    assert!(done.status.success(), "the resumed run failed:\n{}", done.tail(40));
+    done.stdout
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_owned()
+}
+
+/// Where environments keep their directories (what `env down` and a finished run remove).
+fn envs_dir() -> PathBuf {
+    repo_root().join("target/streamlab/envs")
+}
+
+/// The environment directories of run `run_id` still on disk.
+fn envs_of(run_id: &str) -> Vec<PathBuf> {
+    let prefix = format!("lab-{run_id}");
+    std::fs::read_dir(envs_dir())
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok())
+        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+        .map(|e| e.path())
+        .collect()
+}
+
+/// Live processes whose command line names one of run `run_id`'s environment directories (its brokers and
+/// servers run from there).
+fn processes_of(run_id: &str) -> Vec<u32> {
+    let marker = envs_dir().join(format!("lab-{run_id}")).to_string_lossy().into_owned();
+    std::fs::read_dir("/proc")
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|&pid| pid != std::process::id() && procfs::is_alive(pid) && procfs::is_ours(pid, &marker))
+        .collect()
+}
+
+fn lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path).map(|t| t.lines().map(str::to_owned).collect()).unwrap_or_default()
+}
+
+/// Wait (polling while `child` runs) until a run directory under `out` has a kafka_sink.jsonl with at least
+/// `records` lines; returns that file.
+fn wait_for_records(child: &mut Child, out: &Path, records: usize, within: Duration) -> PathBuf {
+    let deadline = Instant::now() + within;
+    loop {
+        let found = std::fs::read_dir(out)
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.ok())
+            .map(|e| e.path().join("kafka_sink.jsonl"))
+            .find(|p| lines(p).len() >= records);
+        if let Some(p) = found {
+            return p;
+        }
+        assert!(child.try_wait().unwrap().is_none(), "the run ended before it was interrupted");
+        assert!(Instant::now() < deadline, "fewer than {records} records after {} s", within.as_secs());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// The run's id: its directory's name.
+fn run_id_of(jsonl: &Path) -> String {
+    jsonl.parent().unwrap().file_name().unwrap().to_string_lossy().into_owned()
+}
+
+fn provenance(run_dir: &Path) -> Provenance {
+    Provenance::load(&run_dir.join(PROVENANCE_FILE)).unwrap()
+}
+
+/// Ctrl-C as a terminal sends it: SIGINT to the run's whole process group.
+fn ctrl_c(child: &mut Child) {
+    child.signal_group(Sig::SIGINT);
+    let status = child.wait().unwrap();
+    assert!(!status.success(), "an interrupted run must not exit 0");
+}
+
+/// The (finished, to run) counts of `lab run --resume`'s first line.
+fn resume_counts(stdout: &str) -> (usize, usize) {
+    let line = stdout.lines().find(|l| l.starts_with("resuming ")).unwrap_or_else(|| panic!("{stdout}"));
+    let numbers: Vec<usize> = line.split([' ', ',']).filter_map(|w| w.parse().ok()).collect();
+    assert_eq!(numbers.len(), 2, "{line}");
+    (numbers[0], numbers[1])
+}
+
+#[test]
+#[ignore = "starts Kafka and runs arms: cargo xtask test"]
+fn sigint_leaves_nothing_running_and_resume_finishes_only_what_is_missing() {
+    let out = tempfile::tempdir().unwrap();
+    // The raw arm's points only: enough tasks to interrupt between, without the framework's twenty-odd.
+    let mut child = raw_quick_run("native", &[], out.path()).spawn().unwrap();
+    let jsonl = wait_for_records(&mut child, out.path(), 2, Duration::from_secs(240));
+    ctrl_c(&mut child);
+
+    let run_id = run_id_of(&jsonl);
+    assert!(envs_of(&run_id).is_empty(), "environment directories left behind: {:?}", envs_of(&run_id));
+    assert!(processes_of(&run_id).is_empty(), "a broker or server was left running");
+    let before = lines(&jsonl);
+    streamlab_record::jsonl::read_records(&jsonl).expect("records written before Ctrl-C stay valid");
+
+    let (finished, to_run) = resume_counts(&resume(&run_id, out.path()));
+    assert_eq!(finished, before.len(), "resume counts every record written before Ctrl-C as finished");
+    assert!(to_run > 0, "the interrupted run had tasks left");
+    let after = lines(&jsonl);
+    assert_eq!(&after[..before.len()], &before[..], "resume rewrote finished records");
+    let records = streamlab_record::jsonl::read_records(&jsonl).unwrap();
+    let mut keys: Vec<_> =
+        records.iter().map(|r| (r.arm.clone(), r.variant.sweeps.clone(), r.variant.label.clone())).collect();
+    keys.sort();
+    keys.dedup();
+    let planned = finished + to_run;
+    assert_eq!((records.len(), keys.len()), (planned, planned), "every task exactly once");
+    for r in records.iter().filter(|r| r.arm == "raw") {
+        assert_eq!(r.integrity.status, IntegrityStatus::Verified, "{r:?}");
+        assert!(r.metrics["records_per_s"].value > 0.0);
+    }
+    let prov = provenance(jsonl.parent().unwrap());
+    assert!(prov.finished_ts_ms.is_some());
+    assert_eq!(prov.versions.get("kafka").map(String::as_str), Some("4.1.0"));
+    assert!(prov.versions.contains_key("librdkafka") && prov.versions.contains_key("java"));
+    assert!(!prov.host.cpu_brand.is_empty() && prov.pins.artifacts.len() > 40);
+    assert!(processes_of(&run_id).is_empty());
+}
+
+/// Run `lab run ARGS --out OUT` to its end; returns the records it wrote.
+fn run_lab(args: &[String], out: &Path) -> Vec<Record> {
+    xtask().args(args).arg("--out").arg(out).run(RUN_TIMEOUT).unwrap();
+    let runs: Vec<PathBuf> = std::fs::read_dir(out).unwrap().map(|e| e.unwrap().path()).collect();
+    assert_eq!(runs.len(), 1, "one run directory in {}", out.display());
+    streamlab_record::jsonl::read_records(&runs[0].join("kafka_sink.jsonl")).unwrap()
+}
+
+#[test]
+#[ignore = "starts Kafka and runs arms: cargo xtask test"]
+fn a_records_reproduce_command_reruns_exactly_its_point() {
+    let (first_out, second_out) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let quiet_before = procfs::loadavg_1m().is_some_and(|l| l < 0.3);
+    let args = ["lab", "run", "--env", "native", "--profile", "quick", "--matrix", "kafka_sink", "--arm", "raw"]
+        .into_iter()
+        .chain(["--point", "broker_cores=1 core", "--set", "warmup_s=0.5", "--set", "window_s=1.0"])
+        .map(str::to_owned)
+        .collect::<Vec<_>>();
+    let first = run_lab(&args, first_out.path());
+    assert_eq!(first.len(), 1, "the filters select one task");
+    let reproduce = &first[0].reproduce;
+    let words = shlex::split(reproduce).unwrap();
+    assert_eq!(&words[..2], ["cargo", "xtask"], "{reproduce}");
+    eprintln!("rerunning: {reproduce}");
+    let second = run_lab(&words[2..], second_out.path());
+    assert_eq!(second.len(), 1);
+    let (a, b) = (&first[0], &second[0]);
+    assert_eq!((&a.bench, &a.arm, &a.variant), (&b.bench, &b.arm, &b.variant));
+    assert_eq!(&b.reproduce, reproduce, "the rerun reproduces itself the same way");
+    // Every task it ran states its conditions; the lab's own CPU (arm, broker, runner) is not foreign.
+    let cpus = procfs::allowed_cpus().len() as f64;
+    for r in [a, b] {
+        let c = r.conditions.as_ref().expect("a task that ran has conditions");
+        assert!(c.wall_s > 0.0 && c.placement.is_some(), "{c:?}");
+        assert!(c.foreign_cpu_s >= 0.0 && c.foreign_cpu_s <= c.wall_s * cpus, "{c:?}");
+    }
+    // On a machine nothing else is using, a quick task sees little foreign CPU.
+    if quiet_before {
+        let c = b.conditions.as_ref().unwrap();
+        assert!(c.foreign_cpu_s < 0.25 * c.wall_s, "foreign CPU on a quiet machine: {c:?}");
+    }
+}
+
+#[test]
+#[ignore = "starts Kafka and runs arms: cargo xtask test"]
+fn a_broker_killed_mid_run_fails_the_task_in_flight_and_the_run_goes_on_in_a_fresh_environment() {
+    let out = tempfile::tempdir().unwrap();
+    let mut child = raw_quick_run("native", &["--reps", "2"], out.path()).spawn().unwrap();
+    // Wait until the second task's harness is running, then kill the broker under it.
+    let deadline = Instant::now() + Duration::from_secs(300);
+    let (run_id, jsonl) = loop {
+        let run_dir = std::fs::read_dir(out.path()).into_iter().flatten().filter_map(|e| e.ok()).next();
+        if let Some(dir) = run_dir.map(|e| e.path()) {
+            let run_id = dir.file_name().unwrap().to_string_lossy().into_owned();
+            let task_logs = std::fs::read_dir(repo_root().join("target/streamlab/runs").join(&run_id))
+                .map(|d| d.count())
+                .unwrap_or(0);
+            if lines(&dir.join("kafka_sink.jsonl")).len() == 1 && task_logs >= 2 {
+                break (run_id, dir.join("kafka_sink.jsonl"));
+            }
+        }
+        assert!(child.try_wait().unwrap().is_none(), "the run ended before the broker was killed");
+        assert!(Instant::now() < deadline, "the second task never started");
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    std::thread::sleep(Duration::from_millis(1500));
+    let first_env = envs_of(&run_id).pop().expect("the run's environment");
+    let descriptor = streamlab_record::EnvDescriptor::load(&first_env.join("env.json")).unwrap();
+    let broker = descriptor.kafka.pid.unwrap();
+    let killed_at = streamlab_process::clock::now_ms();
+    procfs::signal(broker, Sig::SIGKILL);
+    // The dead broker is reaped when its environment is torn down, while the run goes on: not left a zombie
+    // of the runner until it exits.
+    let dead = PathBuf::from(format!("/proc/{broker}"));
+    while dead.exists() {
+        assert!(child.try_wait().unwrap().is_none(), "the run ended with the killed broker still a zombie");
+        assert!(Instant::now() < deadline + Duration::from_secs(120), "the killed broker was never reaped");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(1), "a run with a failed record must exit non-zero");
+    let records = streamlab_record::jsonl::read_records(&jsonl).unwrap();
+    assert_eq!(records.len(), 6, "every planned task has a record");
+    let failed: Vec<&Record> = records.iter().filter(|r| r.status == Status::Failed).collect();
+    assert_eq!(failed.len(), 1, "only the task in flight fails: {records:#?}");
+    let reason = failed[0].reason.as_deref().unwrap();
+    assert!(reason.starts_with("the kafka broker was killed by SIGKILL during the task"), "{reason}");
+    assert!(failed[0].log_tail.as_deref().unwrap().contains("--- the kafka broker's log:"));
+    for r in records.iter().skip_while(|r| r.status != Status::Failed).skip(1) {
+        assert_eq!(r.integrity.status, IntegrityStatus::Verified, "{r:?}");
+    }
+    let prov = provenance(jsonl.parent().unwrap());
+    assert_eq!(prov.restarts.len(), 1, "{:?}", prov.restarts);
+    let restart = &prov.restarts[0];
+    assert_eq!(restart.failed_env, descriptor.id);
+    assert!(restart.new_env.as_deref().is_some_and(|id| id != descriptor.id));
+    eprintln!(
+        "noticed the dead broker {} ms after the kill; the fresh environment was ready {} ms later",
+        restart.ts_ms.saturating_sub(killed_at),
+        restart.ready_after_ms.unwrap_or(0)
+    );
+    assert!(envs_of(&run_id).is_empty(), "environment directories left behind");
+    assert!(processes_of(&run_id).is_empty(), "a broker or server was left running");
+}
+
+/// The label every container of the lab carries, its value the environment's id.
+const LABEL: &str = "org.streamlab.env";
+
+/// Names of the containers (running or not) of run `run_id`'s environments.
+fn containers_of(run_id: &str) -> Vec<String> {
+    use bollard::query_parameters::ListContainersOptions;
+    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
+    let docker = bollard::Docker::connect_with_local_defaults().unwrap();
+    let filters = HashMap::from([("label".to_owned(), vec![LABEL.to_owned()])]);
+    let options = ListContainersOptions { all: true, filters: Some(filters), ..Default::default() };
+    let prefix = format!("lab-{run_id}");
+    runtime
+        .block_on(docker.list_containers(Some(options)))
+        .unwrap()
+        .into_iter()
+        .filter(|c| c.labels.as_ref().and_then(|l| l.get(LABEL)).is_some_and(|id| id.starts_with(&prefix)))
+        .map(|c| c.names.unwrap_or_default().join(","))
+        .collect()
+}
+
+#[test]
+#[ignore = "starts Kafka in Docker and runs arms: cargo xtask test"]
+fn a_quick_arm_runs_on_docker_verified_and_sigint_leaves_no_container() {
+    let out = tempfile::tempdir().unwrap();
+    let mut child = raw_quick_run("docker", &[], out.path()).spawn().unwrap();
+    let jsonl = wait_for_records(&mut child, out.path(), 1, Duration::from_secs(600));
+    ctrl_c(&mut child);
+    let run_id = run_id_of(&jsonl);
+    assert!(containers_of(&run_id).is_empty(), "containers left after Ctrl-C: {:?}", containers_of(&run_id));
+    assert!(processes_of(&run_id).is_empty(), "a broker was left running");
+
+    // The run finishes on Docker, and every record of it is verified.
+    resume(&run_id, out.path());
+    let records = streamlab_record::jsonl::read_records(&jsonl).unwrap();
+    assert_eq!(records.len(), 3, "the raw arm's three quick points");
+    for r in &records {
+        assert_eq!(r.run.env, "docker");
+        assert_eq!(r.integrity.status, IntegrityStatus::Verified, "{r:?}");
+        assert!(r.metrics["records_per_s"].value > 0.0);
+    }
+    let prov = provenance(jsonl.parent().unwrap());
+    assert_eq!(prov.env.backend, "docker");
+    assert!(prov.env.images.contains_key("kafka"), "{:?}", prov.env);
+    assert!(prov.env.cpu_caps.values().any(|c| c.contains("read back by inspect")), "{:?}", prov.env.cpu_caps);
+    assert!(containers_of(&run_id).is_empty(), "containers left after the run: {:?}", containers_of(&run_id));
+}
