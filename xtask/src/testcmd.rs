@@ -46,7 +46,7 @@ pub fn run(args: TestArgs) -> Result<()> {
         cargo(&["build", "--workspace", "--release"])?;
         cargo(&["test", "--workspace", "--release", "--no-run"])
     });
-    t.cargo_test("unit tests", &["test", "--workspace", "--release"], &[]);
+    t.cargo_test("unit tests", &["test", "--workspace", "--release", "--no-fail-fast"], &[]);
     if !args.unit {
         // The docker backend's tests need an engine; one this command starts is stopped again at the end.
         let log = repo_root().join("target/streamlab/dockerd.log");
@@ -79,7 +79,7 @@ pub fn run(args: TestArgs) -> Result<()> {
 
 /// The harness's modules whose ignored tests run against the shared environment (by test-name filter: the
 /// workspace is tested as a whole so that nothing is built twice).
-const SHARED_ENV_MODULES: [&str; 2] = ["arms::", "probe::"];
+const SHARED_ENV_MODULES: [&str; 3] = ["arms::", "probe::", "kafka::"];
 
 /// Tests marked #[ignore] need services: the xtask ones start their own environments (one at a time); the
 /// harness ones share one environment brought up here. The first step runs every ignored test of every target
@@ -87,7 +87,7 @@ const SHARED_ENV_MODULES: [&str; 2] = ["arms::", "probe::"];
 /// (xtask/tests/*.rs, whose names carry no module path and so never match the shared filters). The second runs
 /// only those modules; together they run each ignored test once.
 fn integration(t: &mut Tally) {
-    let mut own = vec!["test", "--workspace", "--release", "--", "--ignored", "--test-threads=1"];
+    let mut own = vec!["test", "--workspace", "--release", "--no-fail-fast", "--", "--ignored", "--test-threads=1"];
     for m in SHARED_ENV_MODULES {
         own.extend(["--skip", m]);
     }
@@ -110,7 +110,7 @@ fn integration(t: &mut Tally) {
     if let Err(e) = prepared {
         t.step("tools", || Err(e));
     }
-    let mut shared = vec!["test", "--workspace", "--release", "--", "--ignored", "--test-threads=1"];
+    let mut shared = vec!["test", "--workspace", "--release", "--no-fail-fast", "--", "--ignored", "--test-threads=1"];
     shared.extend(SHARED_ENV_MODULES);
     t.cargo_test(
         "harness integration (shared environment)",
@@ -248,5 +248,36 @@ mod tests {
                    noise\n\
                    test result: FAILED. 2 passed; 1 failed; 3 ignored; 0 measured; 0 filtered out\n";
         assert_eq!(super::parse_results(out), (9, 1));
+    }
+
+    /// Every ignored harness test needs the shared environment, so its module path must match one of the
+    /// shared filters; one that does not would run in the own-environments step without services and fail it.
+    #[test]
+    fn every_ignored_harness_test_runs_in_the_shared_environment() {
+        let src = crate::paths::repo_root().join("harness/src");
+        let mut stray = Vec::new();
+        let mut found = 0;
+        let mut stack = vec![src.clone()];
+        while let Some(dir) = stack.pop() {
+            for entry in std::fs::read_dir(&dir).unwrap().flatten() {
+                let path = entry.path();
+                if path.is_dir() {
+                    stack.push(path);
+                    continue;
+                }
+                let text = std::fs::read_to_string(&path).unwrap_or_default();
+                if !text.contains("#[ignore") {
+                    continue;
+                }
+                found += 1;
+                let module =
+                    path.strip_prefix(&src).unwrap().with_extension("").to_string_lossy().replace('/', "::") + "::";
+                if !super::SHARED_ENV_MODULES.iter().any(|m| module.starts_with(m)) {
+                    stray.push(module);
+                }
+            }
+        }
+        assert!(found > 5, "the walk found the harness's integration tests");
+        assert!(stray.is_empty(), "add their module to SHARED_ENV_MODULES: {stray:?}");
     }
 }

@@ -214,26 +214,7 @@ pub fn to_record(task: &Task, run: &RunInfo, reproduce: &str, outcome: Outcome) 
 }
 
 pub fn not_run_record(task: &Task, run: &RunInfo, reproduce: &str, reason: &str) -> Record {
-    Record {
-        schema: SCHEMA.into(),
-        bench: task.bench.clone(),
-        kind: "not_run".into(),
-        run: run.clone(),
-        arm: task.arm.clone(),
-        variant: variant(task),
-        status: Status::NotRun,
-        reason: Some(reason.to_owned()),
-        log_tail: None,
-        metrics: BTreeMap::new(),
-        integrity: Integrity::not_checked("not run"),
-        verdict: BTreeMap::new(),
-        note: None,
-        details: BTreeMap::new(),
-        rep: task.rep,
-        reproduce: reproduce.to_owned(),
-        conditions: None,
-        applied: Default::default(),
-    }
+    to_record(task, run, reproduce, Outcome::NotRunnable { reason: reason.to_owned() })
 }
 
 /// Ratios measured side by side: this record over the denominator arm's record of the same rep.

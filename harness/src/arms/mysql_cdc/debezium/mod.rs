@@ -363,7 +363,7 @@ mod tests {
         let err = super::super::run(&ctx("snapshot_kafka", 1_000, 120), &Debezium { sink: false, tools: Some(tools) })
             .unwrap_err();
         let text = format!("{err:#}");
-        assert!(text.contains("the Kafka Connect worker exited"), "{text}");
+        assert!(text.contains("the Kafka Connect worker: ") && text.contains(" exited ("), "{text}");
         assert!(text.contains("MariaDbConnector"), "the log tail names what failed: {text}");
         assert!(started.elapsed() < std::time::Duration::from_secs(100), "failed fast, not by the timeout");
     }
