@@ -53,7 +53,15 @@ pub fn ratio(x: f64) -> String {
     if !x.is_finite() {
         return "—".into();
     }
-    if x.abs() >= 10.0 { format!("{x:.1}×") } else { format!("{x:.2}×") }
+    if x.abs() >= 10.0 {
+        format!("{x:.1}×")
+    } else if x != 0.0 && x.abs() < 0.1 {
+        // Two significant digits, so a small ratio never reads as a rounder number outside its own interval.
+        let digits = (-x.abs().log10().floor()) as usize + 1;
+        format!("{x:.digits$}×")
+    } else {
+        format!("{x:.2}×")
+    }
 }
 
 fn group_thousands(n: i64) -> String {
@@ -165,6 +173,9 @@ mod tests {
         assert_eq!(compact(0.486), "0.49");
         assert_eq!(ratio(0.4864), "0.49×");
         assert_eq!(ratio(12.34), "12.3×");
+        assert_eq!(ratio(0.00563), "0.0056×");
+        assert_eq!(ratio(0.0549), "0.055×");
+        assert_eq!(ratio(0.1), "0.10×");
     }
 
     #[test]
