@@ -222,7 +222,7 @@ impl Cmd {
             });
         }
         let child = self.command.spawn().with_context(|| format!("cannot start {program}"))?;
-        Ok(Child { child: Some(child), program, log })
+        Ok(Child { child: Some(child), program, log, lifetime })
     }
 
     /// Run to completion with stdout and stderr captured; killed (and reaped) at `timeout`.
@@ -301,6 +301,7 @@ pub struct Child {
     child: Option<std::process::Child>,
     program: String,
     log: Option<PathBuf>,
+    lifetime: Lifetime,
 }
 
 impl Child {
@@ -370,12 +371,18 @@ impl Child {
         }
     }
 
-    /// SIGKILL and reap (a no-op once it has ended).
+    /// SIGKILL and reap (a no-op once it has ended). A tied child dies with its whole process group: a shell's
+    /// or a tool's own children would otherwise live on, holding its output pipes open.
     pub fn kill(&mut self) {
-        if let Some(c) = self.child.as_mut() {
+        let Some(c) = self.child.as_mut() else { return };
+        // Only while it has not been reaped: until then its pid (and so its group id) cannot be reused.
+        if let Ok(None) = c.try_wait() {
+            if self.lifetime == Lifetime::TiedToParent {
+                let _ = nix::sys::signal::killpg(Pid::from_raw(c.id() as i32), Signal::SIGKILL);
+            }
             let _ = c.kill();
-            let _ = c.wait();
         }
+        let _ = c.wait();
     }
 
     /// The last `lines` lines of its log (empty without one).
@@ -430,6 +437,15 @@ mod tests {
             .to_string();
         assert!(started.elapsed() < Duration::from_secs(10));
         assert!(err.contains("did not finish") && err.contains("started"), "{err}");
+    }
+
+    #[test]
+    fn a_hung_command_s_own_children_die_with_it_at_the_deadline() {
+        // The shell's `sleep` holds the output pipes: killing the shell alone would leave output() waiting 30 s.
+        let started = Instant::now();
+        let err = Cmd::new("/bin/sh").args(["-c", "sleep 30; true"]).output(Duration::from_millis(300)).unwrap_err();
+        assert!(err.to_string().contains("did not finish"), "{err:#}");
+        assert!(started.elapsed() < Duration::from_secs(10), "returned after {:?}", started.elapsed());
     }
 
     #[test]

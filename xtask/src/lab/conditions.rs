@@ -7,7 +7,7 @@
 
 use std::time::Instant;
 
-use nix::sys::resource::{UsageWho, getrusage};
+use streamlab_process::procfs;
 use streamlab_record::Conditions;
 
 /// Foreign CPU per wall second above which a record is marked as measured under foreign load.
@@ -27,9 +27,9 @@ impl Probe {
     pub fn start(pids: Vec<u32>) -> Probe {
         Probe {
             started: Instant::now(),
-            busy_s: system_busy_s().unwrap_or(0.0),
+            busy_s: procfs::host_busy_seconds().unwrap_or(0.0),
             own_s: own_cpu_s(),
-            services_s: services_cpu_s(&pids),
+            services_s: procfs::pids_cpu_seconds(&pids),
             pids,
         }
     }
@@ -37,10 +37,10 @@ impl Probe {
     /// The conditions of the task that ran since [`Probe::start`] (call after its child was reaped).
     pub fn finish(self, placement: Option<String>) -> Conditions {
         let wall_s = self.started.elapsed().as_secs_f64();
-        let busy = system_busy_s().unwrap_or(self.busy_s) - self.busy_s;
+        let busy = procfs::host_busy_seconds().unwrap_or(self.busy_s) - self.busy_s;
         let own = own_cpu_s() - self.own_s;
-        let services = services_cpu_s(&self.pids) - self.services_s;
-        conditions(wall_s, busy, own + services, loadavg_1m().unwrap_or(0.0), placement)
+        let services = procfs::pids_cpu_seconds(&self.pids) - self.services_s;
+        conditions(wall_s, busy, own + services, procfs::loadavg_1m().unwrap_or(0.0), placement)
     }
 }
 
@@ -56,60 +56,9 @@ fn round3(x: f64) -> f64 {
     (x * 1000.0).round() / 1000.0
 }
 
-fn ticks_per_s() -> f64 {
-    match nix::unistd::sysconf(nix::unistd::SysconfVar::CLK_TCK) {
-        Ok(Some(t)) if t > 0 => t as f64,
-        _ => 100.0,
-    }
-}
-
-/// Busy seconds of all CPUs since boot, from the `cpu` line of /proc/stat.
-fn system_busy_s() -> Option<f64> {
-    let text = std::fs::read_to_string("/proc/stat").ok()?;
-    Some(parse_busy_ticks(text.lines().next()?)? as f64 / ticks_per_s())
-}
-
-/// user + nice + system + irq + softirq + steal of a `cpu ...` line (guest time is already in user).
-pub fn parse_busy_ticks(line: &str) -> Option<u64> {
-    let mut fields = line.split_whitespace();
-    if fields.next()? != "cpu" {
-        return None;
-    }
-    let v: Vec<u64> = fields.map(|f| f.parse().ok()).collect::<Option<_>>()?;
-    let at = |i: usize| v.get(i).copied().unwrap_or(0);
-    Some(at(0) + at(1) + at(2) + at(5) + at(6) + at(7))
-}
-
-/// utime + stime of a `/proc/<pid>/stat` line, in ticks (the command name may hold spaces and parentheses).
-pub fn parse_process_ticks(stat: &str) -> Option<u64> {
-    let rest = &stat[stat.rfind(')')? + 1..];
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    // After the name: state is field 3, utime field 14, stime field 15 (1-based, man 5 proc).
-    Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
-}
-
-fn services_cpu_s(pids: &[u32]) -> f64 {
-    let ticks: u64 = pids
-        .iter()
-        .filter_map(|pid| parse_process_ticks(&std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?))
-        .sum();
-    ticks as f64 / ticks_per_s()
-}
-
 /// CPU used by the runner and by every child it has reaped (the harness processes).
 fn own_cpu_s() -> f64 {
-    [UsageWho::RUSAGE_SELF, UsageWho::RUSAGE_CHILDREN]
-        .into_iter()
-        .filter_map(|who| getrusage(who).ok())
-        .map(|u| {
-            let secs = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 / 1e6;
-            secs(u.user_time()) + secs(u.system_time())
-        })
-        .sum()
-}
-
-fn loadavg_1m() -> Option<f64> {
-    std::fs::read_to_string("/proc/loadavg").ok()?.split_whitespace().next()?.parse().ok()
+    procfs::self_cpu_seconds() + procfs::children_cpu_seconds()
 }
 
 /// Where a task's client and broker run.
@@ -157,16 +106,6 @@ mod tests {
         // Exactly at the threshold is not foreign load; just above it is.
         assert!(!conditions(4.0, 1.0, 0.0, 0.0, None).foreign_load);
         assert!(conditions(4.0, 1.01, 0.0, 0.0, None).foreign_load);
-    }
-
-    #[test]
-    fn proc_lines_parse() {
-        // user nice system idle iowait irq softirq steal guest guest_nice
-        assert_eq!(parse_busy_ticks("cpu  100 5 50 9000 40 3 2 1 7 0"), Some(161));
-        assert_eq!(parse_busy_ticks("cpu0 1 2 3 4"), None);
-        let stat = "4242 (java (kafka) x) S 1 4242 4242 0 -1 4194560 100 0 0 0 250 75 3 4 20 0 50 0 1000";
-        assert_eq!(parse_process_ticks(stat), Some(325));
-        assert_eq!(parse_process_ticks("garbage"), None);
     }
 
     #[test]
