@@ -39,13 +39,11 @@ pub fn run(args: TestArgs) -> Result<()> {
     let mut t = Tally::default();
     t.step("rustfmt", || cargo(&["fmt", "--all", "--check"]));
     t.step("clippy", || cargo(&["clippy", "--workspace", "--all-targets", "--release", "--", "-D", "warnings"]));
-    // One release build of the whole workspace serves the unit tests, the integration tests and every lab run
-    // a test starts (`lab run` builds `--workspace` too, so cargo unifies the dependencies' features the same
-    // way everywhere and builds each of them once).
-    t.step("build (release, workspace)", || {
-        cargo(&["build", "--workspace", "--release"])?;
-        cargo(&["test", "--workspace", "--release", "--no-run"])
-    });
+    // One release build of every target of the workspace serves the unit tests, the integration tests and every
+    // lab run a test starts (`lab run` builds `--workspace` too, so cargo unifies the dependencies' features the
+    // same way everywhere and builds each of them once); one invocation lets the harness's library and its
+    // test build compile side by side.
+    t.step("build (release, every target)", || cargo(&["build", "--workspace", "--release", "--all-targets"]));
     t.cargo_test("unit tests", &["test", "--workspace", "--release", "--no-fail-fast"], &[]);
     if !args.unit {
         // The docker backend's tests need an engine; one this command starts is stopped again at the end.
@@ -81,17 +79,18 @@ pub fn run(args: TestArgs) -> Result<()> {
 /// workspace is tested as a whole so that nothing is built twice).
 const SHARED_ENV_MODULES: [&str; 3] = ["arms::", "probe::", "kafka::"];
 
-/// Tests marked #[ignore] need services: the xtask ones start their own environments (one at a time); the
-/// harness ones share one environment brought up here. The first step runs every ignored test of every target
-/// but the shared-environment modules: xtask's unit tests and its end-to-end tests of the binary
-/// (xtask/tests/*.rs, whose names carry no module path and so never match the shared filters). The second runs
-/// only those modules; together they run each ignored test once.
+/// Tests marked #[ignore] need services, in three groups. The unit-level ones of xtask start environments of
+/// their own (one at a time); the harness's share one environment brought up here; the two groups run side by
+/// side, as most of their time is spent waiting on brokers. The end-to-end tests of the binary
+/// (xtask/tests/*.rs: Ctrl-C, a broker killed mid-run, leftovers, docker) then run on their own, on a machine
+/// nothing else of ours is using. Together they run each ignored test once.
 fn integration(t: &mut Tally) {
-    let mut own = vec!["test", "--workspace", "--release", "--no-fail-fast", "--", "--ignored", "--test-threads=1"];
+    let ignored = ["--no-fail-fast", "--", "--ignored", "--test-threads=1"];
+    let mut own = vec!["test", "--workspace", "--release", "--lib", "--bins"];
+    own.extend(ignored);
     for m in SHARED_ENV_MODULES {
         own.extend(["--skip", m]);
     }
-    t.cargo_test("xtask integration (own environments)", &own, &[]);
     let started = Instant::now();
     let spec = EnvSpec { with_mysql: true, ..EnvSpec::new("test-", crate::env::pins::default_pin()) };
     // Dropped at the end of this function: its services stop and its directory goes.
@@ -110,14 +109,21 @@ fn integration(t: &mut Tally) {
     if let Err(e) = prepared {
         t.step("tools", || Err(e));
     }
-    let mut shared = vec!["test", "--workspace", "--release", "--no-fail-fast", "--", "--ignored", "--test-threads=1"];
+    let mut shared = vec!["test", "--workspace", "--release", "--lib", "--bins"];
+    shared.extend(ignored);
     shared.extend(SHARED_ENV_MODULES);
-    t.cargo_test(
-        "harness integration (shared environment)",
-        &shared,
-        &[("STREAMLAB_ENV", descriptor.as_path()), (streamlab_record::tools::TOOLS_ENV, tools.as_path())],
-    );
+    let shared_env = [("STREAMLAB_ENV", descriptor.as_path()), (streamlab_record::tools::TOOLS_ENV, tools.as_path())];
+    std::thread::scope(|s| {
+        let own = s.spawn(|| TestRun::of("xtask integration (own environments)", &own, &[]));
+        let shared = s.spawn(|| TestRun::of("harness integration (shared environment)", &shared, &shared_env));
+        for run in [own, shared] {
+            t.add(run.join().expect("a test group's thread panicked"));
+        }
+    });
     drop(env);
+    let mut end_to_end = vec!["test", "--workspace", "--release", "--test", "*"];
+    end_to_end.extend(ignored);
+    t.add(TestRun::of("end-to-end lab runs (own environments)", &end_to_end, &[]));
 }
 
 /// Build and check the site twice: from the committed results, and from the demo results that
@@ -195,8 +201,48 @@ impl Tally {
         }
     }
 
-    /// Run `cargo test`, echoing its output and adding its `test result:` lines to the tally.
+    /// Run `cargo test` and add it to the tally.
     fn cargo_test(&mut self, name: &str, args: &[&str], env: &[(&str, &Path)]) {
+        self.add(TestRun::of(name, args, env));
+    }
+
+    /// Echo a finished test run's output and add its `test result:` lines to the tally.
+    fn add(&mut self, run: TestRun) {
+        let TestRun { name, took, outcome } = run;
+        self.times.push((name.clone(), took));
+        let (stdout, success) = match outcome {
+            Ok(o) => o,
+            Err(e) => {
+                eprintln!("step {name} failed: {e:#}");
+                self.failed += 1;
+                self.failures.push(name);
+                return;
+            }
+        };
+        println!("\n== {name}");
+        print!("{stdout}");
+        let (passed, failed) = parse_results(&stdout);
+        self.passed += passed;
+        self.failed += failed;
+        if !success {
+            self.failures.push(name);
+            if failed == 0 {
+                // A build error or crash: count it so the run cannot look green.
+                self.failed += 1;
+            }
+        }
+    }
+}
+
+/// One `cargo test` to its end: its stdout (the results), whether it succeeded, how long it took.
+struct TestRun {
+    name: String,
+    took: Duration,
+    outcome: Result<(String, bool)>,
+}
+
+impl TestRun {
+    fn of(name: &str, args: &[&str], env: &[(&str, &Path)]) -> TestRun {
         println!("\n== {name}: cargo {}", args.join(" "));
         let started = Instant::now();
         let mut cmd = cargo_cmd(args);
@@ -204,27 +250,7 @@ impl Tally {
             cmd = cmd.env(key, value);
         }
         let outcome = run_interruptible(cmd, true);
-        self.times.push((name.to_owned(), started.elapsed()));
-        let (stdout, success) = match outcome {
-            Ok(o) => o,
-            Err(e) => {
-                eprintln!("step {name} failed: {e:#}");
-                self.failed += 1;
-                self.failures.push(name.to_owned());
-                return;
-            }
-        };
-        print!("{stdout}");
-        let (passed, failed) = parse_results(&stdout);
-        self.passed += passed;
-        self.failed += failed;
-        if !success {
-            self.failures.push(name.to_owned());
-            if failed == 0 {
-                // A build error or crash: count it so the run cannot look green.
-                self.failed += 1;
-            }
-        }
+        TestRun { name: name.to_owned(), took: started.elapsed(), outcome }
     }
 }
 

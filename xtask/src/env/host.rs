@@ -17,8 +17,8 @@ use super::backend::EnvSpec;
 use super::kafka::{self, KafkaPorts, KafkaStart};
 use super::mariadb::{self, Server};
 use super::pins::{self, KafkaPin};
-use super::ports;
 use super::process::{self, Lifetime};
+use streamlab_process::ports;
 
 /// Which service a command belongs to (a container host picks the image by it, and names a service's
 /// container by it).

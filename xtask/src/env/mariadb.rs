@@ -267,7 +267,7 @@ mod tests {
         use super::super::host::NativeHost;
         let host = NativeHost { lifetime: process::Lifetime::TiedToParent };
         let dir = tempfile::tempdir().unwrap();
-        let port = super::super::ports::free_loopback_ports(1).unwrap()[0];
+        let port = streamlab_process::ports::free_loopback_ports(1).unwrap()[0];
         let m = start(&host, &dir.path().join("mysql"), port).unwrap();
         let password = streamlab_record::descriptor::read_secret(&m.password_file).unwrap();
         let query = |sql: &str| query_tcp_on(&host, &m.flavour, port, &password, sql);

@@ -14,7 +14,6 @@ pub mod kafka;
 pub mod mariadb;
 pub mod native;
 pub mod pins;
-pub mod ports;
 pub mod process;
 pub mod secrets;
 pub mod templates;

@@ -182,7 +182,8 @@ mod tests {
     use super::*;
     use crate::env::host::running_pids;
     use crate::env::kafka::KafkaPorts;
-    use crate::env::{mariadb, ports};
+    use crate::env::mariadb;
+    use streamlab_process::ports;
 
     fn options(root: &Path, with_mysql: bool) -> EnvSpec {
         EnvSpec { root: root.to_owned(), with_mysql, ..EnvSpec::new("t-", pins::default_pin()) }

@@ -288,7 +288,7 @@ mod tests {
 
     use super::*;
     use crate::env::kafka::{self, KafkaPorts};
-    use crate::env::ports;
+    use streamlab_process::ports;
 
     fn options(root: &Path, with_mysql: bool) -> EnvSpec {
         EnvSpec { root: root.to_owned(), with_mysql, ..EnvSpec::new("t-", pins::default_pin()) }

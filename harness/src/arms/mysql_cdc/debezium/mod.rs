@@ -108,7 +108,7 @@ impl CdcArm for Debezium {
         let password = read_secret(&mysql.password_file)?;
         // A connector name of its own per run: the sink's consumer group starts from the beginning.
         let name = format!("{}-{}", job.topic_prefix, super::run_tag(job));
-        let rest_port = worker::free_port()?;
+        let rest_port = streamlab_process::ports::free_loopback_ports(1)?[0];
         let admin = crate::kafka::config::client_config(&job.env, DEFAULT_LISTENER)?;
         let side_topics = if self.sink { vec![] } else { props::side_topics(job) };
         delete_topics(&admin, &side_topics);

@@ -57,11 +57,6 @@ pub struct Worker {
     pub command: String,
 }
 
-/// A free loopback port for the worker's REST listener.
-pub fn free_port() -> Result<u16> {
-    Ok(std::net::TcpListener::bind("127.0.0.1:0")?.local_addr()?.port())
-}
-
 impl Worker {
     pub fn start(
         tools: &ConnectTools,
