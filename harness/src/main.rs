@@ -80,7 +80,7 @@ fn run() -> Result<()> {
         Command::Arms { json: false } => {
             for spec in arms::REGISTRY {
                 let knobs: Vec<String> = spec
-                    .knobs
+                    .knobs()
                     .iter()
                     .map(|k| format!("{}:{:?}{}", k.name, k.ty, if k.required { "" } else { "?" }))
                     .collect();

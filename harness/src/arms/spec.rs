@@ -1,16 +1,18 @@
 //! The arm contract: what an arm is called, which knobs it reads and of what type, and how to run it.
-//! The knob list is written next to the arm's `Knobs` struct; a test holds the two together (names from
-//! the struct's own serde field list, types and required-ness by deserializing samples).
+//! The knob schema is read off the arm's `Knobs` struct through serde, so it cannot drift from what the arm
+//! parses: the field names and types from one probing pass (an enum's variants are its choices), and
+//! whether each knob is required by parsing a sample without it.
 
 use anyhow::Result;
 use serde::Serialize;
-use serde::de::{self, DeserializeOwned, Deserializer, Visitor};
+use serde::de::value::{Error as ProbeError, StrDeserializer};
+use serde::de::{self, DeserializeOwned, Deserializer, Error as _, IntoDeserializer, MapAccess, Visitor};
 use streamlab_record::Measurement;
 pub use streamlab_record::arms::KnobType;
 
 use super::ArmContext;
 
-#[derive(Debug, Clone, Copy, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct KnobSpec {
     pub name: &'static str,
     #[serde(rename = "type")]
@@ -22,43 +24,28 @@ pub struct KnobSpec {
     pub choices: &'static [&'static str],
 }
 
-impl KnobSpec {
-    pub const fn required(name: &'static str, ty: KnobType) -> Self {
-        KnobSpec { name, ty, required: true, choices: &[] }
-    }
-
-    pub const fn optional(name: &'static str, ty: KnobType) -> Self {
-        KnobSpec { name, ty, required: false, choices: &[] }
-    }
-
-    /// A required string knob that takes only `choices`.
-    pub const fn choice(name: &'static str, choices: &'static [&'static str]) -> Self {
-        KnobSpec { name, ty: KnobType::String, required: true, choices }
-    }
-}
-
 /// One arm of one bench.
-#[derive(Serialize)]
 pub struct ArmSpec {
     pub bench: &'static str,
     pub arm: &'static str,
-    pub knobs: &'static [KnobSpec],
-    #[serde(skip)]
     pub run: fn(&ArmContext) -> Result<Measurement>,
-    #[serde(skip)]
-    pub knob_struct: KnobStruct,
+    /// The schema of the arm's `Knobs` struct ([`knob_schema`]).
+    schema: fn() -> Result<Vec<KnobSpec>, String>,
 }
 
-/// The arm's typed knob struct, seen through serde (for the contract test).
-#[derive(Clone, Copy)]
-pub struct KnobStruct {
-    fields: fn() -> &'static [&'static str],
-    accepts: fn(&serde_json::Map<String, serde_json::Value>) -> Result<()>,
-}
+impl ArmSpec {
+    /// The arm `bench/arm`, run by `run`, reading its knobs as `Knobs`.
+    pub const fn new<Knobs: DeserializeOwned>(
+        bench: &'static str,
+        arm: &'static str,
+        run: fn(&ArmContext) -> Result<Measurement>,
+    ) -> Self {
+        ArmSpec { bench, arm, run, schema: knob_schema::<Knobs> }
+    }
 
-impl KnobStruct {
-    pub const fn of<T: DeserializeOwned>() -> Self {
-        KnobStruct { fields: field_names::<T>, accepts: accepts::<T> }
+    /// The knobs the arm reads (its registry test holds every registered arm to a schema that can be read).
+    pub fn knobs(&self) -> Vec<KnobSpec> {
+        (self.schema)().unwrap_or_else(|e| panic!("{}/{}: {e}", self.bench, self.arm))
     }
 }
 
@@ -68,109 +55,190 @@ pub fn parse_knobs<T: DeserializeOwned>(knobs: &serde_json::Map<String, serde_js
         .map_err(|e| anyhow::anyhow!("bad knobs for this arm: {e}"))
 }
 
-fn accepts<T: DeserializeOwned>(knobs: &serde_json::Map<String, serde_json::Value>) -> Result<()> {
-    parse_knobs::<T>(knobs).map(drop)
-}
-
 /// What `harness arms --json` prints.
 pub fn registry_json() -> String {
-    serde_json::json!({ "schema": 1, "arms": super::REGISTRY }).to_string()
+    let arms: Vec<serde_json::Value> = super::REGISTRY
+        .iter()
+        .map(|a| serde_json::json!({ "bench": a.bench, "arm": a.arm, "knobs": a.knobs() }))
+        .collect();
+    serde_json::json!({ "schema": 1, "arms": arms }).to_string()
 }
 
-impl ArmSpec {
-    /// The declared knobs must be exactly the struct's fields, with the declared types and required-ness.
-    pub fn check_against_struct(&self) -> Result<(), String> {
-        let mut declared: Vec<&str> = self.knobs.iter().map(|k| k.name).collect();
-        let mut fields: Vec<&str> = (self.knob_struct.fields)().to_vec();
-        declared.sort_unstable();
-        fields.sort_unstable();
-        if declared != fields {
-            return Err(format!("declared knobs {declared:?} but the Knobs struct reads {fields:?}"));
-        }
-        let sample = |k: &KnobSpec| match k.ty {
-            KnobType::Integer => serde_json::json!(1),
-            KnobType::Float => serde_json::json!(1.5),
-            KnobType::Bool => serde_json::json!(true),
-            KnobType::String => serde_json::json!(k.choices.first().copied().unwrap_or("x")),
-        };
-        let all: serde_json::Map<_, _> = self.knobs.iter().map(|k| (k.name.to_owned(), sample(k))).collect();
-        (self.knob_struct.accepts)(&all).map_err(|e| format!("a sample of every declared knob is refused: {e}"))?;
-        for k in self.knobs {
-            let mut without = all.clone();
-            without.remove(k.name);
-            let accepted = (self.knob_struct.accepts)(&without).is_ok();
-            if accepted == k.required {
-                return Err(format!("{} is declared required={} but the struct disagrees", k.name, k.required));
-            }
-            if !k.choices.is_empty() {
-                let outside = "not-one-of-the-choices";
-                let mut other = all.clone();
-                other.insert(k.name.to_owned(), serde_json::json!(outside));
-                if (self.knob_struct.accepts)(&other).is_ok() {
-                    return Err(format!(
-                        "{} declares choices {:?} but the struct takes {outside:?}",
-                        k.name, k.choices
-                    ));
-                }
-            }
-            if k.ty == KnobType::Integer {
-                let mut fractional = all.clone();
-                fractional.insert(k.name.to_owned(), serde_json::json!(1.5));
-                if (self.knob_struct.accepts)(&fractional).is_ok() {
-                    return Err(format!("{} is declared integer but the struct takes 1.5", k.name));
-                }
-            }
-        }
-        Ok(())
+/// The schema of `T`: each field's name, type and choices as serde sees them, and whether `T` parses without it.
+pub fn knob_schema<T: DeserializeOwned>() -> Result<Vec<KnobSpec>, String> {
+    let mut fields = Vec::new();
+    T::deserialize(StructProbe { fields: &mut fields }).map_err(|e| format!("cannot read the knob schema: {e}"))?;
+    let sample = |k: &KnobSpec| match k.ty {
+        KnobType::Integer => serde_json::json!(1),
+        KnobType::Float => serde_json::json!(1.5),
+        KnobType::Bool => serde_json::json!(true),
+        KnobType::String => serde_json::json!(k.choices.first().copied().unwrap_or("x")),
+    };
+    let all: serde_json::Map<_, _> = fields.iter().map(|k| (k.name.to_owned(), sample(k))).collect();
+    parse_knobs::<T>(&all).map_err(|e| format!("a sample of every knob is refused: {e}"))?;
+    for k in &mut fields {
+        let mut without = all.clone();
+        without.remove(k.name);
+        k.required = parse_knobs::<T>(&without).is_err();
     }
+    Ok(fields)
 }
 
-/// The field names serde knows for `T` (what `deserialize_struct` is handed), without a value.
-fn field_names<T: DeserializeOwned>() -> &'static [&'static str] {
-    let mut probe = FieldProbe(&[]);
-    let _ = T::deserialize(&mut probe);
-    probe.0
+/// Hands a struct's visitor every field the struct names, each value probed by [`ValueProbe`].
+struct StructProbe<'a> {
+    fields: &'a mut Vec<KnobSpec>,
 }
 
-struct FieldProbe(&'static [&'static str]);
-
-#[derive(Debug)]
-struct Probed;
-
-impl std::fmt::Display for Probed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("field names probed")
-    }
-}
-
-impl std::error::Error for Probed {}
-
-impl de::Error for Probed {
-    fn custom<M: std::fmt::Display>(_: M) -> Self {
-        Probed
-    }
-}
-
-impl<'de> Deserializer<'de> for &mut FieldProbe {
-    type Error = Probed;
+impl<'de> Deserializer<'de> for StructProbe<'_> {
+    type Error = ProbeError;
 
     fn deserialize_struct<V: Visitor<'de>>(
         self,
         _name: &'static str,
-        fields: &'static [&'static str],
-        _visitor: V,
-    ) -> Result<V::Value, Probed> {
-        self.0 = fields;
-        Err(Probed)
+        names: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, ProbeError> {
+        visitor.visit_map(FieldsAccess { names, next: 0, fields: self.fields })
     }
 
-    fn deserialize_any<V: Visitor<'de>>(self, _visitor: V) -> Result<V::Value, Probed> {
-        Err(Probed)
+    fn deserialize_any<V: Visitor<'de>>(self, _visitor: V) -> Result<V::Value, ProbeError> {
+        Err(ProbeError::custom("a Knobs type must be a struct with named fields"))
     }
 
     serde::forward_to_deserialize_any! {
         bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string bytes byte_buf option unit
         unit_struct newtype_struct seq tuple tuple_struct map enum identifier ignored_any
+    }
+}
+
+struct FieldsAccess<'a> {
+    names: &'static [&'static str],
+    next: usize,
+    fields: &'a mut Vec<KnobSpec>,
+}
+
+impl<'de> MapAccess<'de> for FieldsAccess<'_> {
+    type Error = ProbeError;
+
+    fn next_key_seed<K: de::DeserializeSeed<'de>>(&mut self, seed: K) -> Result<Option<K::Value>, ProbeError> {
+        let Some(&name) = self.names.get(self.next) else { return Ok(None) };
+        self.next += 1;
+        let key: StrDeserializer<'_, ProbeError> = name.into_deserializer();
+        seed.deserialize(key).map(Some)
+    }
+
+    fn next_value_seed<V: de::DeserializeSeed<'de>>(&mut self, seed: V) -> Result<V::Value, ProbeError> {
+        let name = self.names[self.next - 1];
+        let mut probe = ValueProbe { ty: None, choices: &[] };
+        let value = seed.deserialize(&mut probe).map_err(|e| ProbeError::custom(format!("knob {name}: {e}")))?;
+        let ty = probe.ty.ok_or_else(|| ProbeError::custom(format!("knob {name}: no type")))?;
+        self.fields.push(KnobSpec { name, ty, required: true, choices: probe.choices });
+        Ok(value)
+    }
+}
+
+/// Records which kind of value a field asks serde for, and answers with a sample of it.
+struct ValueProbe {
+    ty: Option<KnobType>,
+    choices: &'static [&'static str],
+}
+
+impl ValueProbe {
+    fn saw(&mut self, ty: KnobType) {
+        self.ty = Some(ty);
+    }
+}
+
+impl<'de> Deserializer<'de> for &mut ValueProbe {
+    type Error = ProbeError;
+
+    fn deserialize_any<V: Visitor<'de>>(self, _visitor: V) -> Result<V::Value, ProbeError> {
+        Err(ProbeError::custom("only integers, numbers, booleans, strings and unit-variant enums are knob types"))
+    }
+
+    fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ProbeError> {
+        self.saw(KnobType::Bool);
+        visitor.visit_bool(true)
+    }
+
+    fn deserialize_i8<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ProbeError> {
+        self.integer(visitor)
+    }
+    fn deserialize_i16<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ProbeError> {
+        self.integer(visitor)
+    }
+    fn deserialize_i32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ProbeError> {
+        self.integer(visitor)
+    }
+    fn deserialize_i64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ProbeError> {
+        self.integer(visitor)
+    }
+    fn deserialize_u8<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ProbeError> {
+        self.integer(visitor)
+    }
+    fn deserialize_u16<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ProbeError> {
+        self.integer(visitor)
+    }
+    fn deserialize_u32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ProbeError> {
+        self.integer(visitor)
+    }
+    fn deserialize_u64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ProbeError> {
+        self.integer(visitor)
+    }
+
+    fn deserialize_f32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ProbeError> {
+        self.saw(KnobType::Float);
+        visitor.visit_f64(1.5)
+    }
+    fn deserialize_f64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ProbeError> {
+        self.saw(KnobType::Float);
+        visitor.visit_f64(1.5)
+    }
+
+    fn deserialize_str<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ProbeError> {
+        self.saw(KnobType::String);
+        visitor.visit_str("x")
+    }
+    fn deserialize_string<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ProbeError> {
+        self.deserialize_str(visitor)
+    }
+
+    /// An `Option<T>` knob is a `T` the arm can do without (the required test says so).
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ProbeError> {
+        visitor.visit_some(self)
+    }
+
+    fn deserialize_newtype_struct<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        visitor: V,
+    ) -> Result<V::Value, ProbeError> {
+        visitor.visit_newtype_struct(self)
+    }
+
+    /// A unit-variant enum is a string knob whose choices are its variants' serde names.
+    fn deserialize_enum<V: Visitor<'de>>(
+        self,
+        _name: &'static str,
+        variants: &'static [&'static str],
+        visitor: V,
+    ) -> Result<V::Value, ProbeError> {
+        let first = variants.first().ok_or_else(|| ProbeError::custom("an enum without variants"))?;
+        self.saw(KnobType::String);
+        self.choices = variants;
+        let variant: StrDeserializer<'_, ProbeError> = first.into_deserializer();
+        visitor.visit_enum(variant)
+    }
+
+    serde::forward_to_deserialize_any! {
+        i128 u128 char bytes byte_buf unit unit_struct seq tuple tuple_struct map struct identifier ignored_any
+    }
+}
+
+impl ValueProbe {
+    fn integer<'de, V: Visitor<'de>>(&mut self, visitor: V) -> Result<V::Value, ProbeError> {
+        self.saw(KnobType::Integer);
+        visitor.visit_u64(1)
     }
 }
 
@@ -181,58 +249,54 @@ mod tests {
     use super::*;
 
     #[derive(Deserialize)]
+    #[serde(rename_all = "snake_case")]
+    #[allow(dead_code)] // read through serde only
+    enum Mode {
+        Fast,
+        SlowAndSteady,
+    }
+
+    #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
     #[allow(dead_code)] // read through serde only
     struct Sample {
         rows: u64,
+        acks: i32,
         seconds: f64,
+        idempotence: bool,
+        mode: Mode,
         #[serde(default)]
         label: String,
-    }
-
-    fn spec(knobs: &[KnobSpec]) -> ArmSpec {
-        ArmSpec {
-            bench: "b",
-            arm: "a",
-            knobs: Vec::leak(knobs.to_vec()),
-            run: |_| anyhow::bail!("not run in this test"),
-            knob_struct: KnobStruct::of::<Sample>(),
-        }
+        cap: Option<u32>,
     }
 
     #[test]
-    fn serde_reveals_the_struct_fields() {
-        assert_eq!(field_names::<Sample>(), &["rows", "seconds", "label"]);
-    }
-
-    #[test]
-    fn a_spec_that_disagrees_with_its_struct_is_caught() {
+    fn the_schema_is_read_off_the_struct() {
         use KnobType::*;
-        let good = &[
-            KnobSpec::required("rows", Integer),
-            KnobSpec::required("seconds", Float),
-            KnobSpec::optional("label", String),
-        ];
-        assert_eq!(spec(good).check_against_struct(), Ok(()));
-        let missing = &[KnobSpec::required("rows", Integer), KnobSpec::required("seconds", Float)];
-        assert!(spec(missing).check_against_struct().unwrap_err().contains("struct reads"));
-        let float_as_int = &[
-            KnobSpec::required("rows", Float),
-            KnobSpec::required("seconds", Float),
-            KnobSpec::optional("label", String),
-        ];
-        assert!(spec(float_as_int).check_against_struct().unwrap_err().contains("refused"));
-        let wrong_required = &[
-            KnobSpec::required("rows", Integer),
-            KnobSpec::optional("seconds", Float),
-            KnobSpec::optional("label", String),
-        ];
-        assert!(spec(wrong_required).check_against_struct().unwrap_err().contains("seconds"));
-        let int_as_float = &[
-            KnobSpec::required("rows", Integer),
-            KnobSpec::required("seconds", Integer),
-            KnobSpec::optional("label", String),
-        ];
-        assert!(spec(int_as_float).check_against_struct().unwrap_err().contains("takes 1.5"));
+        let spec = |name, ty, required, choices| KnobSpec { name, ty, required, choices };
+        assert_eq!(
+            knob_schema::<Sample>().unwrap(),
+            vec![
+                spec("rows", Integer, true, &[]),
+                spec("acks", Integer, true, &[]),
+                spec("seconds", Float, true, &[]),
+                spec("idempotence", Bool, true, &[]),
+                spec("mode", String, true, &["fast", "slow_and_steady"]),
+                spec("label", String, false, &[]),
+                spec("cap", Integer, false, &[]),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_knob_of_a_type_a_matrix_cannot_write_is_refused_by_name() {
+        #[derive(Deserialize)]
+        #[allow(dead_code)]
+        struct Nested {
+            rows: u64,
+            inner: Vec<u64>,
+        }
+        let e = knob_schema::<Nested>().unwrap_err();
+        assert!(e.contains("knob inner"), "{e}");
     }
 }

@@ -22,25 +22,13 @@ use streamlab_record::Measurement;
 use super::rdkafka_arm::{fetch_properties, producer_properties};
 use super::{Asymmetries, CTool, ClientInfo, Fetched, Knobs, NotRunnable, Produced, Tools, Workload};
 use crate::arms::ArmContext;
-use crate::arms::spec::{ArmSpec, KnobStruct};
+use crate::arms::spec::ArmSpec;
 use crate::kafka::config::client_config;
 use crate::kafka::effective::LibrdkafkaConf;
 use crate::private_files::write_private;
 
-pub const ARM_2_12: ArmSpec = ArmSpec {
-    bench: "clients",
-    arm: "c_2_12",
-    knobs: super::KNOBS,
-    run: run_2_12,
-    knob_struct: KnobStruct::of::<Knobs>(),
-};
-pub const ARM_2_15: ArmSpec = ArmSpec {
-    bench: "clients",
-    arm: "c_2_15",
-    knobs: super::KNOBS,
-    run: run_2_15,
-    knob_struct: KnobStruct::of::<Knobs>(),
-};
+pub const ARM_2_12: ArmSpec = ArmSpec::new::<Knobs>("clients", "c_2_12", run_2_12);
+pub const ARM_2_15: ArmSpec = ArmSpec::new::<Knobs>("clients", "c_2_15", run_2_15);
 
 /// A tool run that takes longer than this is killed (8M records take seconds; a hang takes forever).
 const TOOL_TIMEOUT: Duration = Duration::from_secs(15 * 60);

@@ -25,10 +25,9 @@ use self::output::{ConsumerTotal, ProducerTotal};
 use self::props::Properties;
 use super::{Asymmetries, ClientInfo, Compression, Fetched, JavaTools, Knobs, NotRunnable, Produced, Tools, Workload};
 use crate::arms::ArmContext;
-use crate::arms::spec::{ArmSpec, KnobStruct};
+use crate::arms::spec::ArmSpec;
 
-pub const ARM: ArmSpec =
-    ArmSpec { bench: "clients", arm: "java", knobs: super::KNOBS, run, knob_struct: KnobStruct::of::<Knobs>() };
+pub const ARM: ArmSpec = ArmSpec::new::<Knobs>("clients", "java", run);
 
 const PRODUCER_MAIN: &str = "org.apache.kafka.tools.ProducerPerformance";
 const CONSUMER_MAIN: &str = "org.apache.kafka.tools.ConsumerPerformance";

@@ -35,7 +35,6 @@ use streamlab_record::applied::Applied;
 use streamlab_record::descriptor::{Listener, read_secret};
 use streamlab_record::{EnvDescriptor, Integrity, Measurement, Metric};
 
-use crate::arms::spec::{KnobSpec, KnobType};
 use crate::kafka::admin::{fresh_topic, high_watermark_sum};
 use crate::kafka::config::{DEFAULT_LISTENER, client_config};
 
@@ -101,29 +100,6 @@ pub struct Knobs {
     #[serde(default)]
     pub connections: u64,
 }
-
-/// The knob list every client arm declares (held to [`Knobs`] by the registry test).
-pub const KNOBS: &[KnobSpec] = &[
-    KnobSpec::choice("workload", &["produce", "fetch", "latency"]),
-    KnobSpec::required("listener", KnobType::String),
-    KnobSpec::choice("compression", &["none", "lz4", "zstd"]),
-    KnobSpec::required("acks", KnobType::Integer),
-    KnobSpec::required("idempotence", KnobType::Bool),
-    KnobSpec::required("count", KnobType::Integer),
-    KnobSpec::required("payload_bytes", KnobType::Integer),
-    KnobSpec::required("partitions", KnobType::Integer),
-    KnobSpec::required("linger_ms", KnobType::Integer),
-    KnobSpec::required("batch_messages", KnobType::Integer),
-    KnobSpec::required("batch_bytes", KnobType::Integer),
-    KnobSpec::required("queue_messages", KnobType::Integer),
-    KnobSpec::required("fetch_max_wait_ms", KnobType::Integer),
-    KnobSpec::required("fetch_min_bytes", KnobType::Integer),
-    KnobSpec::required("fetch_max_bytes", KnobType::Integer),
-    KnobSpec::required("latency_warmup", KnobType::Integer),
-    KnobSpec::required("latency_samples", KnobType::Integer),
-    KnobSpec::required("kafka_version", KnobType::String),
-    KnobSpec::optional("connections", KnobType::Integer),
-];
 
 /// librdkafka and the Java client open one produce connection per broker and have no setting for more: a
 /// point asking for another count is not runnable for them.

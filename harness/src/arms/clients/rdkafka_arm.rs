@@ -18,12 +18,11 @@ use streamlab_record::applied::Applied;
 
 use super::{Asymmetries, ClientInfo, Fetched, Knobs, Produced, Workload};
 use crate::arms::ArmContext;
-use crate::arms::spec::{ArmSpec, KnobStruct};
+use crate::arms::spec::ArmSpec;
 use crate::kafka::config::client_config;
 use crate::kafka::effective::LibrdkafkaConf;
 
-pub const ARM: ArmSpec =
-    ArmSpec { bench: "clients", arm: "rdkafka", knobs: super::KNOBS, run, knob_struct: KnobStruct::of::<Knobs>() };
+pub const ARM: ArmSpec = ArmSpec::new::<Knobs>("clients", "rdkafka", run);
 
 /// Give up on a fetch that makes no progress for this long.
 const STALL_TIMEOUT: Duration = Duration::from_secs(60);

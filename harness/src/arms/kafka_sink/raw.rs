@@ -18,7 +18,7 @@ use serde::Deserialize;
 use streamlab_record::{Integrity, Measurement, Metric};
 
 use crate::arms::ArmContext;
-use crate::arms::spec::{ArmSpec, KnobSpec, KnobStruct, KnobType};
+use crate::arms::spec::ArmSpec;
 use crate::kafka::admin::{SHORT_RETENTION, fresh_topic, high_watermark_sum};
 use crate::kafka::config::{DEFAULT_LISTENER, client_config};
 use crate::kafka::stats::{LatencySampler, StatsWindow};
@@ -41,22 +41,7 @@ pub struct Knobs {
     pub broker_cores: u64,
 }
 
-pub const ARM: ArmSpec = ArmSpec {
-    bench: "kafka_sink",
-    arm: "raw",
-    knobs: &[
-        KnobSpec::required("payload_bytes", KnobType::Integer),
-        KnobSpec::required("partitions", KnobType::Integer),
-        KnobSpec::required("warmup_s", KnobType::Float),
-        KnobSpec::required("window_s", KnobType::Float),
-        KnobSpec::required("linger_ms", KnobType::Integer),
-        KnobSpec::required("queue_buffering_max_messages", KnobType::Integer),
-        KnobSpec::optional("io_threads", KnobType::Integer),
-        KnobSpec::optional("broker_cores", KnobType::Integer),
-    ],
-    run,
-    knob_struct: KnobStruct::of::<Knobs>(),
-};
+pub const ARM: ArmSpec = ArmSpec::new::<Knobs>("kafka_sink", "raw", run);
 
 /// Counts delivery reports and samples their latency; collects librdkafka statistics.
 struct Context_ {

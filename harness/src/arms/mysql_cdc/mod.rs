@@ -43,7 +43,6 @@ use streamlab_record::applied::Applied;
 use streamlab_record::{EnvDescriptor, Measurement};
 
 pub use super::clients::NotRunnable;
-use crate::arms::spec::{KnobSpec, KnobType};
 
 pub const BENCH: &str = "mysql_cdc";
 
@@ -161,27 +160,6 @@ pub struct Knobs {
     #[serde(default)]
     pub jdbc_batch: JdbcBatch,
 }
-
-pub const KNOBS: &[KnobSpec] = &[
-    KnobSpec::choice("rig", &["snapshot_drop", "snapshot_kafka", "cdc_kafka", "kafka_to_mysql"]),
-    KnobSpec::required("rows", KnobType::Integer),
-    KnobSpec::required("batch_size", KnobType::Integer),
-    KnobSpec::required("fetch_size", KnobType::Integer),
-    KnobSpec::required("queue_size", KnobType::Integer),
-    KnobSpec::required("tasks", KnobType::Integer),
-    KnobSpec::required("schemas", KnobType::Bool),
-    KnobSpec::required("cores", KnobType::Integer),
-    KnobSpec::required("timeout_s", KnobType::Integer),
-    KnobSpec::required("broker_cores_at_most", KnobType::Integer),
-    KnobSpec {
-        choices: &["seed", "row_json", "debezium_envelope", "connect_envelope"],
-        ..KnobSpec::optional("format", KnobType::String)
-    },
-    KnobSpec { choices: &["seed", "rust", "connect_default"], ..KnobSpec::optional("producer", KnobType::String) },
-    KnobSpec { choices: &["unpaced", "backlog", "paced"], ..KnobSpec::optional("cdc_load", KnobType::String) },
-    KnobSpec::optional("paced_rows_per_s", KnobType::Integer),
-    KnobSpec { choices: &["per_row", "rewritten"], ..KnobSpec::optional("jdbc_batch", KnobType::String) },
-];
 
 impl Knobs {
     pub fn timeout(&self) -> Duration {

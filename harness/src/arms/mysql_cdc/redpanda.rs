@@ -19,17 +19,11 @@ use streamlab_record::tools::{RedpandaConnect, Tools};
 use super::pipeline::RunningPipeline;
 use super::{ArmInfo, CdcArm, EventFormat, Job, Knobs, NotRunnable, Rig, Running};
 use crate::arms::ArmContext;
-use crate::arms::spec::{ArmSpec, KnobStruct};
+use crate::arms::spec::ArmSpec;
 use crate::kafka::config::DEFAULT_LISTENER;
 use crate::private_files::write_private;
 
-pub const ARM: ArmSpec = ArmSpec {
-    bench: super::BENCH,
-    arm: "redpanda_connect",
-    knobs: super::KNOBS,
-    run,
-    knob_struct: KnobStruct::of::<Knobs>(),
-};
+pub const ARM: ArmSpec = ArmSpec::new::<Knobs>(super::BENCH, "redpanda_connect", run);
 
 /// Why there is no Redpanda Connect record without a user's binary.
 pub const NO_BINARY: &str = "Redpanda Connect is not open-source licensed and its mysql_cdc input needs an \

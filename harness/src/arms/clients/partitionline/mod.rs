@@ -18,15 +18,9 @@ use self::config::{
 };
 use super::{Asymmetries, ClientInfo, Fetched, Knobs, Produced, Workload};
 use crate::arms::ArmContext;
-use crate::arms::spec::{ArmSpec, KnobStruct};
+use crate::arms::spec::ArmSpec;
 
-pub const ARM: ArmSpec = ArmSpec {
-    bench: "clients",
-    arm: "partitionline",
-    knobs: super::KNOBS,
-    run,
-    knob_struct: KnobStruct::of::<Knobs>(),
-};
+pub const ARM: ArmSpec = ArmSpec::new::<Knobs>("clients", "partitionline", run);
 
 /// Give up on a produce or fetch that makes no progress for this long.
 const STALL_TIMEOUT: Duration = Duration::from_secs(60);

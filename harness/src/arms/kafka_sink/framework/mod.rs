@@ -26,7 +26,7 @@ use streamlab_record::Measurement;
 pub use config::Knobs;
 
 use crate::arms::ArmContext;
-use crate::arms::spec::{ArmSpec, KnobSpec, KnobStruct, KnobType};
+use crate::arms::spec::ArmSpec;
 use crate::kafka::admin::{SHORT_RETENTION, fresh_topic, high_watermark_sum};
 use crate::kafka::config::{DEFAULT_LISTENER, client_config};
 use crate::kafka::watermarks::WatermarkSampler;
@@ -35,32 +35,7 @@ use crate::kafka::watermarks::WatermarkSampler;
 /// the sampler's own CPU is subtracted from the client CPU figure.
 const SAMPLE_EVERY: Duration = Duration::from_millis(50);
 
-pub const ARM: ArmSpec = ArmSpec {
-    bench: "kafka_sink",
-    arm: "framework",
-    knobs: &[
-        KnobSpec::required("payload_bytes", KnobType::Integer),
-        KnobSpec::required("partitions", KnobType::Integer),
-        KnobSpec::required("warmup_s", KnobType::Float),
-        KnobSpec::required("window_s", KnobType::Float),
-        KnobSpec::required("batch_max_rows", KnobType::Integer),
-        KnobSpec::required("batch_max_bytes", KnobType::Integer),
-        KnobSpec::optional("batch_linger_ms", KnobType::Integer),
-        KnobSpec::required("linger_ms", KnobType::Integer),
-        KnobSpec::required("queue_buffering_max_messages", KnobType::Integer),
-        KnobSpec::required("shards", KnobType::Integer),
-        KnobSpec::required("pipeline_threads", KnobType::Integer),
-        KnobSpec::optional("inflight_per_shard", KnobType::Integer),
-        KnobSpec::optional("io_threads", KnobType::Integer),
-        KnobSpec::optional("min_pause_ms", KnobType::Integer),
-        KnobSpec::required("sink_queue_capacity", KnobType::Integer),
-        KnobSpec::optional("max_inflight_mb", KnobType::Integer),
-        KnobSpec::required("max_pending_batches", KnobType::Integer),
-        KnobSpec::optional("broker_cores", KnobType::Integer),
-    ],
-    run,
-    knob_struct: KnobStruct::of::<Knobs>(),
-};
+pub const ARM: ArmSpec = ArmSpec::new::<Knobs>("kafka_sink", "framework", run);
 
 pub fn run(ctx: &ArmContext) -> Result<Measurement> {
     let knobs: Knobs = ctx.knobs()?;

@@ -18,25 +18,13 @@ use streamlab_record::tools::Tools;
 use super::pipeline::RunningPipeline;
 use super::{ArmInfo, CdcArm, CdcLoad, EventFormat, Format, Job, Knobs, NotRunnable, Rig, Running};
 use crate::arms::ArmContext;
-use crate::arms::spec::{ArmSpec, KnobStruct};
+use crate::arms::spec::ArmSpec;
 use crate::kafka::config::DEFAULT_LISTENER;
 use worker::{ConnectorFile, Worker};
 
-pub const SOURCE_ARM: ArmSpec = ArmSpec {
-    bench: super::BENCH,
-    arm: "debezium",
-    knobs: super::KNOBS,
-    run: run_source,
-    knob_struct: KnobStruct::of::<Knobs>(),
-};
+pub const SOURCE_ARM: ArmSpec = ArmSpec::new::<Knobs>(super::BENCH, "debezium", run_source);
 
-pub const SINK_ARM: ArmSpec = ArmSpec {
-    bench: super::BENCH,
-    arm: "jdbc_sink",
-    knobs: super::KNOBS,
-    run: run_sink,
-    knob_struct: KnobStruct::of::<Knobs>(),
-};
+pub const SINK_ARM: ArmSpec = ArmSpec::new::<Knobs>(super::BENCH, "jdbc_sink", run_sink);
 
 fn run_source(ctx: &ArmContext) -> Result<Measurement> {
     super::run(ctx, &Debezium { sink: false, tools: None })

@@ -5,23 +5,6 @@
 use serde::Deserialize;
 
 use super::super::{CdcLoad, Format, NotRunnable, ProducerProfile, Rig};
-use crate::arms::spec::{KnobSpec, KnobType};
-
-pub const KNOBS: &[KnobSpec] = &[
-    KnobSpec::choice("rig", &["snapshot_drop", "snapshot_kafka", "cdc_kafka", "kafka_to_mysql"]),
-    KnobSpec::required("rows", KnobType::Integer),
-    KnobSpec::required("batch_size", KnobType::Integer),
-    KnobSpec::required("tasks", KnobType::Integer),
-    KnobSpec::required("timeout_s", KnobType::Integer),
-    KnobSpec::required("broker_cores_at_most", KnobType::Integer),
-    KnobSpec {
-        choices: &["seed", "row_json", "debezium_envelope", "connect_envelope"],
-        ..KnobSpec::optional("format", KnobType::String)
-    },
-    KnobSpec { choices: &["seed", "rust", "connect_default"], ..KnobSpec::optional("producer", KnobType::String) },
-    KnobSpec { choices: &["unpaced", "backlog", "paced"], ..KnobSpec::optional("cdc_load", KnobType::String) },
-    KnobSpec::optional("paced_rows_per_s", KnobType::Integer),
-];
 
 /// What the Rust arm reads (the fields of the shared [`super::super::Knobs`] it applies).
 #[derive(Debug, Clone, Deserialize)]
@@ -128,7 +111,8 @@ mod tests {
             })
             .map(|(name, _)| name.as_str())
             .collect();
-        let mut read: Vec<&str> = KNOBS.iter().map(|k| k.name).collect();
+        let schema = crate::arms::spec::knob_schema::<Knobs>().unwrap();
+        let mut read: Vec<&str> = schema.iter().map(|k| k.name).collect();
         passed.sort_unstable();
         read.sort_unstable();
         assert_eq!(passed, read);

@@ -37,16 +37,9 @@ use tokio::sync::watch;
 
 use super::ids::IdSet;
 use super::{ArmInfo, CdcArm, EventFormat, Job, Knobs, NotRunnable, Rig, Running, SelfCount};
-use crate::arms::spec::KnobStruct;
 use crate::arms::{ArmContext, ArmSpec};
 
-pub const ARM: ArmSpec = ArmSpec {
-    bench: super::BENCH,
-    arm: "rust",
-    knobs: knobs::KNOBS,
-    run,
-    knob_struct: KnobStruct::of::<knobs::Knobs>(),
-};
+pub const ARM: ArmSpec = ArmSpec::new::<knobs::Knobs>(super::BENCH, "rust", run);
 
 fn run(ctx: &ArmContext) -> Result<streamlab_record::Measurement> {
     let knobs: knobs::Knobs = ctx.knobs()?;
