@@ -144,8 +144,8 @@ fn sigint_leaves_nothing_running_and_resume_finishes_only_what_is_missing() {
     let planned = finished + to_run;
     assert_eq!((records.len(), keys.len()), (planned, planned), "every task exactly once");
     for r in records.iter().filter(|r| r.arm == "raw") {
-        assert_eq!(r.integrity.status, IntegrityStatus::Verified, "{r:?}");
-        assert!(r.metrics["records_per_s"].value > 0.0);
+        assert_eq!(r.measurement.integrity.status, IntegrityStatus::Verified, "{r:?}");
+        assert!(r.measurement.metrics["records_per_s"].value > 0.0);
     }
     let prov = provenance(jsonl.parent().unwrap());
     assert!(prov.finished_ts_ms.is_some());
@@ -245,7 +245,7 @@ fn a_broker_killed_mid_run_fails_the_task_in_flight_and_the_run_goes_on_in_a_fre
     assert!(reason.starts_with("the kafka broker was killed by SIGKILL during the task"), "{reason}");
     assert!(failed[0].log_tail.as_deref().unwrap().contains("--- the kafka broker's log:"));
     for r in records.iter().skip_while(|r| r.status != Status::Failed).skip(1) {
-        assert_eq!(r.integrity.status, IntegrityStatus::Verified, "{r:?}");
+        assert_eq!(r.measurement.integrity.status, IntegrityStatus::Verified, "{r:?}");
     }
     let prov = provenance(jsonl.parent().unwrap());
     assert_eq!(prov.restarts.len(), 1, "{:?}", prov.restarts);
@@ -298,8 +298,8 @@ fn a_quick_arm_runs_on_docker_verified_and_sigint_leaves_no_container() {
     assert_eq!(records.len(), 3, "the raw arm's three quick points");
     for r in &records {
         assert_eq!(r.run.env, "docker");
-        assert_eq!(r.integrity.status, IntegrityStatus::Verified, "{r:?}");
-        assert!(r.metrics["records_per_s"].value > 0.0);
+        assert_eq!(r.measurement.integrity.status, IntegrityStatus::Verified, "{r:?}");
+        assert!(r.measurement.metrics["records_per_s"].value > 0.0);
     }
     let prov = provenance(jsonl.parent().unwrap());
     assert_eq!(prov.env.backend, "docker");

@@ -90,13 +90,12 @@ mod tests {
     use std::collections::BTreeMap;
 
     use super::*;
-    use crate::{Integrity, Metric, RunInfo, Status, Variant};
+    use crate::{Integrity, Measurement, Metric, RunInfo, Status, Variant};
 
     pub(crate) fn sample(rep: u32) -> Record {
         Record {
             schema: SCHEMA.into(),
             bench: "kafka_sink".into(),
-            kind: "produce".into(),
             run: RunInfo {
                 id: "20261129T000000Z-abc".into(),
                 ts_ms: 1,
@@ -122,15 +121,19 @@ mod tests {
             status: Status::Ok,
             reason: None,
             log_tail: None,
-            metrics: BTreeMap::from([("records_per_s".into(), Metric::new(1234.5, "records/s", true))]),
-            integrity: Integrity::compare(10, 10, "hwm"),
-            verdict: BTreeMap::new(),
-            note: Some("n".into()),
-            details: BTreeMap::new(),
+            measurement: Measurement {
+                kind: "produce".into(),
+                metrics: BTreeMap::from([("records_per_s".into(), Metric::new(1234.5, "records/s", true))]),
+                integrity: Integrity::compare(10, 10, "hwm"),
+                verdict: BTreeMap::new(),
+                note: Some("n".into()),
+                details: BTreeMap::new(),
+                versions: BTreeMap::new(),
+                applied: Default::default(),
+            },
             rep,
             reproduce: "cargo xtask lab run".into(),
             conditions: None,
-            applied: Default::default(),
         }
     }
 

@@ -17,8 +17,6 @@ pub struct Record {
     pub schema: String,
     /// The matrix name, e.g. `kafka_sink`.
     pub bench: String,
-    /// What was measured: `produce`, `fetch`, `latency`, `snapshot`, ...
-    pub kind: String,
     pub run: RunInfo,
     /// The arm, e.g. `raw` or `framework`.
     pub arm: String,
@@ -30,26 +28,15 @@ pub struct Record {
     /// The last lines of the arm's stderr when it failed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub log_tail: Option<String>,
-    #[serde(default)]
-    pub metrics: BTreeMap<String, Metric>,
-    pub integrity: Integrity,
-    /// Named verdict axes, e.g. `upstream: sink`, `downstream: client`.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub verdict: BTreeMap<String, String>,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub note: Option<String>,
-    /// How this arm measured where arms cannot be made equal (connections, requests in flight, partitioner,
-    /// when the clock starts, the exact command): facts a reader needs to weigh one arm against another.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub details: BTreeMap<String, String>,
+    /// What the arm printed (its kind, metrics, integrity, verdict, details, versions and applied settings),
+    /// its fields inline in the record; for an arm that failed or did not run, no metrics and an unchecked
+    /// integrity.
+    #[serde(flatten)]
+    pub measurement: Measurement,
     /// 1-based repetition number.
     pub rep: u32,
     /// The command that reproduces this record.
     pub reproduce: String,
-    /// The settings that changed the work, as the arm applied them (see [`crate::applied`]); empty in records
-    /// written before it existed and in records of arms that did not run.
-    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
-    pub applied: Applied,
     /// What else the machine was doing while this task ran; absent in records written before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conditions: Option<Conditions>,
@@ -162,6 +149,8 @@ impl Metric {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Measurement {
+    /// What was measured: `produce`, `fetch`, `latency`, `snapshot`, ... (`failed`, `not_run` in records of
+    /// arms that measured nothing).
     pub kind: String,
     #[serde(default)]
     pub metrics: BTreeMap<String, Metric>,
@@ -177,14 +166,31 @@ pub struct Measurement {
     /// Versions the arm observed (crate, librdkafka, broker), merged into provenance.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub versions: BTreeMap<String, String>,
-    /// The settings that changed the work, as the arm applied them (see [`crate::applied`]).
+    /// The settings that changed the work, as the arm applied them (see [`crate::applied`]); empty in records
+    /// written before it existed and in records of arms that did not run.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub applied: Applied,
+}
+
+impl Measurement {
+    /// A measurement with nothing measured: what a record of an arm that failed or did not run carries.
+    pub fn nothing(kind: &str, integrity: Integrity) -> Self {
+        Measurement {
+            kind: kind.to_owned(),
+            metrics: BTreeMap::new(),
+            integrity,
+            verdict: BTreeMap::new(),
+            note: None,
+            details: BTreeMap::new(),
+            versions: BTreeMap::new(),
+            applied: Applied::default(),
+        }
+    }
 }
 
 impl Record {
     /// Whether this record may be drawn as a number: it ran and its integrity held.
     pub fn is_publishable(&self) -> bool {
-        self.status == Status::Ok && self.integrity.status != crate::IntegrityStatus::Failed
+        self.status == Status::Ok && self.measurement.integrity.status != crate::IntegrityStatus::Failed
     }
 }

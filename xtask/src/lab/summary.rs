@@ -7,11 +7,13 @@ use streamlab_record::{IntegrityStatus, Record, Status};
 /// The line printed as each task ends.
 pub fn record_line(r: &Record) -> String {
     let what = format!("{} {} [{} {}] rep {}", r.bench, r.arm, r.variant.sweeps.join(","), r.variant.label, r.rep);
-    match (r.status, r.metrics.get("records_per_s")) {
+    match (r.status, r.measurement.metrics.get("records_per_s")) {
         (Status::Ok, _) if !r.is_publishable() => {
             format!("  WITHDRAWN {what}: {}", r.reason.clone().unwrap_or_default())
         }
-        (Status::Ok, Some(m)) => format!("  ok {what}: {:.0} {} (integrity {:?})", m.value, m.unit, r.integrity.status),
+        (Status::Ok, Some(m)) => {
+            format!("  ok {what}: {:.0} {} (integrity {:?})", m.value, m.unit, r.measurement.integrity.status)
+        }
         (Status::Ok, None) => format!("  ok {what}"),
         (Status::Failed, _) => format!("  FAILED {what}: {}", r.reason.clone().unwrap_or_default()),
         (Status::NotRun, _) => format!("  not run {what}: {}", r.reason.clone().unwrap_or_default()),
@@ -20,10 +22,10 @@ pub fn record_line(r: &Record) -> String {
 
 /// The metric a matrix is summarised by: records/s if its records have it, else the first one they report.
 fn headline_metric(records: &[&Record]) -> Option<String> {
-    if records.iter().any(|r| r.metrics.contains_key("records_per_s")) {
+    if records.iter().any(|r| r.measurement.metrics.contains_key("records_per_s")) {
         return Some("records_per_s".into());
     }
-    records.iter().find_map(|r| r.metrics.keys().next().cloned())
+    records.iter().find_map(|r| r.measurement.metrics.keys().next().cloned())
 }
 
 /// The summary's lines for one matrix's records, points in the order they first ran.
@@ -45,7 +47,7 @@ pub fn lines(bench: &str, records: &[Record]) -> Vec<String> {
             .iter()
             .filter(|r| r.arm == arm && r.variant.sweeps.first().map_or("", String::as_str) == sweep)
             .filter(|r| r.variant.label == label && r.is_publishable())
-            .filter_map(|r| r.metrics.get(&metric).map(|m| m.value))
+            .filter_map(|r| r.measurement.metrics.get(&metric).map(|m| m.value))
             .collect();
         let what = format!("  {arm:<10} {sweep:<28} {label:<16}");
         out.push(match streamlab_record::stats::summarize(&values) {
@@ -65,7 +67,10 @@ pub fn lines(bench: &str, records: &[Record]) -> Vec<String> {
 
 /// Records that failed or failed their integrity check; a not-run record with its reason is not a failure.
 pub fn failures(records: &[Record]) -> usize {
-    records.iter().filter(|r| r.status == Status::Failed || r.integrity.status == IntegrityStatus::Failed).count()
+    records
+        .iter()
+        .filter(|r| r.status == Status::Failed || r.measurement.integrity.status == IntegrityStatus::Failed)
+        .count()
 }
 
 fn counts(records: &[&Record]) -> String {
@@ -75,7 +80,7 @@ fn counts(records: &[&Record]) -> String {
         count(&|r| r.is_publishable()),
         count(&|r| r.status == Status::Failed),
         count(&|r| r.status == Status::NotRun),
-        count(&|r| r.status == Status::Ok && r.integrity.status == IntegrityStatus::Failed),
+        count(&|r| r.status == Status::Ok && r.measurement.integrity.status == IntegrityStatus::Failed),
     )
 }
 

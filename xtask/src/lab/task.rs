@@ -1,7 +1,6 @@
 //! One task: start the harness process for an arm at a point (pinned if placed, timed out if it hangs),
 //! and turn what it printed, or how it failed, into a record.
 
-use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::Path;
 use std::time::{Duration, Instant};
@@ -164,52 +163,31 @@ pub fn variant(task: &Task) -> Variant {
 }
 
 pub fn to_record(task: &Task, run: &RunInfo, reproduce: &str, outcome: Outcome) -> Record {
-    let base = Record {
+    let (status, reason, log_tail, measurement) = match outcome {
+        Outcome::Measured(m) => (Status::Ok, m.integrity.failure_reason(), None, m),
+        Outcome::Failed { reason, log_tail } => (
+            Status::Failed,
+            Some(reason),
+            Some(log_tail),
+            Measurement::nothing("failed", Integrity::not_checked("the arm did not finish")),
+        ),
+        Outcome::NotRunnable { reason } => {
+            (Status::NotRun, Some(reason), None, Measurement::nothing("not_run", Integrity::not_checked("not run")))
+        }
+    };
+    Record {
         schema: SCHEMA.into(),
         bench: task.bench.clone(),
-        kind: String::new(),
         run: run.clone(),
         arm: task.arm.clone(),
         variant: variant(task),
-        status: Status::Ok,
-        reason: None,
-        log_tail: None,
-        metrics: BTreeMap::new(),
-        integrity: Integrity::not_checked("the arm did not finish"),
-        verdict: BTreeMap::new(),
-        note: None,
-        details: BTreeMap::new(),
+        status,
+        reason,
+        log_tail,
+        measurement,
         rep: task.rep,
         reproduce: reproduce.to_owned(),
         conditions: None,
-        applied: Default::default(),
-    };
-    match outcome {
-        Outcome::Measured(m) => Record {
-            kind: m.kind,
-            metrics: m.metrics,
-            reason: m.integrity.failure_reason(),
-            integrity: m.integrity,
-            verdict: m.verdict,
-            note: m.note,
-            details: m.details,
-            applied: m.applied,
-            ..base
-        },
-        Outcome::Failed { reason, log_tail } => Record {
-            kind: "failed".into(),
-            status: Status::Failed,
-            reason: Some(reason),
-            log_tail: Some(log_tail),
-            ..base
-        },
-        Outcome::NotRunnable { reason } => Record {
-            kind: "not_run".into(),
-            status: Status::NotRun,
-            reason: Some(reason),
-            integrity: Integrity::not_checked("not run"),
-            ..base
-        },
     }
 }
 
@@ -223,7 +201,7 @@ pub fn add_ratios(m: &Matrix, record: &mut Record, written: &[Record]) {
         return;
     }
     for r in m.ratios.iter().filter(|r| r.numerator_arm == record.arm) {
-        let Some(num) = record.metrics.get(&r.metric).map(|x| x.value) else { continue };
+        let Some(num) = record.measurement.metrics.get(&r.metric).map(|x| x.value) else { continue };
         let base = written.iter().find(|b| {
             let same_place = match &r.denominator_sweep {
                 Some(sweep) => b.variant.sweeps.contains(sweep),
@@ -232,16 +210,18 @@ pub fn add_ratios(m: &Matrix, record: &mut Record, written: &[Record]) {
             };
             b.bench == m.name && b.arm == r.denominator_arm && b.rep == record.rep && same_place && b.is_publishable()
         });
-        if let Some(den) = base.and_then(|b| b.metrics.get(&r.metric).map(|x| x.value))
+        if let Some(den) = base.and_then(|b| b.measurement.metrics.get(&r.metric).map(|x| x.value))
             && let Some(ratio) = streamlab_record::stats::ratio(num, den)
         {
-            record.metrics.insert(r.name.clone(), Metric::new(ratio, "ratio", true));
+            record.measurement.metrics.insert(r.name.clone(), Metric::new(ratio, "ratio", true));
         }
     }
 }
 
 #[cfg(test)]
 pub(crate) mod tests {
+    use std::collections::BTreeMap;
+
     use super::*;
 
     pub(crate) fn task() -> Task {
@@ -291,7 +271,7 @@ pub(crate) mod tests {
         };
         let r = to_record(&task(), &run_info(), "cargo xtask lab run", Outcome::Measured(measured));
         assert_eq!(r.status, Status::Ok);
-        assert_eq!(r.integrity.status, streamlab_record::IntegrityStatus::Failed);
+        assert_eq!(r.measurement.integrity.status, streamlab_record::IntegrityStatus::Failed);
         assert!(!r.is_publishable());
         assert_eq!(
             r.reason.as_deref(),
@@ -306,7 +286,7 @@ pub(crate) mod tests {
             Outcome::Failed { reason: "the arm exited with exit status: 1: boom".into(), log_tail: "boom".into() };
         let r = to_record(&task(), &run_info(), "cargo xtask lab run", outcome);
         assert_eq!((r.status, r.log_tail.as_deref()), (Status::Failed, Some("boom")));
-        assert_eq!(r.integrity.status, streamlab_record::IntegrityStatus::NotChecked);
-        assert!(r.metrics.is_empty());
+        assert_eq!(r.measurement.integrity.status, streamlab_record::IntegrityStatus::NotChecked);
+        assert!(r.measurement.metrics.is_empty());
     }
 }

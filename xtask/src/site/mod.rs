@@ -184,7 +184,7 @@ mod tests {
             r.variant.label = "<script>alert(1)</script>".into();
             r.variant.sweeps = vec!["batch_max_rows".into()];
             r.variant.knobs.insert("batch_max_rows".into(), serde_json::json!(7));
-            r.note = Some("<img src=x onerror=alert(2)>".into());
+            r.measurement.note = Some("<img src=x onerror=alert(2)>".into());
         }
         fixtures::write_run(results.path(), "run-x", 1, &records);
         let files = build_site(results.path()).unwrap();
@@ -232,7 +232,7 @@ mod tests {
         let results = tempfile::tempdir().unwrap();
         let mut records = fixtures::kafka_sink_records("run-n");
         for r in records.iter_mut().filter(|r| r.arm == "framework" && r.variant.label == "default") {
-            r.note = Some(format!("rep {} saw {} acks & <more>", r.rep, r.rep * 1000));
+            r.measurement.note = Some(format!("rep {} saw {} acks & <more>", r.rep, r.rep * 1000));
         }
         fixtures::write_run(results.path(), "run-n", 1, &records);
         let page = text(&build_site(results.path()).unwrap(), "matrix/kafka_sink.html");
@@ -250,7 +250,7 @@ mod tests {
         let results = tempfile::tempdir().unwrap();
         let mut records = fixtures::kafka_sink_records("run-w");
         for r in records.iter_mut().filter(|r| r.arm == "raw" && r.variant.label == "default") {
-            r.integrity = Integrity::compare(8800, 8000, "hwm");
+            r.measurement.integrity = Integrity::compare(8800, 8000, "hwm");
         }
         fixtures::write_run(results.path(), "run-w", 1, &records);
         let files = build_site(results.path()).unwrap();

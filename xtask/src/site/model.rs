@@ -43,7 +43,7 @@ pub fn classify(r: &Record) -> Option<(Missing, String)> {
     match r.status {
         Status::Failed => Some((Missing::Failed, r.reason.clone().unwrap_or_else(|| "no reason recorded".into()))),
         Status::NotRun => Some((Missing::NotRun, r.reason.clone().unwrap_or_else(|| "no reason recorded".into()))),
-        Status::Ok => r.integrity.failure_reason().map(|reason| (Missing::Withdrawn, reason)),
+        Status::Ok => r.measurement.integrity.failure_reason().map(|reason| (Missing::Withdrawn, reason)),
     }
 }
 
@@ -114,7 +114,7 @@ pub fn outcome(records: &[&Record], metric: &str) -> Outcome {
     let mut values = Vec::new();
     let mut excluded = Vec::new();
     for r in records {
-        match (set_apart(r), r.metrics.get(metric)) {
+        match (set_apart(r), r.measurement.metrics.get(metric)) {
             (Some((missing, reason)), _) => excluded.push(Exclusion { missing, rep: r.rep, reason }),
             (None, Some(m)) if m.value.is_finite() => values.push(m.value),
             (None, _) => excluded.push(Exclusion {
@@ -281,7 +281,10 @@ impl<'r> MatrixData<'r> {
 
     /// The unit and direction of a metric, from the first record that reports it.
     pub fn metric_meta(&self, metric: &str) -> Option<(String, bool)> {
-        self.records.iter().find_map(|r| r.metrics.get(metric)).map(|m| (m.unit.clone(), m.higher_is_better))
+        self.records
+            .iter()
+            .find_map(|r| r.measurement.metrics.get(metric))
+            .map(|m| (m.unit.clone(), m.higher_is_better))
     }
 }
 
@@ -296,7 +299,7 @@ fn push_unique(list: &mut Vec<String>, item: &str) {
 
 /// `preferred` if any record carries it, else the alphabetically first metric name carried at all.
 fn first_metric<'a>(records: impl Iterator<Item = &'a Record>, preferred: Option<&str>) -> Option<String> {
-    let names: BTreeSet<&String> = records.flat_map(|r| r.metrics.keys()).collect();
+    let names: BTreeSet<&String> = records.flat_map(|r| r.measurement.metrics.keys()).collect();
     match preferred {
         Some(p) if names.iter().any(|n| n.as_str() == p) => Some(p.to_owned()),
         _ => names.into_iter().next().cloned(),
@@ -422,7 +425,7 @@ mod tests {
     fn a_point_summarises_only_verified_reps_with_known_statistics() {
         let (a, b, c) = (rec(1, 10.0), rec(2, 12.0), rec(3, 14.0));
         let mut bad = rec(4, 1e9);
-        bad.integrity = Integrity::compare(100, 99, "sum of high watermarks");
+        bad.measurement.integrity = Integrity::compare(100, 99, "sum of high watermarks");
         let o = outcome(&[&a, &b, &c, &bad], "records_per_s");
         let s = o.summary().unwrap();
         assert_eq!((s.n, s.median, s.min, s.max), (3, 12.0, 10.0, 14.0));
@@ -437,7 +440,7 @@ mod tests {
     #[test]
     fn a_point_with_nothing_verified_is_not_drawn_and_says_why() {
         let mut bad = rec(1, 5.0);
-        bad.integrity = Integrity::compare(10, 9, "hwm");
+        bad.measurement.integrity = Integrity::compare(10, 9, "hwm");
         let mut crashed = rec(2, 5.0);
         crashed.status = Status::Failed;
         crashed.reason = Some("timed out after 60 s".into());
@@ -495,7 +498,7 @@ mod tests {
     #[test]
     fn counts_sort_records_by_outcome() {
         let mut bad = rec(1, 5.0);
-        bad.integrity = Integrity::compare(10, 9, "hwm");
+        bad.measurement.integrity = Integrity::compare(10, 9, "hwm");
         let mut skipped = rec(2, 5.0);
         skipped.status = Status::NotRun;
         let mut loaded = rec(4, 5.0);

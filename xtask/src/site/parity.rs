@@ -75,14 +75,14 @@ sides cannot be shown to do the same work";
 
 /// Check one pair (numerator's record, denominator's record) against `contract`.
 pub fn check(contract: &Contract, num: &Record, den: &Record) -> Verdict {
-    if num.applied.is_empty() || den.applied.is_empty() {
+    if num.measurement.applied.is_empty() || den.measurement.applied.is_empty() {
         return Verdict::NotApplied;
     }
-    let mut diffs: Vec<Difference> = differing_keys(&num.applied, &den.applied)
+    let mut diffs: Vec<Difference> = differing_keys(&num.measurement.applied, &den.measurement.applied)
         .into_iter()
         .map(|key| Difference {
-            num: num.applied.get(&key).cloned(),
-            den: den.applied.get(&key).cloned(),
+            num: num.measurement.applied.get(&key).cloned(),
+            den: den.measurement.applied.get(&key).cloned(),
             key,
             within_pct: None,
         })
@@ -125,7 +125,7 @@ pub fn check(contract: &Contract, num: &Record, den: &Record) -> Verdict {
 }
 
 fn metric_value(r: &Record, metric: &str) -> Option<f64> {
-    r.metrics.get(metric).map(|m| m.value).filter(|v| v.is_finite())
+    r.measurement.metrics.get(metric).map(|m| m.value).filter(|v| v.is_finite())
 }
 
 #[cfg(test)]
@@ -147,14 +147,14 @@ mod tests {
     fn side(arm: &str) -> Record {
         let mut r = fixtures::record("run-a", arm, "batch 5000", &["snapshot_kafka_row_json"], false, 1, 1000.0);
         r.variant.knobs = BTreeMap::from([("batch_size".into(), serde_json::json!(5000))]);
-        r.applied = AppliedBuilder::new()
+        r.measurement.applied = AppliedBuilder::new()
             .set(WORKLOAD, "snapshot 200000 rows of benchdb.cart")
             .set(FORMAT, "row-json")
             .set(KEY, "id-text")
             .set(CONNECTIONS, "1")
             .producer([("acks", "all".to_owned()), ("compression.type", "lz4".to_owned())])
             .build();
-        r.metrics.insert("bytes_per_record".into(), Metric::new(232.0, "B", false));
+        r.measurement.metrics.insert("bytes_per_record".into(), Metric::new(232.0, "B", false));
         r
     }
 
@@ -174,20 +174,20 @@ mod tests {
     fn a_different_format_producer_setting_connection_count_or_workload_breaks_it() {
         let rust = side("rust");
         let mut other = side("debezium");
-        other.applied.insert(FORMAT.into(), "debezium-envelope".into());
+        other.measurement.applied.insert(FORMAT.into(), "debezium-envelope".into());
         assert_eq!(breaks_on(&rust, &other), ["format"]);
         let mut other = side("debezium");
-        other.applied.insert("producer.compression.type".into(), "none".into());
+        other.measurement.applied.insert("producer.compression.type".into(), "none".into());
         assert_eq!(breaks_on(&rust, &other), ["producer.compression.type"]);
         let mut other = side("debezium");
-        other.applied.insert(CONNECTIONS.into(), "8".into());
+        other.measurement.applied.insert(CONNECTIONS.into(), "8".into());
         assert_eq!(breaks_on(&rust, &other), ["connections"]);
         let mut other = side("debezium");
-        other.applied.insert(WORKLOAD.into(), "snapshot 10000000 rows of benchdb.cart".into());
+        other.measurement.applied.insert(WORKLOAD.into(), "snapshot 10000000 rows of benchdb.cart".into());
         assert_eq!(breaks_on(&rust, &other), ["workload"]);
         // A setting only one side states is a difference too.
         let mut other = side("debezium");
-        other.applied.remove("producer.acks");
+        other.measurement.applied.remove("producer.acks");
         assert_eq!(breaks_on(&rust, &other), ["producer.acks"]);
     }
 
@@ -195,13 +195,13 @@ mod tests {
     fn bytes_per_record_must_agree_within_the_tolerance_and_knobs_must_be_equal() {
         let rust = side("rust");
         let mut close = side("debezium");
-        close.metrics.get_mut("bytes_per_record").unwrap().value = 240.0; // 3.3% more
+        close.measurement.metrics.get_mut("bytes_per_record").unwrap().value = 240.0; // 3.3% more
         assert!(matches!(check(&contract(&[]), &rust, &close), Verdict::Holds { .. }));
         let mut far = side("debezium");
-        far.metrics.get_mut("bytes_per_record").unwrap().value = 3799.0;
+        far.measurement.metrics.get_mut("bytes_per_record").unwrap().value = 3799.0;
         assert_eq!(breaks_on(&rust, &far), ["bytes_per_record"]);
         let mut missing = side("debezium");
-        missing.metrics.remove("bytes_per_record");
+        missing.measurement.metrics.remove("bytes_per_record");
         assert_eq!(breaks_on(&rust, &missing), ["bytes_per_record"]);
         let mut knob = side("debezium");
         knob.variant.knobs.insert("batch_size".into(), serde_json::json!(1000));
@@ -217,9 +217,9 @@ mod tests {
     fn declared_differences_are_allowed_and_listed_with_both_values() {
         let rust = side("rust");
         let mut seed = side("debezium");
-        seed.applied.insert(FORMAT.into(), "debezium-envelope".into());
-        seed.applied.insert("producer.compression.type".into(), "none".into());
-        seed.metrics.get_mut("bytes_per_record").unwrap().value = 3799.0;
+        seed.measurement.applied.insert(FORMAT.into(), "debezium-envelope".into());
+        seed.measurement.applied.insert("producer.compression.type".into(), "none".into());
+        seed.measurement.metrics.get_mut("bytes_per_record").unwrap().value = 3799.0;
         let c = contract(&["format", "producer.*", "bytes_per_record"]);
         let Verdict::Holds { declared } = check(&c, &rust, &seed) else { panic!() };
         let texts: Vec<String> = declared.iter().map(|d| d.text("Rust", "Debezium")).collect();
@@ -244,7 +244,7 @@ mod tests {
     #[test]
     fn records_without_an_applied_map_give_no_verdict_but_not_applied() {
         let mut old = side("debezium");
-        old.applied.clear();
+        old.measurement.applied.clear();
         assert_eq!(check(&contract(&["format"]), &side("rust"), &old), Verdict::NotApplied);
     }
 }

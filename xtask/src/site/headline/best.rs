@@ -15,8 +15,8 @@ pub const WORKLOAD_KEYS: &[&str] =
 
 /// A point's workload: the values of [`WORKLOAD_KEYS`] its first record applied; `None` without an applied map.
 pub fn workload(point: &Point) -> Option<Vec<Option<String>>> {
-    let r = point.records.iter().find(|r| !r.applied.is_empty())?;
-    Some(WORKLOAD_KEYS.iter().map(|k| r.applied.get(*k).cloned()).collect())
+    let r = point.records.iter().find(|r| !r.measurement.applied.is_empty())?;
+    Some(WORKLOAD_KEYS.iter().map(|k| r.measurement.applied.get(*k).cloned()).collect())
 }
 
 /// The point of one arm with the best median of a metric within one workload.

@@ -58,7 +58,7 @@ pub fn config_items(metric: &str, sides: &[(&str, &Point)]) -> BTreeMap<String, 
         for (k, v) in &r.variant.knobs {
             out.insert(format!("{side}: knob {k}"), v.to_string());
         }
-        for (k, v) in &r.applied {
+        for (k, v) in &r.measurement.applied {
             out.insert(format!("{side}: {APPLIED}{k}"), v.clone());
         }
     }

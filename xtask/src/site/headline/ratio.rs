@@ -170,7 +170,7 @@ fn drawn<'r>(point: &Point<'r>, metric: &str) -> BTreeMap<u32, &'r Record> {
     point
         .records
         .iter()
-        .filter(|r| set_apart(r).is_none() && r.metrics.get(metric).is_some_and(|m| m.value.is_finite()))
+        .filter(|r| set_apart(r).is_none() && r.measurement.metrics.get(metric).is_some_and(|m| m.value.is_finite()))
         .map(|r| (r.rep, *r))
         .collect()
 }
@@ -284,7 +284,7 @@ fn compute(data: &MatrixData, contract: &Contract, metric: &str, sides: (&Point,
 }
 
 fn value_of(r: &Record, metric: &str) -> f64 {
-    r.metrics.get(metric).map_or(f64::NAN, |m| m.value)
+    r.measurement.metrics.get(metric).map_or(f64::NAN, |m| m.value)
 }
 
 fn index_of(data: &MatrixData, r: &Record) -> usize {

@@ -58,7 +58,7 @@ fn a_ratio_whose_interval_spans_one_is_within_noise() {
     for (r, v) in
         records.iter_mut().filter(|r| r.arm == "framework" && r.variant.label == "default").zip([800.0, 1100.0, 1560.0])
     {
-        r.metrics.get_mut("records_per_s").unwrap().value = v;
+        r.measurement.metrics.get_mut("records_per_s").unwrap().value = v;
     }
     let figs = figures(&records);
     let ratio = find(&figs, RATIO);
@@ -82,7 +82,7 @@ fn without_rep_pairs_the_ratio_is_of_medians_and_noise_is_judged_by_the_arms_int
     assert!(!ratio.within_noise);
     // framework 500/600/900 widens its interval to 149.4 – 1183.9, which overlaps raw's.
     for r in records.iter_mut().filter(|r| r.arm == "framework" && r.variant.label == "default" && r.rep == 6) {
-        r.metrics.get_mut("records_per_s").unwrap().value = 900.0;
+        r.measurement.metrics.get_mut("records_per_s").unwrap().value = 900.0;
     }
     let figs = figures(&records);
     assert!(find(&figs, RATIO).within_noise);
@@ -92,8 +92,8 @@ fn without_rep_pairs_the_ratio_is_of_medians_and_noise_is_judged_by_the_arms_int
 fn a_ratio_of_unlike_work_shows_no_number_and_names_what_differs() {
     let mut records = fixtures::kafka_sink_records("run-a");
     for r in records.iter_mut().filter(|r| r.arm == "framework") {
-        r.applied.insert("producer.compression.type".into(), "lz4".into());
-        r.applied.insert(CONNECTIONS.into(), "2".into());
+        r.measurement.applied.insert("producer.compression.type".into(), "lz4".into());
+        r.measurement.applied.insert(CONNECTIONS.into(), "2".into());
     }
     let figs = figures(&records);
     let ratio = find(&figs, RATIO);
@@ -113,7 +113,7 @@ fn a_ratio_of_unlike_work_shows_no_number_and_names_what_differs() {
     // One rep whose pair differs is left out; the others still give the ratio.
     let mut records = fixtures::kafka_sink_records("run-a");
     for r in records.iter_mut().filter(|r| r.arm == "framework" && r.rep == 2) {
-        r.applied.insert(FORMAT.into(), "json".into());
+        r.measurement.applied.insert(FORMAT.into(), "json".into());
     }
     let ratio = find(&figures(&records), RATIO).clone();
     assert_eq!(ratio.n, Some(2));
@@ -123,7 +123,7 @@ fn a_ratio_of_unlike_work_shows_no_number_and_names_what_differs() {
 #[test]
 fn records_that_do_not_say_what_they_applied_give_no_number() {
     let mut records = fixtures::kafka_sink_records("run-a");
-    records.iter_mut().for_each(|r| r.applied.clear());
+    records.iter_mut().for_each(|r| r.measurement.applied.clear());
     let figs = figures(&records);
     let ratio = find(&figs, RATIO);
     assert_eq!((ratio.value, ratio.text.as_str(), ratio.detail.as_str()), (None, "no number", parity::NOT_APPLIED));
@@ -166,7 +166,7 @@ fn best_points_stay_within_one_workload() {
     let mut records = fixtures::kafka_sink_records("run-a");
     // The 1M-queue point beats the default, but it opened two connections: another workload.
     for r in records.iter_mut().filter(|r| r.variant.label == "1M") {
-        r.applied.insert(CONNECTIONS.into(), "2".into());
+        r.measurement.applied.insert(CONNECTIONS.into(), "2".into());
     }
     let figs = figures(&records);
     assert!(!figs.iter().any(|f| f.id == "best-framework-records-per-s" || f.id == "ratio-framework-over-raw-best"));

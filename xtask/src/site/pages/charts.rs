@@ -246,7 +246,7 @@ fn metrics_cell(s: &Summary) -> String {
 /// ratio metrics the runner wrote into the records, which it leaves out: a ratio is published only where its
 /// parity contract is checked, in the headline.
 pub fn metrics_table(data: &MatrixData) -> (MetricsTable, Vec<String>) {
-    let mut columns: Vec<String> = data.records.iter().flat_map(|r| r.metrics.keys().cloned()).collect();
+    let mut columns: Vec<String> = data.records.iter().flat_map(|r| r.measurement.metrics.keys().cloned()).collect();
     columns.sort();
     columns.dedup();
     let is_ratio = |m: &String| data.metric_meta(m).is_some_and(|(unit, _)| unit == "ratio");

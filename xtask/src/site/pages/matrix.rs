@@ -111,7 +111,7 @@ pub fn matrix_page(run: &Run, name: &str, runs: &[Run], cfg: &SiteConfig, latest
 fn differences_table(data: &MatrixData, records: &[streamlab_record::Record]) -> Option<MetricsTable> {
     let mut columns: Vec<String> = Vec::new();
     for r in records {
-        for key in r.details.keys().filter(|k| *k != "command") {
+        for key in r.measurement.details.keys().filter(|k| *k != "command") {
             if !columns.contains(key) {
                 columns.push(key.clone());
             }
@@ -130,7 +130,7 @@ fn differences_table(data: &MatrixData, records: &[streamlab_record::Record]) ->
                 .map(|column| {
                     let mut values: Vec<&str> = Vec::new();
                     for r in records.iter().filter(|r| r.arm == arm.name) {
-                        if let Some(v) = r.details.get(column)
+                        if let Some(v) = r.measurement.details.get(column)
                             && !values.contains(&v.as_str())
                         {
                             values.push(v);

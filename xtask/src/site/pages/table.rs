@@ -92,7 +92,7 @@ pub(super) fn measured_row(
     let rep_notes: Vec<String> = records
         .iter()
         .filter_map(|r| {
-            let note = r.note.as_deref().map(str::trim).filter(|n| !n.is_empty())?;
+            let note = r.measurement.note.as_deref().map(str::trim).filter(|n| !n.is_empty())?;
             Some(match set_apart(r) {
                 None => format!("rep {}: {note}", r.rep),
                 Some((missing, _)) => format!("rep {} ({}): {note}", r.rep, missing.text()),
@@ -130,7 +130,7 @@ fn verdict_line(records: &[&Record]) -> Option<String> {
     let mut total = 0;
     for r in records.iter().filter(|r| set_apart(r).is_none()) {
         total += 1;
-        let v: Vec<String> = r.verdict.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let v: Vec<String> = r.measurement.verdict.iter().map(|(k, v)| format!("{k}={v}")).collect();
         let v = if v.is_empty() { "no verdict".to_owned() } else { v.join(", ") };
         match counts.iter_mut().find(|(x, _)| *x == v) {
             Some((_, n)) => *n += 1,
@@ -214,8 +214,8 @@ mod tests {
 
     fn rep(rep: u32, value: f64, verdict: &[(&str, &str)], note: &str) -> Record {
         let mut r = fixtures::record("run-a", "framework", "", &["mode"], true, rep, value);
-        r.verdict = verdict.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
-        r.note = Some(note.to_owned()).filter(|n| !n.is_empty());
+        r.measurement.verdict = verdict.iter().map(|(k, v)| ((*k).to_owned(), (*v).to_owned())).collect();
+        r.measurement.note = Some(note.to_owned()).filter(|n| !n.is_empty());
         r
     }
 
@@ -248,7 +248,7 @@ mod tests {
     #[test]
     fn differing_verdicts_are_counted_and_excluded_reps_stay_visible() {
         let mut bad = rep(4, 1e9, &[("upstream", "source")], "window 8 s; 8e9 acked");
-        bad.integrity = Integrity::compare(100, 99, "hwm");
+        bad.measurement.integrity = Integrity::compare(100, 99, "hwm");
         let row = row_of(&[
             rep(1, 500.0, &[("upstream", "sink"), ("downstream", "broker")], "a"),
             rep(2, 600.0, &SINK_CLIENT, ""),
@@ -291,7 +291,7 @@ mod tests {
         assert!(row.rep_notes.is_empty());
         // Mixed causes: the status is the most serious; the others are named on their lines.
         let mut bad = rep(1, 5.0, &SINK_CLIENT, "ran, but lost acks");
-        bad.integrity = Integrity::compare(10, 9, "hwm");
+        bad.measurement.integrity = Integrity::compare(10, 9, "hwm");
         let mut crashed = rep(2, 0.0, &[], "");
         crashed.status = Status::Failed;
         crashed.reason = Some("timed out after 60 s".into());
