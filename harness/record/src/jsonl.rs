@@ -168,4 +168,17 @@ mod tests {
         let err = read_records(&path).unwrap_err().to_string();
         assert!(err.contains(":1: unknown schema \"streamlab.record/99\""), "{err}");
     }
+
+    #[test]
+    fn the_measurement_sits_inline_and_a_misspelt_field_is_still_refused() {
+        let line = serde_json::to_string(&sample(1)).unwrap();
+        let value: serde_json::Value = serde_json::from_str(&line).unwrap();
+        assert_eq!(value["kind"], "produce", "the measurement's fields are the record's own: {line}");
+        assert!(value.get("measurement").is_none(), "{line}");
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.jsonl");
+        std::fs::write(&path, line.replace("\"note\"", "\"nots\"")).unwrap();
+        let err = read_records(&path).unwrap_err().to_string();
+        assert!(err.contains(":1: ") && err.contains("unknown field `nots`"), "{err}");
+    }
 }
