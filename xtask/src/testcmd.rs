@@ -79,11 +79,11 @@ pub fn run(args: TestArgs) -> Result<()> {
 /// workspace is tested as a whole so that nothing is built twice).
 const SHARED_ENV_MODULES: [&str; 3] = ["arms::", "probe::", "kafka::"];
 
-/// Tests marked #[ignore] need services, in three groups. The unit-level ones of xtask start environments of
-/// their own (one at a time); the harness's share one environment brought up here; the two groups run side by
-/// side, as most of their time is spent waiting on brokers. The end-to-end tests of the binary
-/// (xtask/tests/*.rs: Ctrl-C, a broker killed mid-run, leftovers, docker) then run on their own, on a machine
-/// nothing else of ours is using. Together they run each ignored test once.
+/// Tests marked #[ignore] need services, in three groups on two lanes, as most of their time is spent waiting
+/// on brokers and JVMs. One lane runs the harness's tests against one environment brought up here; the other
+/// runs xtask's unit-level tests, which start environments of their own one at a time, then the end-to-end
+/// tests of the binary (xtask/tests/*.rs: Ctrl-C, a broker killed mid-run, leftovers, docker). Together they
+/// run each ignored test once.
 fn integration(t: &mut Tally) {
     let ignored = ["--no-fail-fast", "--", "--ignored", "--test-threads=1"];
     let mut own = vec!["test", "--workspace", "--release", "--lib", "--bins"];
@@ -113,17 +113,15 @@ fn integration(t: &mut Tally) {
     shared.extend(ignored);
     shared.extend(SHARED_ENV_MODULES);
     let shared_env = [("STREAMLAB_ENV", descriptor.as_path()), (streamlab_record::tools::TOOLS_ENV, tools.as_path())];
-    std::thread::scope(|s| {
-        let own = s.spawn(|| TestRun::of("xtask integration (own environments)", &own, &[]));
-        let shared = s.spawn(|| TestRun::of("harness integration (shared environment)", &shared, &shared_env));
-        for run in [own, shared] {
-            t.add(run.join().expect("a test group's thread panicked"));
-        }
-    });
-    drop(env);
     let mut end_to_end = vec!["test", "--workspace", "--release", "--test", "*"];
     end_to_end.extend(ignored);
-    t.add(TestRun::of("end-to-end lab runs (own environments)", &end_to_end, &[]));
+    std::thread::scope(|s| {
+        let shared = s.spawn(|| TestRun::of("harness integration (shared environment)", &shared, &shared_env));
+        t.add(TestRun::of("xtask integration (own environments)", &own, &[]));
+        t.add(TestRun::of("end-to-end lab runs (own environments)", &end_to_end, &[]));
+        t.add(shared.join().expect("the shared environment's test thread panicked"));
+    });
+    drop(env);
 }
 
 /// Build and check the site twice: from the committed results, and from the demo results that

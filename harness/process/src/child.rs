@@ -505,4 +505,15 @@ mod tests {
         procfs::terminate(pid, Duration::from_secs(5));
         assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists(), "terminated and reaped");
     }
+
+    #[test]
+    fn services_stopped_together_share_one_grace_period() {
+        let polite = Cmd::new("sleep").arg("30").spawn().unwrap().release();
+        let stubborn = Cmd::new("/bin/sh").args(["-c", "trap '' TERM; sleep 30 & wait"]).spawn().unwrap().release();
+        std::thread::sleep(Duration::from_millis(200));
+        procfs::terminate_all(&[polite, stubborn], Duration::from_millis(500));
+        for pid in [polite, stubborn] {
+            assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists(), "{pid} terminated and reaped");
+        }
+    }
 }

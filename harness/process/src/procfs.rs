@@ -118,20 +118,30 @@ pub fn reap(pid: u32) {
 
 /// SIGTERM, wait up to `grace`, then SIGKILL; returns once the process is gone (and reaped if ours).
 pub fn terminate(pid: u32, grace: Duration) {
-    signal(pid, Signal::SIGTERM);
+    terminate_all(&[pid], grace);
+}
+
+/// SIGTERM to every pid at once, SIGKILL to those still alive after `grace`; returns once all are gone and
+/// reaped. Stopping services together (a cluster's brokers) costs one grace period, not one each.
+pub fn terminate_all(pids: &[u32], grace: Duration) {
+    for &pid in pids {
+        signal(pid, Signal::SIGTERM);
+    }
     let deadline = Instant::now() + grace;
-    while is_alive(pid) && Instant::now() < deadline {
-        reap(pid);
+    let alive = |pids: &[u32]| pids.iter().copied().filter(|&p| is_alive(p)).collect::<Vec<u32>>();
+    while !alive(pids).is_empty() && Instant::now() < deadline {
+        pids.iter().for_each(|&p| reap(p));
         std::thread::sleep(Duration::from_millis(50));
     }
-    if is_alive(pid) {
+    let stubborn = alive(pids);
+    for &pid in &stubborn {
         signal(pid, Signal::SIGKILL);
-        while is_alive(pid) {
-            reap(pid);
-            std::thread::sleep(Duration::from_millis(20));
-        }
     }
-    reap(pid);
+    while !alive(&stubborn).is_empty() {
+        stubborn.iter().for_each(|&p| reap(p));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    pids.iter().for_each(|&p| reap(p));
 }
 
 /// The CPUs this process may run on (its affinity mask, which honours cpusets), in order.

@@ -137,12 +137,11 @@ impl Drop for NativeEnv {
 
 /// Stop every service of the environment; remove its directory unless `keep`.
 fn down(env: &EnvDescriptor, keep: bool) -> Result<()> {
-    // Kafka first: a broker shutting down does not need the database, and it is the slower one.
-    for pid in env.kafka.pids() {
-        stop_pid(Some(pid), &env.dir);
-    }
-    if let Some(m) = &env.mysql {
-        stop_pid(m.pid, &env.dir);
+    // Kafka first: a broker shutting down does not need the database, and it is the slower one. A cluster's
+    // brokers stop together: one after another, the last would wait out its grace for a quorum already gone.
+    process::terminate_all(&ours(&env.kafka.pids(), &env.dir), STOP_GRACE);
+    if let Some(pid) = env.mysql.as_ref().and_then(|m| m.pid) {
+        process::terminate_all(&ours(&[pid], &env.dir), STOP_GRACE);
     }
     if !keep {
         std::fs::remove_dir_all(&env.dir).with_context(|| format!("cannot remove {}", env.dir.display()))?;
@@ -150,14 +149,12 @@ fn down(env: &EnvDescriptor, keep: bool) -> Result<()> {
     Ok(())
 }
 
-fn stop_pid(pid: Option<u32>, dir: &Path) {
-    let Some(pid) = pid else { return };
+/// The pids among `pids` that are still this environment's processes.
+fn ours(pids: &[u32], dir: &Path) -> Vec<u32> {
     // A service that died on its own is a zombie until we collect it, and a zombie's command line is empty:
     // reap it first, or it would stay until xtask exits (a long run would gather them).
-    process::reap(pid);
-    if process::is_ours(pid, &dir.to_string_lossy()) {
-        process::terminate(pid, STOP_GRACE);
-    }
+    pids.iter().for_each(|&pid| process::reap(pid));
+    pids.iter().copied().filter(|&pid| process::is_ours(pid, &dir.to_string_lossy())).collect()
 }
 
 /// Pids of every process whose command line mentions `dir` (a leak check for tests).

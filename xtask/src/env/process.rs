@@ -6,7 +6,7 @@ use std::time::{Duration, Instant};
 
 pub use streamlab_process::Lifetime;
 pub use streamlab_process::files::log_tail;
-pub use streamlab_process::procfs::{allowed_cpus, is_alive, is_ours, reap, set_affinity, terminate};
+pub use streamlab_process::procfs::{allowed_cpus, is_alive, is_ours, reap, set_affinity, terminate, terminate_all};
 
 /// Wait until `ready()` is true, failing early if the process died (or Ctrl-C came), with the log's tail.
 pub fn wait_ready(
