@@ -507,13 +507,18 @@ mod tests {
     }
 
     #[test]
-    fn services_stopped_together_share_one_grace_period() {
+    fn services_stopped_together_share_one_grace_period_and_take_their_children() {
         let polite = Cmd::new("sleep").arg("30").spawn().unwrap().release();
         let stubborn = Cmd::new("/bin/sh").args(["-c", "trap '' TERM; sleep 30 & wait"]).spawn().unwrap().release();
         std::thread::sleep(Duration::from_millis(200));
+        let children = std::fs::read_to_string(format!("/proc/{stubborn}/task/{stubborn}/children")).unwrap();
+        let orphan: u32 = children.split_whitespace().next().expect("the shell's sleep").parse().unwrap();
+        let started = Instant::now();
         procfs::terminate_all(&[polite, stubborn], Duration::from_millis(500));
+        assert!(started.elapsed() < Duration::from_secs(10), "one grace period, not one each");
         for pid in [polite, stubborn] {
             assert!(!std::path::Path::new(&format!("/proc/{pid}")).exists(), "{pid} terminated and reaped");
         }
+        assert!(!procfs::is_alive(orphan), "the stubborn service's own child outlived it");
     }
 }

@@ -9,7 +9,7 @@ use nix::sched::{CpuSet, sched_getaffinity, sched_setaffinity};
 use nix::sys::resource::{UsageWho, getrusage};
 use nix::sys::signal::{Signal, kill};
 use nix::sys::wait::{WaitPidFlag, waitpid};
-use nix::unistd::{Pid, SysconfVar, sysconf};
+use nix::unistd::{Pid, SysconfVar, getpgid, sysconf};
 
 pub use nix::sys::signal::Signal as Sig;
 
@@ -121,8 +121,9 @@ pub fn terminate(pid: u32, grace: Duration) {
     terminate_all(&[pid], grace);
 }
 
-/// SIGTERM to every pid at once, SIGKILL to those still alive after `grace`; returns once all are gone and
-/// reaped. Stopping services together (a cluster's brokers) costs one grace period, not one each.
+/// SIGTERM to every pid at once, SIGKILL to those still alive after `grace` (to the whole process group of
+/// one that leads its own, as every service the lab starts does: its children die with it); returns once all
+/// are gone and reaped. Stopping services together (a cluster's brokers) costs one grace period, not one each.
 pub fn terminate_all(pids: &[u32], grace: Duration) {
     for &pid in pids {
         signal(pid, Signal::SIGTERM);
@@ -135,6 +136,10 @@ pub fn terminate_all(pids: &[u32], grace: Duration) {
     }
     let stubborn = alive(pids);
     for &pid in &stubborn {
+        let leads_its_group = getpgid(Some(Pid::from_raw(pid as i32))).is_ok_and(|g| g.as_raw() == pid as i32);
+        if leads_its_group {
+            let _ = nix::sys::signal::killpg(Pid::from_raw(pid as i32), Signal::SIGKILL);
+        }
         signal(pid, Signal::SIGKILL);
     }
     while !alive(&stubborn).is_empty() {
