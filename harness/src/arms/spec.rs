@@ -149,6 +149,18 @@ impl ValueProbe {
     }
 }
 
+/// Deserializer methods that note the knob type they stand for and answer with a sample of it.
+macro_rules! sample_of {
+    ($($($method:ident)+ => $ty:ident, $visit:ident($sample:expr);)+) => {
+        $($(
+            fn $method<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ProbeError> {
+                self.saw(KnobType::$ty);
+                visitor.$visit($sample)
+            }
+        )+)+
+    };
+}
+
 impl<'de> Deserializer<'de> for &mut ValueProbe {
     type Error = ProbeError;
 
@@ -156,49 +168,14 @@ impl<'de> Deserializer<'de> for &mut ValueProbe {
         Err(ProbeError::custom("only integers, numbers, booleans, strings and unit-variant enums are knob types"))
     }
 
-    fn deserialize_bool<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ProbeError> {
-        self.saw(KnobType::Bool);
-        visitor.visit_bool(true)
+    sample_of! {
+        deserialize_i8 deserialize_i16 deserialize_i32 deserialize_i64
+        deserialize_u8 deserialize_u16 deserialize_u32 deserialize_u64 => Integer, visit_u64(1);
+        deserialize_f32 deserialize_f64 => Float, visit_f64(1.5);
+        deserialize_bool => Bool, visit_bool(true);
+        deserialize_str => String, visit_str("x");
     }
 
-    fn deserialize_i8<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ProbeError> {
-        self.integer(visitor)
-    }
-    fn deserialize_i16<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ProbeError> {
-        self.integer(visitor)
-    }
-    fn deserialize_i32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ProbeError> {
-        self.integer(visitor)
-    }
-    fn deserialize_i64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ProbeError> {
-        self.integer(visitor)
-    }
-    fn deserialize_u8<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ProbeError> {
-        self.integer(visitor)
-    }
-    fn deserialize_u16<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ProbeError> {
-        self.integer(visitor)
-    }
-    fn deserialize_u32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ProbeError> {
-        self.integer(visitor)
-    }
-    fn deserialize_u64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ProbeError> {
-        self.integer(visitor)
-    }
-
-    fn deserialize_f32<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ProbeError> {
-        self.saw(KnobType::Float);
-        visitor.visit_f64(1.5)
-    }
-    fn deserialize_f64<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ProbeError> {
-        self.saw(KnobType::Float);
-        visitor.visit_f64(1.5)
-    }
-
-    fn deserialize_str<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ProbeError> {
-        self.saw(KnobType::String);
-        visitor.visit_str("x")
-    }
     fn deserialize_string<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, ProbeError> {
         self.deserialize_str(visitor)
     }
@@ -232,13 +209,6 @@ impl<'de> Deserializer<'de> for &mut ValueProbe {
 
     serde::forward_to_deserialize_any! {
         i128 u128 char bytes byte_buf unit unit_struct seq tuple tuple_struct map struct identifier ignored_any
-    }
-}
-
-impl ValueProbe {
-    fn integer<'de, V: Visitor<'de>>(&mut self, visitor: V) -> Result<V::Value, ProbeError> {
-        self.saw(KnobType::Integer);
-        visitor.visit_u64(1)
     }
 }
 
