@@ -93,11 +93,15 @@ pub fn loadavg_1m() -> Option<f64> {
     std::fs::read_to_string("/proc/loadavg").ok()?.split_whitespace().next()?.parse().ok()
 }
 
+/// The state letter of `pid` (`R`, `S`, `T` for stopped, `Z` for a zombie, ...), `None` when it is gone.
+pub fn state(pid: u32) -> Option<char> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat.rsplit(')').next()?.split_whitespace().next()?.chars().next()
+}
+
 /// Whether `pid` runs: it exists and is neither a zombie nor dead.
 pub fn is_alive(pid: u32) -> bool {
-    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
-    let state = stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().next());
-    state != Some("Z") && state != Some("X")
+    state(pid).is_some_and(|s| s != 'Z' && s != 'X')
 }
 
 /// Whether `pid` is still the process we started: its command line mentions `marker` (e.g. its

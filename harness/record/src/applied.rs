@@ -25,6 +25,8 @@
 //!   (the client produces as fast as it can)`.
 //! - [`SINK`]: how a sink rig writes: e.g. `multi-row INSERT of 3000 rows, autocommit`, `JDBC batch of
 //!   3000 single-row INSERTs, one transaction per batch`.
+//! - [`TOPIC_REPLICATION_FACTOR`], [`TOPIC_MIN_INSYNC_REPLICAS`]: the topic the arm produced to, where a matrix
+//!   varies it (durability: its replication-cost ratio declares `topic.*` as the difference).
 //!
 //! Bytes per record (value and key) are metrics (`bytes_per_record`, `key_bytes_per_record`), compared
 //! within a contract's tolerance rather than exactly.
@@ -38,6 +40,8 @@ pub const CONNECTIONS: &str = "connections";
 pub const CLOCK_START: &str = "clock_start";
 pub const OFFERED_LOAD: &str = "offered_load";
 pub const SINK: &str = "sink";
+pub const TOPIC_REPLICATION_FACTOR: &str = "topic.replication.factor";
+pub const TOPIC_MIN_INSYNC_REPLICAS: &str = "topic.min.insync.replicas";
 
 /// Producer settings a record names (under `producer.`), whichever of them the client has.
 /// Only settings every client family has: a client-only cap (librdkafka's `batch.num.messages`) goes in the

@@ -5,6 +5,7 @@
 pub mod applied;
 pub mod arms;
 pub mod descriptor;
+pub mod fault;
 pub mod integrity;
 pub mod jsonl;
 pub mod provenance;

@@ -89,6 +89,8 @@ named_enum!(
         Connect = "connect",
         /// A cluster of three brokers (KRaft combined mode) instead of the single broker.
         KafkaCluster = "kafka_cluster",
+        /// The durability matrix's Java producer driver, compiled by javac against the pinned kafka-clients jar.
+        LedgerProducer = "ledger_producer",
     }
 );
 

@@ -23,6 +23,24 @@ pub struct Tools {
     /// A Redpanda Connect binary the user pointed the lab at (never fetched or built by the lab).
     #[serde(default)]
     pub redpanda_connect: Option<RedpandaConnect>,
+    /// The durability matrix's Java producer that writes a ledger of every acknowledgement.
+    #[serde(default)]
+    pub ledger_producer: Option<LedgerProducer>,
+}
+
+/// The Java ledger-writing producer (harness/src/arms/durability/java/LedgerProducer.java), compiled by the lab.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct LedgerProducer {
+    pub java: PathBuf,
+    /// The directory of the compiled class first, then the pinned jars (kafka-clients and its dependencies).
+    pub classpath: Vec<PathBuf>,
+    pub main_class: String,
+    /// e.g. `org.apache.kafka:kafka-clients:4.1.0`.
+    pub kafka_clients: String,
+    /// `java -version`'s first line.
+    pub java_version: String,
+    /// `javac -version` and the source's SHA-256, for provenance.
+    pub build: String,
 }
 
 /// Kafka Connect on the pinned jars: one classpath per plugin (the worker's jars plus the plugin's), so each
@@ -125,6 +143,12 @@ impl Tools {
         self.connect
             .as_ref()
             .ok_or_else(|| "the tools file names no Kafka Connect (the matrix needs \"connect\")".to_owned())
+    }
+
+    pub fn ledger_producer(&self) -> Result<&LedgerProducer, String> {
+        self.ledger_producer.as_ref().ok_or_else(|| {
+            "the tools file names no Java ledger producer (the matrix needs \"ledger_producer\")".to_owned()
+        })
     }
 
     pub fn java(&self) -> Result<&JavaTools, String> {
