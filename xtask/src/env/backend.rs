@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use anyhow::Result;
 use streamlab_record::EnvDescriptor;
 use streamlab_record::descriptor::BackendKind;
+use streamlab_record::fault::{FaultRequest, FaultResult};
 use streamlab_record::provenance::EnvInfo;
 use streamlab_record::run_spec::Need;
 
@@ -126,6 +127,12 @@ pub trait Environment {
     /// Every service alive and answering, or the first one that is not (the runner asks between tasks).
     fn health(&self) -> Result<(), ServiceDown> {
         health::check(self.descriptor())
+    }
+    /// Inject a fault on one broker (kill -9, SIGSTOP for a while, a clean restart; see [`super::fault`]); a
+    /// broker started again has its new pid in the descriptor. An environment that cannot refuses, saying why.
+    fn inject_fault(&mut self, request: &FaultRequest) -> FaultResult {
+        let backend = self.descriptor().backend;
+        FaultResult::refused(request, format!("the {backend} environment does not inject faults"))
     }
     /// Leave the services running past this value (`env up`); `env down` stops them later.
     fn keep_running(self: Box<Self>) -> EnvDescriptor;

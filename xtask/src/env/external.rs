@@ -7,6 +7,7 @@ use std::path::Path;
 use anyhow::{Context, Result, bail};
 use streamlab_record::EnvDescriptor;
 use streamlab_record::descriptor::{BackendKind, DESCRIPTOR_SCHEMA, KafkaEnv, Listener, MysqlEnv};
+use streamlab_record::fault::{FaultRequest, FaultResult};
 use streamlab_record::provenance::EnvInfo;
 
 use super::backend::{Backend, EnvSpec, Environment};
@@ -125,6 +126,13 @@ impl Environment for ExternalEnv {
 
     fn versions(&self) -> BTreeMap<String, String> {
         server_versions(&self.descriptor)
+    }
+
+    fn inject_fault(&mut self, request: &FaultRequest) -> FaultResult {
+        FaultResult::refused(
+            request,
+            "an external cluster's brokers are the user's: the lab never kills, stops or restarts what it did not start",
+        )
     }
 
     fn keep_running(mut self: Box<Self>) -> EnvDescriptor {

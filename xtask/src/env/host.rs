@@ -57,6 +57,9 @@ pub trait ServiceHost: Sync {
     fn spawn(&self, role: Role, cmd: Cmd, log: &Path, cpus: Option<&[usize]>) -> Result<u32>;
     /// Stop a service started by [`ServiceHost::spawn`]: SIGTERM, then SIGKILL after `grace`.
     fn stop(&self, role: Role, pid: u32, grace: Duration);
+    /// Collect what a service that ended (a fault killed it) left behind, so its role can be spawned again:
+    /// its exit status here, its container in docker.
+    fn reclaim(&self, role: Role, pid: u32);
 }
 
 /// This machine's own JDK and database server.
@@ -90,6 +93,10 @@ impl ServiceHost for NativeHost {
 
     fn stop(&self, _role: Role, pid: u32, grace: Duration) {
         process::terminate(pid, grace);
+    }
+
+    fn reclaim(&self, _role: Role, pid: u32) {
+        process::reap(pid);
     }
 }
 

@@ -144,12 +144,7 @@ fn launch_node(
     secrets::write_secret(&properties, &render_server_properties(&dir, id, ports, cluster, tls)?)?;
     format_storage(l.host, s.pin, &s.classpath, &properties, &cluster.id, cluster.voters.is_empty(), &l.password)?;
     let log = dir.join("kafka.out");
-    let cmd = Cmd::new(l.host.java())
-        .args(jvm_flags(&dir, s.pin, cluster.nodes))
-        .arg("-cp")
-        .arg(&s.classpath)
-        .arg("kafka.Kafka")
-        .arg(&properties);
+    let cmd = broker_command(l.host.java(), s.pin, &s.classpath, &properties);
     let role = if cluster.nodes > 1 { Role::Broker(id) } else { Role::Kafka };
     let pid = l.host.spawn(role, cmd, &log, s.cpus.as_deref())?;
     Ok(Node {
@@ -163,6 +158,13 @@ fn launch_node(
         properties,
         dir,
     })
+}
+
+/// The broker process of the node whose `server.properties` is `properties` (its directory holds its logs):
+/// what a start runs, and what a fault's restart runs again.
+pub fn broker_command(java: PathBuf, pin: &KafkaPin, classpath: &std::ffi::OsStr, properties: &Path) -> Cmd {
+    let dir = properties.parent().unwrap_or(Path::new("."));
+    Cmd::new(java).args(jvm_flags(dir, pin)).arg("-cp").arg(classpath).arg("kafka.Kafka").arg(properties)
 }
 
 impl Launched<'_> {
@@ -216,7 +218,7 @@ pub fn java() -> PathBuf {
 }
 
 /// The broker's JVM: 1 GiB of heap (a cluster's three fit in 24 GiB beside the clients), G1 with short pauses.
-fn jvm_flags(dir: &Path, pin: &KafkaPin, _nodes: usize) -> Vec<String> {
+fn jvm_flags(dir: &Path, pin: &KafkaPin) -> Vec<String> {
     vec![
         "-Xms1g".into(),
         "-Xmx1g".into(),

@@ -8,6 +8,7 @@ pub mod backend;
 pub mod certs;
 pub mod docker;
 pub mod external;
+pub mod fault;
 pub mod health;
 pub mod host;
 pub mod kafka;

@@ -8,11 +8,13 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use streamlab_record::EnvDescriptor;
 use streamlab_record::descriptor::BackendKind;
+use streamlab_record::fault::{FaultRequest, FaultResult};
 use streamlab_record::provenance::EnvInfo;
 
 use super::backend::{self, Backend, EnvSpec, Environment};
 use super::host::{self, NativeHost};
-use super::{kafka, pins, process};
+use super::pins::KafkaPin;
+use super::{fault, kafka, pins, process};
 
 /// How long a service gets to stop on SIGTERM at `down`.
 const STOP_GRACE: Duration = Duration::from_secs(20);
@@ -48,7 +50,9 @@ impl Backend for NativeBackend {
         std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
         let started = host::start_services(&NativeHost { lifetime: spec.lifetime }, spec, BackendKind::Native);
         match started {
-            Ok(descriptor) => Ok(Box::new(NativeEnv { descriptor: Some(descriptor) })),
+            Ok(descriptor) => {
+                Ok(Box::new(NativeEnv { descriptor: Some(descriptor), kafka: spec.kafka, lifetime: spec.lifetime }))
+            }
             Err(e) => {
                 let _ = std::fs::remove_dir_all(&dir);
                 Err(e)
@@ -69,6 +73,9 @@ impl Backend for NativeBackend {
 pub struct NativeEnv {
     /// `None` once handed over by [`Environment::keep_running`].
     descriptor: Option<EnvDescriptor>,
+    /// The Kafka it runs, and how its services are tied to us: what a broker started again after a fault gets.
+    kafka: &'static KafkaPin,
+    lifetime: process::Lifetime,
 }
 
 impl NativeEnv {
@@ -118,6 +125,12 @@ impl Environment for NativeEnv {
             v.insert("java".into(), java);
         }
         v
+    }
+
+    fn inject_fault(&mut self, request: &FaultRequest) -> FaultResult {
+        let host = NativeHost { lifetime: self.lifetime };
+        let d = self.descriptor.as_mut().expect("a kept environment is not used again");
+        fault::inject(&host, d, self.kafka, request)
     }
 
     fn keep_running(mut self: Box<Self>) -> EnvDescriptor {

@@ -172,6 +172,11 @@ impl ServiceHost for DockerHost {
             self.engine.remove(&id);
         }
     }
+
+    /// The exited container goes, so the role's name is free for the next spawn.
+    fn reclaim(&self, role: Role, pid: u32) {
+        self.stop(role, pid, Duration::ZERO);
+    }
 }
 
 /// NanoCpus and cpuset for exactly `cpus`: as many whole CPUs as listed, on those CPUs.

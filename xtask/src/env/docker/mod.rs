@@ -15,6 +15,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use streamlab_record::EnvDescriptor;
 use streamlab_record::descriptor::BackendKind;
+use streamlab_record::fault::{FaultRequest, FaultResult};
 use streamlab_record::provenance::EnvInfo;
 
 use self::engine::Engine;
@@ -74,6 +75,8 @@ impl Backend for DockerBackend {
 pub struct DockerEnv {
     descriptor: EnvDescriptor,
     host: DockerHost,
+    /// The Kafka it runs: what a broker started again after a fault gets.
+    kafka: &'static pins::KafkaPin,
     /// Set by [`Environment::keep_running`]: the containers outlive this value.
     kept: bool,
 }
@@ -183,6 +186,12 @@ impl Environment for DockerEnv {
         })
     }
 
+    /// The broker's container is signalled through its process (the host sees the container's pids); a
+    /// broker started again gets a fresh container under the same name.
+    fn inject_fault(&mut self, request: &FaultRequest) -> FaultResult {
+        super::fault::inject(&self.host, &mut self.descriptor, self.kafka, request)
+    }
+
     fn keep_running(mut self: Box<Self>) -> EnvDescriptor {
         self.kept = true;
         self.descriptor.clone()
@@ -231,7 +240,7 @@ pub fn up(spec: &EnvSpec) -> Result<DockerEnv> {
     let lifetime = if spec.lifetime == Lifetime::Detached { "detached" } else { "tied" };
     let result = DockerHost::new(engine.clone(), &spec.id, &dir, kafka_image, mysql_image, lifetime).and_then(|host| {
         let descriptor = start_services(&host, spec, BackendKind::Docker)?;
-        Ok(DockerEnv { descriptor, host, kept: false })
+        Ok(DockerEnv { descriptor, host, kafka: spec.kafka, kept: false })
     });
     if result.is_err() {
         let _ = engine.remove_env(&spec.id, Duration::from_secs(2));
