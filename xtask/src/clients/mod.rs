@@ -1,11 +1,13 @@
 //! The programs the matrices run besides the harness's own crates: for the clients matrix (`Need::ClientTools`)
 //! `rdkafka_performance` built against two librdkafka versions and Kafka's Java perf tools on the pinned jars;
 //! for mysql_cdc (`Need::Connect`) Kafka Connect with the Debezium plugins and, if the user names one, a Redpanda
-//! Connect binary. Built or located once per run (cached across runs), described in one tools file whose path
+//! Connect binary; for durability (`Need::LedgerProducer`) the Java ledger-writing producer, compiled by javac. Built
+//! or located once per run (cached across runs), described in one tools file whose path
 //! the harness gets as `STREAMLAB_TOOLS`.
 
 pub mod connect;
 mod java;
+pub mod ledger_producer;
 mod librdkafka_source;
 mod rdkafka_performance;
 pub mod redpanda_connect;
@@ -18,7 +20,7 @@ use streamlab_record::run_spec::Need;
 use streamlab_record::tools::{CTool, RedpandaConnect, Tools};
 
 /// The needs [`prepare`] serves; a run with none of them writes no tools file.
-pub const TOOL_NEEDS: [Need; 2] = [Need::ClientTools, Need::Connect];
+pub const TOOL_NEEDS: [Need; 3] = [Need::ClientTools, Need::Connect, Need::LedgerProducer];
 
 /// Build or locate the tools `needs` asks for and write the tools file to `path`. `redpanda_connect` is the
 /// user's binary, checked beforehand ([`redpanda_connect::from_env`]); it is recorded with Connect.
@@ -31,6 +33,9 @@ pub fn prepare(path: &Path, needs: &[Need], redpanda_connect: Option<RedpandaCon
     if needs.contains(&Need::Connect) {
         tools.connect = Some(connect::locate()?);
         tools.redpanda_connect = redpanda_connect;
+    }
+    if needs.contains(&Need::LedgerProducer) {
+        tools.ledger_producer = Some(ledger_producer::prepare()?);
     }
     tools.save(path)?;
     Ok(tools)
@@ -52,6 +57,9 @@ pub fn versions(tools: &Tools) -> BTreeMap<String, String> {
         let described = redpanda
             .map_or(redpanda_connect::NOT_PROVIDED.to_owned(), |r| format!("{} ({})", r.version, r.path.display()));
         v.insert("redpanda connect".into(), described);
+    }
+    if let Some(l) = &tools.ledger_producer {
+        v.insert("java ledger producer".into(), format!("{} on {}; {}", l.kafka_clients, l.java_version, l.build));
     }
     v
 }

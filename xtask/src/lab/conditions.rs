@@ -34,12 +34,16 @@ impl Probe {
         }
     }
 
-    /// The conditions of the task that ran since [`Probe::start`] (call after its child was reaped).
-    pub fn finish(self, placement: Option<String>) -> Conditions {
+    /// The conditions of the task that ran since [`Probe::start`] (call after its child was reaped), given the
+    /// service pids running now: one that started during the task (a broker a fault started again) counts whole
+    /// as the lab's. One that ended (a broker a fault killed) was reaped by
+    /// the runner, so its CPU is in the runner's children's counters already.
+    pub fn finish_with(self, placement: Option<String>, now_running: &[u32]) -> Conditions {
         let wall_s = self.started.elapsed().as_secs_f64();
         let busy = procfs::host_busy_seconds().unwrap_or(self.busy_s) - self.busy_s;
         let own = own_cpu_s() - self.own_s;
-        let services = procfs::pids_cpu_seconds(&self.pids) - self.services_s;
+        let started: Vec<u32> = now_running.iter().copied().filter(|p| !self.pids.contains(p)).collect();
+        let services = procfs::pids_cpu_seconds(&self.pids) - self.services_s + procfs::pids_cpu_seconds(&started);
         conditions(wall_s, busy, own + services, procfs::loadavg_1m().unwrap_or(0.0), placement)
     }
 }
@@ -124,7 +128,7 @@ mod tests {
     fn a_probe_of_a_quiet_moment_reads_the_real_counters() {
         let probe = Probe::start(vec![std::process::id()]);
         std::thread::sleep(std::time::Duration::from_millis(50));
-        let c = probe.finish(None);
+        let c = probe.finish_with(None, &[]);
         assert!(c.wall_s >= 0.05 && c.foreign_cpu_s >= 0.0 && c.loadavg_1m >= 0.0, "{c:?}");
     }
 }

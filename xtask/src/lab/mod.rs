@@ -5,6 +5,7 @@
 //! terminal shows (ui), and a summary at the end (summary).
 
 pub mod conditions;
+pub mod faults;
 pub mod harness;
 pub mod matrix;
 pub mod plan;

@@ -137,19 +137,10 @@ impl<'a> Session<'a> {
         self.cap_broker(task)?;
         let (client_cpus, placement) = place(task, self.env.as_ref())?;
         let probe = Probe::start(self.env.service_pids());
-        let env = &self.env;
-        let watch = || env.dead_service();
         let tools_file = self.setup.tools.as_ref().map(|(path, _)| path.as_path());
-        let mut measured = run_task(
-            self.setup.harness,
-            task,
-            self.env.descriptor(),
-            self.setup.logs,
-            client_cpus.as_deref(),
-            tools_file,
-            &watch,
-        )?;
-        let conditions = probe.finish(Some(placement));
+        let mut measured =
+            run_task(self.setup.harness, task, self.env.as_mut(), self.setup.logs, client_cpus.as_deref(), tools_file)?;
+        let conditions = probe.finish_with(Some(placement), &self.env.service_pids());
         let m = self.setup.matrices.iter().find(|m| m.name == task.bench).expect("planned from these");
         // The record names the versions of the environment it ran in (a run may switch brokers), and provenance
         // lists the task under that environment, before any replacement below.

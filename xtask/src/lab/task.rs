@@ -9,10 +9,13 @@ use anyhow::{Context, Result, bail};
 use streamlab_process::Cmd;
 use streamlab_record::arms::{NOT_RUNNABLE_EXIT, NotRunnable};
 use streamlab_record::descriptor::DESCRIPTOR_FILE;
-use streamlab_record::{EnvDescriptor, Integrity, Measurement, Metric, Record, RunInfo, SCHEMA, Status, Variant};
+use streamlab_record::fault::FAULTS_ENV;
+use streamlab_record::{Integrity, Measurement, Metric, Record, RunInfo, SCHEMA, Status, Variant};
 
+use super::faults::FaultDir;
 use super::matrix::Matrix;
 use super::plan::Task;
+use crate::env::backend::Environment;
 use crate::env::health::ServiceDown;
 use crate::env::process;
 use crate::interrupt;
@@ -30,22 +33,25 @@ pub enum Outcome {
     },
 }
 
+/// Run one task's harness process against `env`, watching its services (a dead one fails the task) and serving
+/// the faults the arm asks for through it.
 pub fn run_task(
     harness: &Path,
     task: &Task,
-    env: &EnvDescriptor,
+    env: &mut dyn Environment,
     logs: &Path,
     client_cpus: Option<&[usize]>,
     tools: Option<&Path>,
-    watch: &dyn Fn() -> Option<ServiceDown>,
 ) -> Result<Outcome> {
-    let log_path =
-        logs.join(format!("{}-{}-{}-{}-rep{}.log", task.bench, task.arm, task.sweep, slug(&task.label), task.rep));
+    let stem = format!("{}-{}-{}-{}-rep{}", task.bench, task.arm, task.sweep, slug(&task.label), task.rep);
+    let log_path = logs.join(format!("{stem}.log"));
+    let faults = FaultDir::create(logs, &stem)?;
     let knobs = serde_json::to_string(&task.knobs)?;
     let mut cmd = Cmd::new(harness)
         .args(["run", "--bench", &task.bench, "--arm", &task.arm, "--env"])
-        .arg(env.dir.join(DESCRIPTOR_FILE))
+        .arg(env.descriptor().dir.join(DESCRIPTOR_FILE))
         .args(["--knobs", &knobs])
+        .env(FAULTS_ENV, faults.path())
         .pipe_stdout(&log_path);
     // Pinned from its first instruction: every thread it starts inherits the set.
     if let Some(cpus) = client_cpus {
@@ -72,10 +78,15 @@ pub fn run_task(
             break status;
         }
         polls += 1;
+        // A fault the arm asked for (a broker it kills is down on purpose: the descriptor says so, and the
+        // watch below leaves it alone).
+        if let Some(done) = faults.serve(env) {
+            tracing::info!("fault for {}: {:?} {}", task.describe(), done.status, done.describe());
+        }
         // A service that died takes the arm with it: say so within a second instead of waiting for the
         // arm's own timeouts.
         if polls.is_multiple_of(WATCH_EVERY_POLLS)
-            && let Some(down) = watch()
+            && let Some(down) = env.dead_service()
         {
             child.kill();
             return Ok(Outcome::Failed {

@@ -52,6 +52,12 @@ pub fn tools_phase(needs: &[Need], redpanda_connect: Option<&RedpandaConnect>) -
             )
         ));
     }
+    if needs.contains(&Need::LedgerProducer) {
+        what.push(format!(
+            "the Java ledger producer ({}), compiled once by javac",
+            crate::clients::ledger_producer::SOURCE
+        ));
+    }
     (!what.is_empty()).then(|| what.join("; "))
 }
 
