@@ -6,6 +6,7 @@
 //! Adding an arm is its module, one line in [`REGISTRY`] and the matrix TOML.
 
 pub mod clients;
+pub mod durability;
 pub mod kafka_sink;
 pub mod mysql_cdc;
 mod spec;
@@ -29,6 +30,9 @@ pub const REGISTRY: &[&ArmSpec] = &[
     &mysql_cdc::debezium::SINK_ARM,
     &mysql_cdc::rust_arm::ARM,
     &mysql_cdc::redpanda::ARM,
+    &durability::RDKAFKA_ARM,
+    &durability::PARTITIONLINE_ARM,
+    &durability::JAVA_ARM,
 ];
 
 /// Everything an arm gets from the runner.

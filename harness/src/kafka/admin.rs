@@ -22,6 +22,17 @@ pub const SHORT_RETENTION: &[(&str, &str)] = &[
 
 /// Delete `topic` if present, create it anew, and wait until every partition has a leader.
 pub fn fresh_topic(cfg: &ClientConfig, topic: &str, partitions: i32, configs: &[(&str, &str)]) -> Result<()> {
+    fresh_replicated_topic(cfg, topic, partitions, 1, configs)
+}
+
+/// [`fresh_topic`] with `replication` replicas of every partition.
+pub fn fresh_replicated_topic(
+    cfg: &ClientConfig,
+    topic: &str,
+    partitions: i32,
+    replication: i32,
+    configs: &[(&str, &str)],
+) -> Result<()> {
     let admin: AdminClient<DefaultClientContext> = cfg.create().context("cannot create a Kafka admin client")?;
     let opts = AdminOptions::new().operation_timeout(Some(Duration::from_secs(30)));
     let consumer: BaseConsumer = cfg.create().context("cannot create a Kafka metadata client")?;
@@ -36,7 +47,7 @@ pub fn fresh_topic(cfg: &ClientConfig, topic: &str, partitions: i32, configs: &[
         wait_until(&format!("topic {topic} to be deleted"), || Ok(topic_partitions(&consumer, topic)?.is_none()))?;
     }
 
-    let mut new_topic = NewTopic::new(topic, partitions, TopicReplication::Fixed(1));
+    let mut new_topic = NewTopic::new(topic, partitions, TopicReplication::Fixed(replication));
     for (k, v) in configs {
         new_topic = new_topic.set(k, v);
     }

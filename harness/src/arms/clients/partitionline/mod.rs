@@ -175,7 +175,7 @@ struct ProduceOutcome {
 /// `Producer::new`, tried again while the broker answers with a retriable error. partitionline 0.1.0 does not
 /// retry a non-transactional InitProducerId, and a fresh Kafka 4.1 broker answers COORDINATOR_LOAD_IN_PROGRESS
 /// until it holds a block of producer ids; Java and librdkafka retry that internally. Outside every clock.
-async fn new_producer(cfg: ProducerConfig) -> Result<(Producer, Option<String>)> {
+pub(crate) async fn new_producer(cfg: ProducerConfig) -> Result<(Producer, Option<String>)> {
     let mut retried: Vec<String> = Vec::new();
     loop {
         match Producer::new(cfg.clone()).await {

@@ -1,0 +1,208 @@
+//! The Java producer (Kafka's own KafkaProducer, the pinned kafka-clients) under the durability run, through the
+//! ledger-writing driver the lab compiles (java/LedgerProducer.java; the tools file names it). The driver writes
+//! its ledger to a file the arm reads back; its settings are read from the "ProducerConfig values:" block it logs.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{Context, Result, bail, ensure};
+use streamlab_process::Cmd;
+use streamlab_record::Measurement;
+use streamlab_record::tools::Tools;
+
+use super::fault::FirstSend;
+use super::ledger::{Ack, Entry, Ledger};
+use super::{Knobs, Produced};
+use crate::arms::ArmContext;
+use crate::kafka::config::DEFAULT_LISTENER;
+
+/// ProducerConfig's values at INFO (the applied settings), everything else at WARN, all to stderr.
+const LOG_CONFIG: &str = "Configuration:
+  name: streamlab-ledger-producer
+  Appenders:
+    Console:
+      name: STDERR
+      target: SYSTEM_ERR
+      PatternLayout:
+        pattern: \"[%d] %p %m (%c)%n\"
+  Loggers:
+    Logger:
+      - name: org.apache.kafka.clients.producer.ProducerConfig
+        level: INFO
+    Root:
+      level: WARN
+      AppenderRef:
+        - ref: STDERR
+";
+
+/// The settings the record names, under the names Java logs them by.
+const SETTINGS: &[&str] = &[
+    "acks",
+    "enable.idempotence",
+    "compression.type",
+    "linger.ms",
+    "batch.size",
+    "max.in.flight.requests.per.connection",
+];
+
+pub fn run(ctx: &ArmContext) -> Result<Measurement> {
+    super::run_with(ctx, "java", produce)
+}
+
+fn properties(ctx: &ArmContext, knobs: &Knobs) -> Result<String> {
+    let listener = ctx.env.listener(DEFAULT_LISTENER).context("the environment has no plaintext listener")?;
+    Ok([
+        ("bootstrap.servers", listener.bootstrap.clone()),
+        ("acks", if knobs.acks == -1 { "all".into() } else { knobs.acks.to_string() }),
+        ("enable.idempotence", knobs.idempotence.to_string()),
+        ("linger.ms", knobs.linger_ms.to_string()),
+        ("max.in.flight.requests.per.connection", knobs.max_in_flight.to_string()),
+        ("delivery.timeout.ms", knobs.delivery_timeout_ms.to_string()),
+        ("compression.type", "none".into()),
+    ]
+    .iter()
+    .map(|(k, v)| format!("{k}={v}\n"))
+    .collect())
+}
+
+fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str, first: &FirstSend) -> Result<Produced> {
+    let tools = Tools::load().map_err(anyhow::Error::msg)?;
+    let tool = tools.ledger_producer().map_err(anyhow::Error::msg)?;
+    let dir = tempfile::Builder::new().prefix("streamlab-ledger-").tempdir()?;
+    let write = |name: &str, text: &str| crate::private_files::write_private(dir.path(), name, text.as_bytes());
+    let props = write("producer.properties", &properties(ctx, knobs)?)?;
+    let log_config = write("log4j2.yaml", LOG_CONFIG)?;
+    let (ledger_file, started_file) = (dir.path().join("ledger.txt"), dir.path().join("started"));
+    let classpath = std::env::join_paths(&tool.classpath).context("a classpath entry contains ':'")?;
+    let run_ms = knobs.run_time().as_millis().to_string();
+    let flush_ms = knobs.flush_timeout().as_millis().to_string();
+    let cmd = Cmd::new(&tool.java)
+        .args(["-Xmx1g", "-XX:+UseG1GC"])
+        .arg(format!("-Dlog4j2.configurationFile={}", log_config.display()))
+        .arg("-cp")
+        .arg(&classpath)
+        .arg(&tool.main_class)
+        .arg(&props)
+        .args([topic, &knobs.payload_bytes.to_string(), &run_ms, &knobs.max_records.to_string()])
+        .arg(&ledger_file)
+        .arg(&started_file)
+        .arg(&flush_ms);
+    let deadline = knobs.run_time() + knobs.flush_timeout() + Duration::from_secs(120);
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let output = std::thread::scope(|s| {
+        s.spawn(|| watch_started(&started_file, first, &done, deadline));
+        let out = cmd.output(deadline);
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        out
+    })?;
+    ensure!(output.status.success(), "the Java ledger producer exited with {}:\n{}", output.status, output.tail(20));
+    let ledger = read_ledger(&std::fs::read_to_string(&ledger_file).context("the Java producer wrote no ledger")?)?;
+    let applied = producer_config_values(&output.stderr);
+    let settings: Vec<(&'static str, String)> = SETTINGS
+        .iter()
+        .map(|k| applied.get(*k).map(|v| (*k, v.clone())).with_context(|| format!("the producer did not log {k}")))
+        .collect::<Result<_>>()?;
+    let warnings: Vec<&str> =
+        output.stderr.lines().filter(|l| l.contains(" WARN ") || l.contains(" ERROR ")).take(5).collect();
+    Ok(Produced {
+        ledger,
+        client_cpu_s: output.cpu_s,
+        command: format!(
+            "KafkaProducer ({}, {}) through {} ({}): {}",
+            tool.kafka_clients,
+            tool.java_version,
+            tool.main_class,
+            tool.build,
+            settings.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
+        ),
+        settings,
+        connections: "1 per broker for produce requests + the bootstrap connection for metadata".into(),
+        versions: BTreeMap::from([
+            ("kafka-clients".to_owned(), tool.kafka_clients.clone()),
+            ("java".to_owned(), tool.java_version.clone()),
+        ]),
+        note: (!warnings.is_empty()).then(|| format!("the producer logged: {}", warnings.join(" | "))),
+    })
+}
+
+/// Mark the first send when the driver says it started (epoch ms in a file it writes atomically).
+fn watch_started(path: &Path, first: &FirstSend, done: &std::sync::atomic::AtomicBool, within: Duration) {
+    let started = std::time::Instant::now();
+    while !done.load(std::sync::atomic::Ordering::Relaxed) && started.elapsed() < within {
+        if let Some(ms) = std::fs::read_to_string(path).ok().and_then(|t| t.trim().parse::<u64>().ok()) {
+            first.mark(ms);
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// The driver's ledger file (see LedgerProducer.java for its lines).
+pub fn read_ledger(text: &str) -> Result<Ledger> {
+    let mut ledger = Ledger::default();
+    for (n, line) in text.lines().enumerate() {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        let num = |i: usize| -> Result<u64> {
+            f.get(i).and_then(|v| v.parse().ok()).with_context(|| format!("ledger line {}: {line:?}", n + 1))
+        };
+        let seq = num(0)?;
+        if seq != ledger.entries.len() as u64 {
+            bail!("ledger line {}: sequence {seq} out of order", n + 1);
+        }
+        let entry = match f.get(1).copied() {
+            Some("U") => Entry { sent_us: num(2)?, ack: Ack::Unanswered },
+            Some("E") => {
+                *ledger.errors.entry(f.get(4).unwrap_or(&"unknown").to_string()).or_default() += 1;
+                Entry { sent_us: num(2)?, ack: Ack::Failed { at_us: num(3)? } }
+            }
+            _ => {
+                let partition =
+                    f.get(1).and_then(|v| v.parse().ok()).with_context(|| format!("ledger line {}", n + 1))?;
+                let offset = f.get(2).and_then(|v| v.parse().ok()).with_context(|| format!("ledger line {}", n + 1))?;
+                Entry { sent_us: num(3)?, ack: Ack::Ok { partition, offset, at_us: num(4)? } }
+            }
+        };
+        ledger.entries.push(entry);
+    }
+    Ok(ledger)
+}
+
+/// `key = value` lines of the "ProducerConfig values:" block the producer logs at its start.
+pub fn producer_config_values(log: &str) -> BTreeMap<String, String> {
+    let Some(at) = log.find("ProducerConfig values:") else { return BTreeMap::new() };
+    log[at..]
+        .lines()
+        .skip(1)
+        .take_while(|l| l.starts_with('\t') || l.starts_with("    "))
+        .filter_map(|l| l.trim().split_once(" = ").map(|(k, v)| (k.to_owned(), v.trim().to_owned())))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_ledger_file_reads_back_every_kind_of_line() {
+        let l = read_ledger("0 3 17 1000 1500\n1 E 1100 1900 NotEnoughReplicasException\n2 U 1200\n").unwrap();
+        assert_eq!(l.entries[0], Entry { sent_us: 1000, ack: Ack::Ok { partition: 3, offset: 17, at_us: 1500 } });
+        assert_eq!(l.entries[1].ack, Ack::Failed { at_us: 1900 });
+        assert_eq!(l.entries[2], Entry { sent_us: 1200, ack: Ack::Unanswered });
+        assert_eq!(l.errors["NotEnoughReplicasException"], 1);
+        assert!(read_ledger("1 0 0 1 2\n").unwrap_err().to_string().contains("out of order"));
+        assert!(read_ledger("0 x\n").is_err());
+    }
+
+    #[test]
+    fn producer_config_values_are_read_from_the_logged_block() {
+        let log = "[2026-01-01 00:00:00,000] INFO ProducerConfig values: \n\tacks = -1\n\tbatch.size = 16384\n\t\
+                   enable.idempotence = true\n\tlinger.ms = 5\n (org.apache.kafka.clients.producer.ProducerConfig)\n\
+                   [2026-01-01 00:00:01,000] WARN other\n";
+        let v = producer_config_values(log);
+        assert_eq!(v["acks"], "-1");
+        assert_eq!(v["batch.size"], "16384");
+        assert_eq!(v.len(), 4);
+        assert!(producer_config_values("nothing").is_empty());
+    }
+}

@@ -1,0 +1,335 @@
+//! A durability run's record: rates, latency and unavailability from the ledger's times, the ledger's
+//! comparison with the topic as integrity, CPU per million records, the fault's steps and the timeline.
+
+use std::collections::BTreeMap;
+
+use anyhow::{Result, bail};
+use streamlab_record::applied::{self, AppliedBuilder};
+use streamlab_record::{Integrity, IntegrityStatus, Measurement, Metric};
+
+use super::Knobs;
+use super::Produced;
+use super::cluster::{PartitionState, TopicSpec};
+use super::fault::{Happened, Isr};
+use super::ledger::{Comparison, PartitionLog, compare};
+use super::metrics::{Window, latency_metrics, timeline_text, timing};
+
+/// Lost offsets named in a reason at most.
+const NAMED_OFFSETS: usize = 20;
+
+pub struct Inputs<'a> {
+    pub knobs: &'a Knobs,
+    pub topic: &'a TopicSpec,
+    pub initial: &'a [PartitionState],
+    pub produced: Produced,
+    pub logs: &'a [PartitionLog],
+    pub happened: Option<&'a Happened>,
+    /// Every partition had its full ISR again before the read-back.
+    pub healed: bool,
+    /// CPU seconds per broker node over the run.
+    pub brokers_cpu: BTreeMap<u32, f64>,
+}
+
+fn metric(value: f64, unit: &str, higher_is_better: bool) -> Metric {
+    Metric::new(value, unit, higher_is_better)
+}
+
+fn count(value: u64) -> Metric {
+    Metric::new(value as f64, "records", false)
+}
+
+pub fn measurement(i: Inputs) -> Result<Measurement> {
+    let k = i.knobs;
+    let ledger = &i.produced.ledger;
+    let Some(window) = Window::of(ledger, k.warmup_s, k.window_s) else {
+        bail!("the producer sent no record");
+    };
+    let fault_us = i.happened.and_then(|h| h.result.started_ms()).map(|ms| ms * 1000);
+    let t = timing(ledger, window, fault_us.unwrap_or(window.start_us));
+    if t.acked_in_window == 0 {
+        bail!(
+            "no record was acknowledged in the {} s window (a window with nothing in it is not a rate of zero)",
+            k.window_s
+        );
+    }
+    let c = compare(ledger, i.logs);
+    let mut m = BTreeMap::from([
+        ("records_per_s".to_owned(), metric(t.records_per_s, "records/s", true)),
+        ("mb_per_s".to_owned(), metric(t.records_per_s * k.payload_bytes as f64 / 1e6, "MB/s", true)),
+        ("acked_in_window".to_owned(), metric(t.acked_in_window as f64, "records", true)),
+        ("sent".to_owned(), count(c.sent)),
+        ("acked".to_owned(), count(c.acked)),
+        ("failed".to_owned(), count(c.failed)),
+        ("unanswered".to_owned(), count(c.unanswered)),
+        ("read_back".to_owned(), count(c.read)),
+        ("lost".to_owned(), count(c.lost.len() as u64)),
+        ("misplaced".to_owned(), count(c.misplaced)),
+        ("duplicated".to_owned(), count(c.duplicated)),
+        ("reordered".to_owned(), count(c.reordered)),
+        ("unacked_present".to_owned(), count(c.unacked_present)),
+        ("unknown".to_owned(), count(c.unknown)),
+        ("bytes_per_record".to_owned(), metric(k.payload_bytes.max(8) as f64, "B", false)),
+        ("key_bytes_per_record".to_owned(), metric(0.0, "B", false)),
+    ]);
+    latency_metrics(&t.latencies_ms, &mut m);
+    if let Some((gap_ms, _)) = t.max_gap {
+        m.insert("max_ack_gap_ms".into(), metric(gap_ms, "ms", false));
+    }
+    if let Some((gap_ms, _)) = t.max_gap_p0 {
+        m.insert("max_ack_gap_p0_ms".into(), metric(gap_ms, "ms", false));
+    }
+    let acked_m = c.acked as f64 / 1e6;
+    if acked_m > 0.0 {
+        m.insert(
+            "client_cpu_s_per_m_records".into(),
+            metric(i.produced.client_cpu_s / acked_m, "CPU s / 1M records", false),
+        );
+        if !i.brokers_cpu.is_empty() {
+            let total: f64 = i.brokers_cpu.values().sum();
+            m.insert("broker_cpu_s_per_m_records".into(), metric(total / acked_m, "CPU s / 1M records", false));
+            for (node, cpu) in &i.brokers_cpu {
+                m.insert(
+                    format!("broker_{node}_cpu_s_per_m_records"),
+                    metric(cpu / acked_m, "CPU s / 1M records", false),
+                );
+            }
+        }
+    }
+    let mut details = BTreeMap::from([
+        ("command".to_owned(), i.produced.command.clone()),
+        ("connections".to_owned(), i.produced.connections.clone()),
+        ("acks_per_100ms".to_owned(), timeline_text(&t.per_bucket)),
+        ("timeline_start_ms".to_owned(), (window.start_us / 1000).to_string()),
+        ("window".to_owned(), format!("{} s after the first send, for {} s", k.warmup_s, k.window_s)),
+        ("topic".to_owned(), topic_text(i.topic, i.initial)),
+        ("delivery_timeout_ms".to_owned(), k.delivery_timeout_ms.to_string()),
+    ]);
+    if let Some((_, from_us)) = t.max_gap {
+        // Where the longest gap starts, ms into the window (negative: before it), for the timeline.
+        let at_ms = (from_us as f64 - window.start_us as f64) / 1e3;
+        details.insert("max_ack_gap_at_ms".into(), format!("{at_ms:.0}"));
+    }
+    if !ledger.errors.is_empty() {
+        let errors: Vec<String> = ledger.errors.iter().map(|(e, n)| format!("{e}: {n}")).collect();
+        details.insert("client_errors".into(), errors.join(", "));
+    }
+    if let Some(h) = i.happened {
+        add_fault(&mut m, &mut details, h, window, k);
+    }
+    details.insert(
+        "isr_after".into(),
+        if i.healed {
+            "every partition's ISR full again before the read-back".into()
+        } else {
+            format!("not every partition's ISR was full within {} s", super::fault::ISR_WATCH.as_secs())
+        },
+    );
+    let integrity = integrity(k, &c);
+    let note = Some(note(k, &c, i.happened, i.produced.note.as_deref()));
+    Ok(Measurement {
+        kind: "produce".into(),
+        metrics: m,
+        integrity,
+        verdict: BTreeMap::new(),
+        note,
+        details,
+        applied: applied(k, &i.produced),
+        versions: i.produced.versions,
+    })
+}
+
+fn add_fault(
+    m: &mut BTreeMap<String, Metric>,
+    details: &mut BTreeMap<String, String>,
+    h: &Happened,
+    w: Window,
+    k: &Knobs,
+) {
+    let offset = super::fault::offset_s(k.fault_seed, k.window_s);
+    m.insert("fault_offset_s".into(), metric(offset, "s", false));
+    if let Some(start_ms) = h.result.started_ms() {
+        let at_ms = (start_ms * 1000).saturating_sub(w.start_us) as f64 / 1e3;
+        m.insert("fault_at_ms".into(), metric(at_ms, "ms into the window", false));
+        details.insert("fault_at_ms".into(), format!("{at_ms:.0}"));
+    }
+    let isr = match h.isr {
+        Isr::Refilled(d) => {
+            m.insert("isr_full_after_ms".into(), metric(d.as_secs_f64() * 1e3, "ms", false));
+            format!("a replica left the ISR; every partition's ISR was full again {} ms after the fault", d.as_millis())
+        }
+        Isr::NotRefilled => format!(
+            "a replica left the ISR and was not back within {} s (or the end of the run)",
+            super::fault::ISR_WATCH.as_secs()
+        ),
+        Isr::NeverShrank => "no replica left any partition's ISR from the fault to the end of the run".into(),
+    };
+    details.insert("isr_during_fault".into(), isr);
+    details.insert("fault".into(), h.result.describe());
+    if let Some(start_ms) = h.result.started_ms() {
+        // The handshake's cost: from the arm's request to the runner's first step (it polls every 100 ms).
+        details.insert("fault_handshake_ms".into(), start_ms.saturating_sub(h.asked_ms).to_string());
+    }
+    let p = &h.before;
+    details.insert(
+        "fault_target".into(),
+        format!(
+            "broker {} ({} of partition 0: leader {}, replicas {:?}, ISR {:?} when it was asked for)",
+            h.result.request.node_id,
+            if p.leader == h.result.request.node_id as i32 { "the leader" } else { "a follower" },
+            p.leader,
+            p.replicas,
+            p.isr
+        ),
+    );
+}
+
+fn topic_text(t: &TopicSpec, initial: &[PartitionState]) -> String {
+    let leaders: Vec<String> = initial.iter().map(|p| format!("{}:{}", p.id, p.leader)).collect();
+    format!(
+        "{} partitions, replication factor {}, min.insync.replicas {}, unclean.leader.election.enable false; leaders at the start (partition:broker) {}",
+        t.partitions,
+        t.replication,
+        t.min_insync,
+        leaders.join(" ")
+    )
+}
+
+/// Loss of an acknowledged record fails the record where the configuration promises it cannot happen; a
+/// duplicate or a reordering fails it where the producer is idempotent. Elsewhere they are findings.
+pub fn integrity(k: &Knobs, c: &Comparison) -> Integrity {
+    let compared = format!(
+        "every partition read back from its first offset to its high watermark ({} records) and compared with the \
+         producer's ledger ({} sent, {} acknowledged at a partition and offset): {} acknowledged-but-lost, {} found at \
+         another offset, {} duplicated, {} reordered within a partition, {} unacknowledged-yet-present",
+        c.read,
+        c.sent,
+        c.acked,
+        c.lost.len(),
+        c.misplaced,
+        c.duplicated,
+        c.reordered,
+        c.unacked_present
+    );
+    let mut violations = Vec::new();
+    if k.promises_durability() && (!c.lost.is_empty() || c.misplaced > 0) {
+        violations.push(format!(
+            "durability violation at acks=all, replication {}, min.insync.replicas {}: {} acknowledged records lost ({}){}",
+            k.replication,
+            k.min_insync(),
+            c.lost.len(),
+            c.lost_offsets(NAMED_OFFSETS),
+            if c.misplaced > 0 { format!(", {} found at another offset than acknowledged", c.misplaced) } else { String::new() }
+        ));
+    }
+    if k.idempotence && (c.duplicated > 0 || c.reordered > 0) {
+        violations.push(format!(
+            "idempotence violation: {} duplicated, {} reordered within a partition",
+            c.duplicated, c.reordered
+        ));
+    }
+    let rule = if k.promises_durability() {
+        "loss fails the record (acks=all, replication 3, min.insync.replicas 2)"
+    } else {
+        "loss is a finding here, not a failure (the configuration does not promise it)"
+    };
+    let method = match violations.is_empty() {
+        true => format!("{compared}; {rule}"),
+        false => format!("{}; {compared}", violations.join("; ")),
+    };
+    Integrity {
+        status: if violations.is_empty() { IntegrityStatus::Verified } else { IntegrityStatus::Failed },
+        expected: Some(c.acked),
+        observed: Some(c.acked_present()),
+        method,
+    }
+}
+
+fn note(k: &Knobs, c: &Comparison, h: Option<&Happened>, client: Option<&str>) -> String {
+    let mut parts = vec![format!(
+        "{} acknowledged of {} sent ({} failed, {} never answered); {} lost, {} duplicated, {} reordered, {} unacknowledged-yet-present",
+        c.acked,
+        c.sent,
+        c.failed,
+        c.unanswered,
+        c.lost.len(),
+        c.duplicated,
+        c.reordered,
+        c.unacked_present
+    )];
+    if !c.lost.is_empty() && !k.promises_durability() {
+        parts.push(format!("lost at {}", c.lost_offsets(NAMED_OFFSETS)));
+    }
+    if let Some(h) = h {
+        parts.push(format!("fault: {}", h.result.describe()));
+    }
+    parts.extend(client.map(str::to_owned));
+    parts.join("; ")
+}
+
+fn applied(k: &Knobs, p: &Produced) -> applied::Applied {
+    AppliedBuilder::new()
+        .set(
+            applied::WORKLOAD,
+            format!(
+                "produce {} B keyless records for {} s + {} s to {} partitions, fault {}",
+                k.payload_bytes.max(8),
+                k.warmup_s,
+                k.window_s,
+                k.partitions,
+                k.fault.name()
+            ),
+        )
+        .set(applied::FORMAT, "seq-bytes")
+        .set(applied::KEY, "none")
+        .producer(p.settings.iter().map(|(k, v)| (*k, v.clone())))
+        .set(applied::CONNECTIONS, &p.connections)
+        .set(applied::CLOCK_START, "window from warmup_s after the first send")
+        .set(applied::OFFERED_LOAD, "unbounded (the client produces as fast as it can)")
+        .set(applied::TOPIC_REPLICATION_FACTOR, k.replication)
+        .set(applied::TOPIC_MIN_INSYNC_REPLICAS, k.min_insync())
+        .build()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::arms::durability::ledger::Lost;
+
+    fn knobs(acks: i32, replication: i32, idempotence: bool) -> Knobs {
+        serde_json::from_value(serde_json::json!({
+            "partitions": 6, "replication": replication, "min_insync": 2, "acks": acks, "idempotence": idempotence,
+            "fault": "kill", "fault_seed": 1, "stop_s": 5.0, "down_s": 4.0, "warmup_s": 1.0, "window_s": 4.0,
+            "payload_bytes": 100, "linger_ms": 5, "max_in_flight": 5, "max_records": 1000, "delivery_timeout_ms": 1000
+        }))
+        .unwrap()
+    }
+
+    fn lossy() -> Comparison {
+        let lost = vec![Lost { seq: 9, partition: 0, offset: 17 }, Lost { seq: 10, partition: 0, offset: 18 }];
+        Comparison { sent: 12, acked: 10, read: 8, lost, ..Comparison::default() }
+    }
+
+    #[test]
+    fn loss_at_acks_all_on_three_replicas_fails_with_the_offsets() {
+        let i = integrity(&knobs(-1, 3, false), &lossy());
+        assert_eq!((i.status, i.expected, i.observed), (IntegrityStatus::Failed, Some(10), Some(8)));
+        assert!(i.method.starts_with("durability violation at acks=all, replication 3, min.insync.replicas 2: 2 acknowledged records lost (partition 0 offsets 17, 18)"), "{}", i.method);
+    }
+
+    #[test]
+    fn loss_at_acks_1_or_one_replica_is_a_finding() {
+        for k in [knobs(1, 3, false), knobs(-1, 1, false)] {
+            let i = integrity(&k, &lossy());
+            assert_eq!(i.status, IntegrityStatus::Verified, "{}", i.method);
+            assert!(i.method.contains("2 acknowledged-but-lost") && i.method.contains("a finding"), "{}", i.method);
+        }
+    }
+
+    #[test]
+    fn a_duplicate_fails_an_idempotent_producer_only() {
+        let dup = Comparison { sent: 3, acked: 3, read: 4, duplicated: 1, ..Comparison::default() };
+        assert_eq!(integrity(&knobs(-1, 3, true), &dup).status, IntegrityStatus::Failed);
+        assert!(integrity(&knobs(-1, 3, true), &dup).method.starts_with("idempotence violation: 1 duplicated"));
+        assert_eq!(integrity(&knobs(-1, 3, false), &dup).status, IntegrityStatus::Verified);
+    }
+}

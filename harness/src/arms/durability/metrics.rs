@@ -1,0 +1,188 @@
+//! What a durability run's ledger says over time: the window's rate, produce latency, the longest gap between
+//! acknowledgements (after the fault, or in the window when there is none), and acknowledgements per 100 ms.
+
+use std::collections::BTreeMap;
+
+use streamlab_record::Metric;
+
+use super::ledger::{Ack, Ledger};
+
+/// The measurement window, epoch µs.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Window {
+    pub start_us: u64,
+    pub end_us: u64,
+}
+
+impl Window {
+    /// `warmup_s` after the first record sent, for `window_s`; `None` if nothing was sent.
+    pub fn of(ledger: &Ledger, warmup_s: f64, window_s: f64) -> Option<Window> {
+        let first = ledger.entries.iter().map(|e| e.sent_us).min()?;
+        let start_us = first + (warmup_s * 1e6) as u64;
+        Some(Window { start_us, end_us: start_us + (window_s * 1e6) as u64 })
+    }
+
+    fn secs(&self) -> f64 {
+        (self.end_us - self.start_us) as f64 / 1e6
+    }
+
+    fn contains(&self, us: u64) -> bool {
+        (self.start_us..self.end_us).contains(&us)
+    }
+}
+
+/// Bucket width of the acknowledgement timeline.
+pub const BUCKET_US: u64 = 100_000;
+/// The timeline stops this long after the window at the latest (a flush after a fault can take minutes).
+const TIMELINE_TAIL_US: u64 = 30_000_000;
+
+/// Everything computed from the ledger's times.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Timing {
+    pub acked_in_window: u64,
+    pub records_per_s: f64,
+    /// Sent in the window and acknowledged: ack time minus send time, ms, sorted.
+    pub latencies_ms: Vec<f64>,
+    /// The longest time without any acknowledgement: from the last one before `since` through the last one
+    /// (ms), and where it began (epoch µs). `None` when nothing was acknowledged after `since`.
+    pub max_gap: Option<(f64, u64)>,
+    /// The same, for partition 0's acknowledgements only.
+    pub max_gap_p0: Option<(f64, u64)>,
+    /// Acknowledgements per [`BUCKET_US`] from the window's start.
+    pub per_bucket: Vec<u64>,
+}
+
+/// The times of `ledger` over `w`; gaps are measured from `since` (the fault's first step, or the window's
+/// start when there is no fault).
+pub fn timing(ledger: &Ledger, w: Window, since_us: u64) -> Timing {
+    let mut acks: Vec<(u64, i32)> = Vec::new();
+    let mut latencies_ms = Vec::new();
+    for e in &ledger.entries {
+        if let Ack::Ok { partition, at_us, .. } = e.ack {
+            acks.push((at_us, partition));
+            if w.contains(e.sent_us) {
+                latencies_ms.push(at_us.saturating_sub(e.sent_us) as f64 / 1e3);
+            }
+        }
+    }
+    acks.sort_unstable();
+    latencies_ms.sort_by(f64::total_cmp);
+    let acked_in_window = acks.iter().filter(|(t, _)| w.contains(*t)).count() as u64;
+    let times: Vec<u64> = acks.iter().map(|(t, _)| *t).collect();
+    let p0: Vec<u64> = acks.iter().filter(|(_, p)| *p == 0).map(|(t, _)| *t).collect();
+    // Exclusive: the last acknowledgement is in the timeline.
+    let last = times.last().map_or(w.end_us, |t| t + 1);
+    let end = last.min(w.end_us + TIMELINE_TAIL_US).max(w.end_us);
+    let buckets = (end.saturating_sub(w.start_us)).div_ceil(BUCKET_US) as usize;
+    let mut per_bucket = vec![0u64; buckets];
+    for &t in times.iter().filter(|&&t| t >= w.start_us && t < end) {
+        per_bucket[((t - w.start_us) / BUCKET_US) as usize] += 1;
+    }
+    Timing {
+        acked_in_window,
+        records_per_s: acked_in_window as f64 / w.secs(),
+        latencies_ms,
+        max_gap: longest_gap(&times, since_us),
+        max_gap_p0: longest_gap(&p0, since_us),
+        per_bucket,
+    }
+}
+
+/// The longest gap between consecutive times from the last one before `since` on (ms, and its start);
+/// `None` if no time is at or after `since`.
+pub fn longest_gap(sorted: &[u64], since: u64) -> Option<(f64, u64)> {
+    let first_after = sorted.partition_point(|&t| t < since);
+    if first_after == sorted.len() {
+        return None;
+    }
+    let from = first_after.saturating_sub(1);
+    let mut best = (0u64, sorted[from]);
+    for pair in sorted[from..].windows(2) {
+        if pair[1] - pair[0] > best.0 {
+            best = (pair[1] - pair[0], pair[0]);
+        }
+    }
+    // No acknowledgement before `since`: the gap from `since` to the first one counts too.
+    if first_after == 0 && sorted[0] - since > best.0 {
+        best = (sorted[0] - since, since);
+    }
+    Some((best.0 as f64 / 1e3, best.1))
+}
+
+/// Nearest-rank percentiles of sorted latencies, ms: `produce_latency_p50_ms`, `_p99_ms`, `_p99_9_ms`.
+pub fn latency_metrics(latencies_ms: &[f64], out: &mut BTreeMap<String, Metric>) {
+    for (suffix, p) in [("p50", 50.0), ("p99", 99.0), ("p99_9", 99.9)] {
+        if let Some(v) = streamlab_record::stats::percentile(latencies_ms, p) {
+            out.insert(format!("produce_latency_{suffix}_ms"), Metric::new(v, "ms", false));
+        }
+    }
+}
+
+/// The timeline as the record keeps it: counts separated by commas.
+pub fn timeline_text(per_bucket: &[u64]) -> String {
+    per_bucket.iter().map(u64::to_string).collect::<Vec<_>>().join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::arms::durability::ledger::Entry;
+
+    fn ledger(acks: &[(u64, u64, i32)]) -> Ledger {
+        let entries = acks
+            .iter()
+            .enumerate()
+            .map(|(i, &(sent, at, partition))| Entry {
+                sent_us: sent,
+                ack: Ack::Ok { partition, offset: i as i64, at_us: at },
+            })
+            .collect();
+        Ledger { entries, errors: BTreeMap::new() }
+    }
+
+    #[test]
+    fn the_window_counts_acknowledgements_inside_it() {
+        // First send at 0; warm-up 1 s; window 2 s = [1 s, 3 s).
+        let l =
+            ledger(&[(0, 500_000, 0), (900_000, 1_100_000, 1), (1_000_000, 2_000_000, 0), (2_500_000, 3_100_000, 1)]);
+        let w = Window::of(&l, 1.0, 2.0).unwrap();
+        assert_eq!((w.start_us, w.end_us), (1_000_000, 3_000_000));
+        let t = timing(&l, w, w.start_us);
+        assert_eq!(t.acked_in_window, 2);
+        assert_eq!(t.records_per_s, 1.0);
+        assert_eq!(t.latencies_ms, vec![600.0, 1000.0], "records sent in the window only");
+        assert_eq!(t.per_bucket.len(), 22, "through the last acknowledgement after the window");
+        assert_eq!((t.per_bucket[1], t.per_bucket[10], t.per_bucket[21]), (1, 1, 1));
+        assert!(Window::of(&Ledger::default(), 1.0, 2.0).is_none());
+    }
+
+    #[test]
+    fn the_longest_gap_starts_at_the_last_acknowledgement_before_the_fault() {
+        let times = [100, 200, 300, 2_300, 2_400, 2_450];
+        assert_eq!(longest_gap(&times, 1_000), Some((2.0, 300)), "300 µs -> 2300 µs");
+        assert_eq!(longest_gap(&times, 2_400), Some((0.1, 2_300)), "gaps before the fault's last ack do not count");
+        assert_eq!(longest_gap(&times, 5_000), None, "nothing acknowledged after it");
+        assert_eq!(longest_gap(&[4_000, 4_100], 1_000), Some((3.0, 1_000)), "from the fault to the first ack");
+    }
+
+    #[test]
+    fn partition_0_has_its_own_gap() {
+        let l = ledger(&[(0, 100_000, 0), (0, 150_000, 1), (0, 200_000, 1), (0, 900_000, 0)]);
+        let w = Window { start_us: 0, end_us: 1_000_000 };
+        let t = timing(&l, w, 120_000);
+        assert_eq!(t.max_gap, Some((700.0, 200_000)));
+        assert_eq!(t.max_gap_p0, Some((800.0, 100_000)));
+        assert_eq!(timeline_text(&t.per_bucket), "0,2,1,0,0,0,0,0,0,1");
+    }
+
+    #[test]
+    fn latency_percentiles_are_nearest_rank() {
+        let lat: Vec<f64> = (1..=1000).map(f64::from).collect();
+        let mut m = BTreeMap::new();
+        latency_metrics(&lat, &mut m);
+        assert_eq!(m["produce_latency_p50_ms"].value, 500.0);
+        assert_eq!(m["produce_latency_p99_ms"].value, 990.0);
+        // As the record crate's nearest rank computes it (0.999 x 1000 rounds up in floating point).
+        assert_eq!(Some(m["produce_latency_p99_9_ms"].value), streamlab_record::stats::percentile(&lat, 99.9));
+    }
+}

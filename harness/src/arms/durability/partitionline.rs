@@ -1,0 +1,157 @@
+//! partitionline 0.1.0 under the durability run. Its `send` answers each record with its `RecordMetadata`
+//! (partition and offset), so the ledger is exact; one task per record (at most [`MAX_OUTSTANDING`] unanswered)
+//! keeps the pipeline full, since `try_send` + `flush` (the clients arm's path) reports no per-record offsets.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use partitionline::{Acks, ProduceRecord, ProducerConfig};
+use streamlab_record::Measurement;
+use tokio::task::JoinSet;
+
+use super::fault::FirstSend;
+use super::ledger::{Ack, Entry, Ledger, payload};
+use super::rdkafka::now_us;
+use super::{Knobs, Produced};
+use crate::arms::ArmContext;
+use crate::arms::clients::partitionline::new_producer;
+use crate::kafka::config::DEFAULT_LISTENER;
+
+/// Records sent and not yet answered, at most (the crate's buffer_memory, 32 MiB, bounds it too).
+const MAX_OUTSTANDING: usize = 50_000;
+
+pub fn run(ctx: &ArmContext) -> Result<Measurement> {
+    super::run_with(ctx, "partitionline", produce)
+}
+
+/// One answer: the record's sequence number, its partition and offset or the error, when it came.
+type Answer = (usize, Result<(i32, i64), String>, u64);
+
+fn producer_config(ctx: &ArmContext, knobs: &Knobs) -> Result<ProducerConfig> {
+    let listener = ctx.env.listener(DEFAULT_LISTENER).context("the environment has no plaintext listener")?;
+    let acks = i16::try_from(knobs.acks).ok().and_then(Acks::from_i16).context("acks is not 0, 1 or -1")?;
+    Ok(ProducerConfig::bootstrap(listener.bootstrap.split(',').map(str::to_owned))
+        .acks(acks)
+        .linger(Duration::from_millis(knobs.linger_ms))
+        .idempotent(knobs.idempotence)
+        .connections(1)
+        .max_in_flight(usize::try_from(knobs.max_in_flight)?)
+        .delivery_timeout(Duration::from_millis(knobs.delivery_timeout_ms)))
+}
+
+/// The settings as the crate runs them (it has no read-back; these are its fields, after what idempotence forces).
+fn settings(cfg: &ProducerConfig) -> Vec<(&'static str, String)> {
+    let idem = cfg.enable_idempotence;
+    vec![
+        ("acks", if idem { "-1".to_owned() } else { cfg.acks.to_string() }),
+        ("enable.idempotence", idem.to_string()),
+        ("compression.type", cfg.compression.as_str().to_owned()),
+        ("linger.ms", cfg.linger.as_millis().to_string()),
+        ("batch.size", cfg.batch_bytes.to_string()),
+        (
+            "max.in.flight.requests.per.connection",
+            (if idem { cfg.max_in_flight.min(5) } else { cfg.max_in_flight }).to_string(),
+        ),
+    ]
+}
+
+fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str, first: &FirstSend) -> Result<Produced> {
+    let cfg = producer_config(ctx, knobs)?;
+    let settings = settings(&cfg);
+    let rt = tokio::runtime::Builder::new_multi_thread().enable_io().enable_time().build().context("tokio runtime")?;
+    let cpu_before = crate::cpu::process_cpu_seconds();
+    let outcome = rt.block_on(run_producer(cfg, knobs, Arc::from(topic), first));
+    let client_cpu_s = crate::cpu::process_cpu_seconds() - cpu_before;
+    rt.shutdown_timeout(Duration::from_secs(5));
+    let (ledger, notes) = outcome?;
+    let described: Vec<String> = settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    Ok(Produced {
+        ledger,
+        client_cpu_s,
+        command: format!(
+            "partitionline {} Producer on plaintext, send() per record in its own task (at most {MAX_OUTSTANDING} \
+             unanswered): {}",
+            partitionline::CLIENT_VERSION,
+            described.join(" ")
+        ),
+        settings,
+        connections: if knobs.idempotence {
+            "1 per partition (the crate's idempotent produce) + 1 metadata connection".into()
+        } else {
+            "1 per broker (connections(1)) + 1 metadata connection".into()
+        },
+        versions: [("partitionline".to_owned(), partitionline::CLIENT_VERSION.to_owned())].into(),
+        note: (!notes.is_empty()).then(|| notes.join("; ")),
+    })
+}
+
+async fn run_producer(
+    cfg: ProducerConfig,
+    knobs: &Knobs,
+    topic: Arc<str>,
+    first: &FirstSend,
+) -> Result<(Ledger, Vec<String>)> {
+    let (producer, setup_note) = new_producer(cfg).await?;
+    let mut notes: Vec<String> = setup_note.into_iter().collect();
+    let cap = usize::try_from(knobs.max_records)?;
+    let mut entries: Vec<Entry> = Vec::new();
+    let mut errors: BTreeMap<String, u64> = BTreeMap::new();
+    let mut record = |entries: &mut Vec<Entry>, (seq, result, at_us): Answer| {
+        entries[seq].ack = match result {
+            Ok((partition, offset)) => Ack::Ok { partition, offset, at_us },
+            Err(e) => {
+                *errors.entry(e).or_default() += 1;
+                Ack::Failed { at_us }
+            }
+        };
+    };
+    let mut running: JoinSet<Answer> = JoinSet::new();
+    let end = Instant::now() + knobs.run_time();
+    while entries.len() < cap && Instant::now() < end {
+        while running.len() >= MAX_OUTSTANDING {
+            if let Some(Ok(answer)) = running.join_next().await {
+                record(&mut entries, answer);
+            }
+        }
+        while let Some(done) = running.try_join_next() {
+            if let Ok(answer) = done {
+                record(&mut entries, answer);
+            }
+        }
+        let seq = entries.len();
+        let rec = ProduceRecord::to(topic.clone()).value(payload(seq as u64, knobs.payload_bytes));
+        let at = now_us();
+        if seq == 0 {
+            first.mark(at / 1000);
+        }
+        entries.push(Entry { sent_us: at, ack: Ack::Unanswered });
+        let p = producer.clone();
+        running.spawn(async move {
+            let result = p.send(rec).await.map(|m| (m.partition(), m.offset())).map_err(|e| e.to_string());
+            (seq, result, now_us())
+        });
+    }
+    let deadline = tokio::time::Instant::now() + knobs.flush_timeout();
+    while !running.is_empty() {
+        match tokio::time::timeout_at(deadline, running.join_next()).await {
+            Ok(Some(Ok(answer))) => record(&mut entries, answer),
+            Ok(Some(Err(e))) => notes.push(format!("a send task ended without an answer: {e}")),
+            Ok(None) => break,
+            Err(_) => {
+                notes.push(format!(
+                    "{} records unanswered when the flush's {} s were up",
+                    running.len(),
+                    knobs.flush_timeout().as_secs()
+                ));
+                running.abort_all();
+                break;
+            }
+        }
+    }
+    if let Err(e) = producer.close_timeout(Duration::from_secs(10)).await {
+        notes.push(format!("close returned an error: {e}"));
+    }
+    Ok((Ledger { entries, errors }, notes))
+}

@@ -1,0 +1,161 @@
+//! rust-rdkafka 0.39 (librdkafka 2.12.1) under the durability run: a BaseProducer driven as the clients arm drives
+//! it (`produce`, `poll(0)` every 1000 records, `poll(10 ms)` on a full queue), each record's sequence number as
+//! its delivery opaque, so every delivery report lands in the ledger with its partition and offset.
+
+use std::collections::BTreeMap;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use rdkafka::error::KafkaError;
+use rdkafka::message::Message;
+use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
+use rdkafka::types::RDKafkaErrorCode;
+use rdkafka::{ClientConfig, ClientContext};
+use streamlab_record::Measurement;
+
+use super::fault::FirstSend;
+use super::ledger::{Ack, Entry, Ledger, payload};
+use super::{Knobs, Produced};
+use crate::arms::ArmContext;
+use crate::kafka::config::{DEFAULT_LISTENER, client_config};
+
+pub fn run(ctx: &ArmContext) -> Result<Measurement> {
+    super::run_with(ctx, "rdkafka", produce)
+}
+
+/// Epoch microseconds (the ledger's clock, shared with the fault's steps).
+pub fn now_us() -> u64 {
+    (streamlab_process::clock::now_ms_f64() * 1e3) as u64
+}
+
+/// Delivery reports into the ledger: each record's sequence number is its opaque.
+struct LedgerContext {
+    acks: Mutex<Vec<Ack>>,
+    errors: Mutex<BTreeMap<String, u64>>,
+    answered: AtomicU64,
+}
+
+impl ClientContext for LedgerContext {}
+
+impl ProducerContext for LedgerContext {
+    type DeliveryOpaque = usize;
+
+    fn delivery(&self, result: &DeliveryResult<'_>, seq: usize) {
+        let at_us = now_us();
+        let ack = match result {
+            Ok(m) => Ack::Ok { partition: m.partition(), offset: m.offset(), at_us },
+            Err((e, _)) => {
+                *self.errors.lock().expect("errors lock").entry(e.to_string()).or_default() += 1;
+                Ack::Failed { at_us }
+            }
+        };
+        if let Some(slot) = self.acks.lock().expect("acks lock").get_mut(seq) {
+            *slot = ack;
+        }
+        self.answered.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// The settings under Java's names, with librdkafka's own name to read each back.
+const READ_BACK: &[(&str, &str)] = &[
+    ("acks", "acks"),
+    ("enable.idempotence", "enable.idempotence"),
+    ("compression.type", "compression.codec"),
+    ("linger.ms", "linger.ms"),
+    ("batch.size", "batch.size"),
+    ("max.in.flight.requests.per.connection", "max.in.flight"),
+];
+
+fn config(ctx: &ArmContext, knobs: &Knobs) -> Result<ClientConfig> {
+    let mut cfg = client_config(&ctx.env, DEFAULT_LISTENER)?;
+    cfg.set("acks", knobs.acks.to_string())
+        .set("enable.idempotence", knobs.idempotence.to_string())
+        .set("linger.ms", knobs.linger_ms.to_string())
+        .set("max.in.flight", knobs.max_in_flight.to_string())
+        .set("message.timeout.ms", knobs.delivery_timeout_ms.to_string())
+        .set("compression.codec", "none");
+    Ok(cfg)
+}
+
+/// What librdkafka will run with, read back from a native configuration of the same settings.
+fn settings(cfg: &ClientConfig) -> Result<Vec<(&'static str, String)>> {
+    let native = cfg.create_native_config().context("librdkafka refused the producer settings")?;
+    READ_BACK
+        .iter()
+        .map(|(java, ours)| Ok((*java, native.get(ours).with_context(|| format!("librdkafka has no setting {ours}"))?)))
+        .collect()
+}
+
+pub(super) fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str, first: &FirstSend) -> Result<Produced> {
+    let cfg = config(ctx, knobs)?;
+    let settings = settings(&cfg)?;
+    let cap = usize::try_from(knobs.max_records)?;
+    let context = LedgerContext {
+        acks: Mutex::new(Vec::new()),
+        errors: Mutex::new(BTreeMap::new()),
+        answered: AtomicU64::new(0),
+    };
+    let producer: BaseProducer<LedgerContext> =
+        cfg.create_with_context(context).context("cannot create the producer")?;
+    let cpu_before = crate::cpu::process_cpu_seconds();
+    let mut sent_us: Vec<u64> = Vec::with_capacity(cap.min(1 << 20));
+    let mut value = payload(0, knobs.payload_bytes);
+    let end = Instant::now() + knobs.run_time();
+    while sent_us.len() < cap && Instant::now() < end {
+        let seq = sent_us.len();
+        value[..8].copy_from_slice(&(seq as u64).to_be_bytes());
+        let at = now_us();
+        // Reports arrive only inside poll() on this thread: the slot exists before its report can.
+        producer.context().acks.lock().expect("acks lock").push(Ack::Unanswered);
+        match producer.send(BaseRecord::<(), [u8], usize>::with_opaque_to(topic, seq).payload(&value)) {
+            Ok(()) => {
+                if seq == 0 {
+                    first.mark(at / 1000);
+                }
+                sent_us.push(at);
+                if sent_us.len().is_multiple_of(1000) {
+                    producer.poll(Duration::ZERO);
+                }
+            }
+            Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
+                producer.context().acks.lock().expect("acks lock").pop();
+                producer.poll(Duration::from_millis(10));
+            }
+            Err((e, _)) => bail!("produce failed after {seq} records: {e}"),
+        }
+    }
+    let sent = sent_us.len() as u64;
+    let deadline = Instant::now() + knobs.flush_timeout();
+    while producer.context().answered.load(Ordering::Relaxed) < sent && Instant::now() < deadline {
+        producer.poll(Duration::from_millis(10));
+    }
+    let client_cpu_s = crate::cpu::process_cpu_seconds() - cpu_before;
+    let answered = producer.context().answered.load(Ordering::Relaxed);
+    // Dropping the producer purges what is still queued (their reports come with an error, or never).
+    let acks = std::mem::take(&mut *producer.context().acks.lock().expect("acks lock"));
+    let errors = std::mem::take(&mut *producer.context().errors.lock().expect("errors lock"));
+    drop(producer);
+    let entries = sent_us.iter().zip(acks).map(|(&sent_us, ack)| Entry { sent_us, ack }).collect();
+    let note = (answered < sent).then(|| {
+        format!(
+            "{} records were still unanswered {} s after the window (flush cut short)",
+            sent - answered,
+            knobs.flush_timeout().as_secs()
+        )
+    });
+    let (_, librdkafka) = rdkafka::util::get_rdkafka_version();
+    Ok(Produced {
+        ledger: Ledger { entries, errors },
+        client_cpu_s,
+        command: format!(
+            "rust-rdkafka BaseProducer (librdkafka {librdkafka}) on plaintext: {}",
+            settings.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
+        ),
+        settings,
+        connections: "1 per broker".into(),
+        versions: crate::versions::client_versions(),
+        note,
+    })
+}
