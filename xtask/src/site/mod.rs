@@ -7,6 +7,7 @@
 mod chart;
 mod check;
 mod config;
+mod durability;
 #[cfg(test)]
 mod fixtures;
 mod forest;

@@ -10,6 +10,7 @@ use serde::Serialize;
 
 use crate::provenance::PROVENANCE_FILE;
 use crate::site::config::SiteConfig;
+use crate::site::durability;
 use crate::site::load::Run;
 use crate::site::pages;
 
@@ -20,6 +21,7 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("matrix.html", include_str!("../../../site/templates/matrix.html")),
     ("run.html", include_str!("../../../site/templates/run.html")),
     ("history.html", include_str!("../../../site/templates/history.html")),
+    ("durability.html", include_str!("../../../site/templates/durability.html")),
 ];
 const STYLE_CSS: &str = include_str!("../../../site/static/style.css");
 
@@ -55,6 +57,9 @@ pub fn render_site(runs: &[Run], cfg: &SiteConfig) -> Result<SiteFiles> {
     files.insert("index.html".into(), page(&env, "index.html", "", &pages::index_page(runs, cfg))?);
     files.insert("history.html".into(), page(&env, "history.html", "", &pages::history_page(runs, cfg))?);
     let latest = pages::latest_runs(runs);
+    if let Some(view) = latest.get(durability::MATRIX).and_then(|run| durability::page(run)) {
+        files.insert(durability::HREF.into(), page(&env, "durability.html", "", &view)?);
+    }
     for run in runs {
         files.insert(pages::run_href(&run.id), page(&env, "run.html", "../../", &pages::run_page(run))?);
         files.insert(format!("runs/{}/{PROVENANCE_FILE}", run.id), read(&run.dir.join(PROVENANCE_FILE))?);

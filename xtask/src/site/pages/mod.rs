@@ -50,7 +50,7 @@ pub struct RunLink {
     pub matrices: Vec<String>,
 }
 
-fn run_link(run: &Run) -> RunLink {
+pub(crate) fn run_link(run: &Run) -> RunLink {
     let p = &run.provenance;
     RunLink {
         id: run.id.clone(),
@@ -83,7 +83,7 @@ fn short_commit(c: &str) -> String {
 }
 
 /// `cpu · commit · date`, under every chart.
-fn footer(p: &Provenance) -> String {
+pub(crate) fn footer(p: &Provenance) -> String {
     let dirty = if p.git.dirty { " (dirty)" } else { "" };
     format!("{} · commit {}{dirty} · {}", p.host.cpu_brand, short_commit(&p.git.commit), format::date(p.started_ts_ms))
 }
