@@ -8,16 +8,10 @@ use std::time::{Duration, Instant};
 
 use streamlab_process::procfs::{self, Sig};
 use streamlab_process::{Child, Cmd};
-use streamlab_record::provenance::{PROVENANCE_FILE, Provenance};
 use streamlab_record::{IntegrityStatus, Record, Status};
 
-/// A `lab run` at quick scale takes a few minutes on a small machine; past this it is hung.
-const RUN_TIMEOUT: Duration = Duration::from_secs(1800);
-
-/// `cargo xtask` as built for these tests.
-fn xtask() -> Cmd {
-    Cmd::new(env!("CARGO_BIN_EXE_xtask"))
-}
+mod common;
+use common::*;
 
 /// `lab run` of the kafka_sink matrix's raw arm at the quick profile on `env`, then `extra`, into `out`.
 fn raw_quick_run(env: &str, extra: &[&str], out: &Path) -> Cmd {
@@ -33,39 +27,6 @@ fn resume(run_id: &str, out: &Path) -> String {
     let done = xtask().args(["lab", "run", "--resume", run_id, "--out"]).arg(out).output(RUN_TIMEOUT).unwrap();
     assert!(done.status.success(), "the resumed run failed:\n{}", done.tail(40));
     done.stdout
-}
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_owned()
-}
-
-/// Where environments keep their directories (what `env down` and a finished run remove).
-fn envs_dir() -> PathBuf {
-    repo_root().join("target/streamlab/envs")
-}
-
-/// The environment directories of run `run_id` still on disk.
-fn envs_of(run_id: &str) -> Vec<PathBuf> {
-    let prefix = format!("lab-{run_id}");
-    std::fs::read_dir(envs_dir())
-        .into_iter()
-        .flatten()
-        .filter_map(|e| e.ok())
-        .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
-        .map(|e| e.path())
-        .collect()
-}
-
-/// Live processes whose command line names one of run `run_id`'s environment directories (its brokers and
-/// servers run from there).
-fn processes_of(run_id: &str) -> Vec<u32> {
-    let marker = envs_dir().join(format!("lab-{run_id}")).to_string_lossy().into_owned();
-    std::fs::read_dir("/proc")
-        .into_iter()
-        .flatten()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|&pid| pid != std::process::id() && procfs::is_alive(pid) && procfs::is_ours(pid, &marker))
-        .collect()
 }
 
 fn lines(path: &Path) -> Vec<String> {
@@ -95,17 +56,6 @@ fn wait_for_records(child: &mut Child, out: &Path, records: usize, within: Durat
 /// The run's id: its directory's name.
 fn run_id_of(jsonl: &Path) -> String {
     jsonl.parent().unwrap().file_name().unwrap().to_string_lossy().into_owned()
-}
-
-fn provenance(run_dir: &Path) -> Provenance {
-    Provenance::load(&run_dir.join(PROVENANCE_FILE)).unwrap()
-}
-
-/// Ctrl-C as a terminal sends it: SIGINT to the run's whole process group.
-fn ctrl_c(child: &mut Child) {
-    child.signal_group(Sig::SIGINT);
-    let status = child.wait().unwrap();
-    assert!(!status.success(), "an interrupted run must not exit 0");
 }
 
 /// The (finished, to run) counts of `lab run --resume`'s first line.

@@ -1,0 +1,150 @@
+//! The durability matrix end to end on a real 3-broker cluster: faults injected by the runner at the arm's
+//! request, a broker killed behind the lab's back, and Ctrl-C in the middle of a fault.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use streamlab_process::procfs::{self, Sig};
+use streamlab_process::{Child, Cmd};
+use streamlab_record::{EnvDescriptor, IntegrityStatus, Record, Status};
+
+mod common;
+use common::*;
+
+/// `lab run` of the durability matrix at the quick profile, rdkafka only, at `points`.
+fn quick_run(out: &Path, points: &[&str]) -> Cmd {
+    let mut cmd = xtask().args([
+        "lab",
+        "run",
+        "--env",
+        "native",
+        "--profile",
+        "quick",
+        "--matrix",
+        "durability",
+        "--arm",
+        "rdkafka",
+    ]);
+    for p in points {
+        cmd = cmd.args(["--point", p]);
+    }
+    cmd.arg("--out").arg(out)
+}
+
+fn run_dir(out: &Path) -> Option<PathBuf> {
+    std::fs::read_dir(out).ok()?.filter_map(|e| e.ok()).map(|e| e.path()).next()
+}
+
+fn records(run: &Path) -> Vec<Record> {
+    let path = run.join("durability.jsonl");
+    if path.exists() { streamlab_record::jsonl::read_records(&path).unwrap() } else { Vec::new() }
+}
+
+fn assert_nothing_left(run_id: &str) {
+    assert!(envs_of(run_id).is_empty(), "environment directories left: {:?}", envs_of(run_id));
+    assert!(processes_of(run_id).is_empty(), "brokers left running: {:?}", processes_of(run_id));
+}
+
+/// Wait (bounded) until `ready` gives a value, failing if the run ends first.
+fn wait_for<T>(child: &mut Child, what: &str, within: Duration, mut ready: impl FnMut() -> Option<T>) -> T {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(v) = ready() {
+            return v;
+        }
+        assert!(child.try_wait().unwrap().is_none(), "the run ended before {what}");
+        assert!(Instant::now() < deadline, "no {what} after {} s", within.as_secs());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn detail<'r>(r: &'r Record, key: &str) -> &'r str {
+    let details = &r.measurement.details;
+    details.get(key).map(String::as_str).unwrap_or_else(|| panic!("no {key} in {details:?}"))
+}
+
+#[test]
+#[ignore = "starts a 3-broker cluster and runs arms: cargo xtask test"]
+fn a_killed_leader_shows_its_unavailability_and_the_cluster_heals_for_the_next_task() {
+    let out = tempfile::tempdir().unwrap();
+    quick_run(out.path(), &["fault_idempotent=kill -9 leader", "fault_idempotent=SIGSTOP leader"])
+        .run(RUN_TIMEOUT)
+        .expect("the run succeeds");
+    let run = run_dir(out.path()).unwrap();
+    let rs = records(&run);
+    assert_eq!(rs.len(), 2, "{rs:#?}");
+    let (kill, stop) = (&rs[0], &rs[1]);
+    for r in &rs {
+        let m = &r.measurement;
+        assert_eq!((r.status, m.integrity.status), (Status::Ok, IntegrityStatus::Verified), "{r:#?}");
+        assert_eq!(m.metrics["lost"].value, 0.0, "acks=all, RF 3: nothing acknowledged is lost");
+        assert!(m.metrics["records_per_s"].value > 0.0);
+        assert_eq!(m.applied["topic.replication.factor"], "3");
+        assert!(!detail(r, "acks_per_100ms").is_empty());
+        assert!(!detail(r, "isr_during_fault").is_empty());
+    }
+    // kill -9 fences the leader: a replica leaves the ISR and comes back once the broker is started again.
+    assert!(kill.measurement.metrics.contains_key("isr_full_after_ms"), "{:?}", detail(kill, "isr_during_fault"));
+    let fault = detail(kill, "fault");
+    assert!(fault.contains("SIGKILL sent at +0 ms") && fault.contains("started again (pid"), "{fault}");
+    assert!(detail(kill, "fault_target").contains("the leader of partition 0"));
+    let gap = kill.measurement.metrics["max_ack_gap_ms"].value;
+    eprintln!("kill -9: longest gap between acknowledgements {gap:.0} ms; {}", detail(kill, "isr_during_fault"));
+    assert!(gap > 0.0);
+    let stopped = detail(stop, "fault");
+    assert!(stopped.contains("SIGSTOP sent at +0 ms") && stopped.contains("SIGCONT sent at +"), "{stopped}");
+    // The killed broker came back in place: the environment was never replaced.
+    assert!(provenance(&run).restarts.is_empty(), "{:?}", provenance(&run).restarts);
+    assert_nothing_left(&run.file_name().unwrap().to_string_lossy());
+}
+
+#[test]
+#[ignore = "starts a 3-broker cluster and runs arms: cargo xtask test"]
+fn a_broker_killed_behind_the_labs_back_fails_its_task_and_a_fresh_cluster_takes_over() {
+    let out = tempfile::tempdir().unwrap();
+    let mut child = quick_run(out.path(), &["rf_idempotent=RF 3", "rf_acks_1=RF 3"]).spawn().unwrap();
+    // Once the first task's harness runs, kill broker 2 from outside (no fault asked for it).
+    let (run_id, env) = wait_for(&mut child, "a running task", Duration::from_secs(600), || {
+        let run_id = run_dir(out.path())?.file_name()?.to_string_lossy().into_owned();
+        let logs = repo_root().join("target/streamlab/runs").join(&run_id);
+        let started = std::fs::read_dir(&logs)
+            .ok()?
+            .filter_map(|e| e.ok())
+            .any(|e| e.path().extension().is_some_and(|x| x == "log"));
+        let env = envs_of(&run_id).pop()?;
+        let d = EnvDescriptor::load(&env.join("env.json")).ok()?;
+        started.then_some((run_id, d))
+    });
+    std::thread::sleep(Duration::from_secs(3));
+    procfs::signal(env.kafka.brokers[1].pid.unwrap(), Sig::SIGKILL);
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(1), "a run with a failed record exits 1");
+    let run = out.path().join(&run_id);
+    let rs = records(&run);
+    assert_eq!(rs.len(), 2, "{rs:#?}");
+    let reason = rs[0].reason.as_deref().unwrap_or("");
+    assert_eq!(rs[0].status, Status::Failed, "{:#?}", rs[0]);
+    assert!(reason.starts_with("the kafka broker 2 was killed by SIGKILL during the task"), "{reason}");
+    let second = (rs[1].status, rs[1].measurement.integrity.status);
+    assert_eq!(second, (Status::Ok, IntegrityStatus::Verified), "{:#?}", rs[1]);
+    let prov = provenance(&run);
+    assert_eq!(prov.restarts.len(), 1, "{:?}", prov.restarts);
+    assert_eq!(prov.restarts[0].failed_env, env.id);
+    assert!(prov.restarts[0].new_env.as_deref().is_some_and(|id| id != env.id));
+    assert_nothing_left(&run_id);
+}
+
+#[test]
+#[ignore = "starts a 3-broker cluster and runs arms: cargo xtask test"]
+fn ctrl_c_while_a_broker_is_stopped_leaves_no_broker_and_no_directory() {
+    let out = tempfile::tempdir().unwrap();
+    let mut child = quick_run(out.path(), &["fault_idempotent=SIGSTOP leader"]).spawn().unwrap();
+    // Wait until a broker of the run's cluster is stopped by the fault, then interrupt.
+    let run_id = wait_for(&mut child, "a stopped broker", Duration::from_secs(600), || {
+        let run_id = run_dir(out.path())?.file_name()?.to_string_lossy().into_owned();
+        let d = EnvDescriptor::load(&envs_of(&run_id).pop()?.join("env.json")).ok()?;
+        d.kafka.pids().into_iter().any(|pid| procfs::state(pid) == Some('T')).then_some(run_id)
+    });
+    ctrl_c(&mut child);
+    assert_nothing_left(&run_id);
+}
