@@ -6,12 +6,12 @@
 //! What the client ran with is its own `ProducerConfig values:` / `ConsumerConfig values:` log block.
 //! Latency is not runnable: neither tool measures a sequential produce -> ack round trip in microseconds.
 
-mod jvm;
+pub(crate) mod jvm;
 
 /// Kafka's JVM flags, shared with the Kafka Connect workers the mysql_cdc arms start.
 pub use jvm::PERFORMANCE_OPTS;
-mod output;
-mod props;
+pub(crate) mod output;
+pub(crate) mod props;
 
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -45,7 +45,7 @@ const LATENCY_NOT_RUNNABLE: &str = "Kafka's Java perf tools have no sequential p
 type WorkloadFn = fn(&ArmContext, &Knobs, &JavaTools, &str) -> Result<Measurement>;
 
 pub fn run(ctx: &ArmContext) -> Result<Measurement> {
-    let knobs: Knobs = ctx.knobs()?;
+    let knobs = Knobs::read(ctx)?;
     let workload: WorkloadFn = match knobs.workload {
         Workload::Produce => {
             super::one_connection_per_broker(&knobs, "the Java producer")?;

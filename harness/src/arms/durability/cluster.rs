@@ -78,6 +78,12 @@ impl Cluster {
     }
 
     /// Every partition of `topic`, in partition order.
+    /// How many brokers the cluster's metadata names (the lab's own environment or the user's cluster alike).
+    pub fn broker_count(&self) -> Result<usize> {
+        let md = self.consumer.fetch_metadata(None, METADATA_TIMEOUT).context("metadata request failed")?;
+        Ok(md.brokers().len())
+    }
+
     pub fn partitions(&self, topic: &str) -> Result<Vec<PartitionState>> {
         let md = self.consumer.fetch_metadata(Some(topic), METADATA_TIMEOUT).context("metadata request failed")?;
         let t = md.topics().iter().find(|t| t.name() == topic).with_context(|| format!("no topic {topic}"))?;

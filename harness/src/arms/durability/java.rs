@@ -9,33 +9,17 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail, ensure};
 use streamlab_process::Cmd;
 use streamlab_record::Measurement;
+use streamlab_record::descriptor::read_secret;
 use streamlab_record::tools::Tools;
 
 use super::fault::FirstSend;
 use super::ledger::{Ack, Entry, Ledger};
 use super::{Knobs, Produced};
 use crate::arms::ArmContext;
-use crate::kafka::config::DEFAULT_LISTENER;
+use crate::arms::clients::java::output::config_values;
+use crate::arms::clients::java::props::Properties;
 
 /// ProducerConfig's values at INFO (the applied settings), everything else at WARN, all to stderr.
-const LOG_CONFIG: &str = "Configuration:
-  name: streamlab-ledger-producer
-  Appenders:
-    Console:
-      name: STDERR
-      target: SYSTEM_ERR
-      PatternLayout:
-        pattern: \"[%d] %p %m (%c)%n\"
-  Loggers:
-    Logger:
-      - name: org.apache.kafka.clients.producer.ProducerConfig
-        level: INFO
-    Root:
-      level: WARN
-      AppenderRef:
-        - ref: STDERR
-";
-
 /// The settings the record names, under the names Java logs them by.
 const SETTINGS: &[&str] = &[
     "acks",
@@ -50,20 +34,23 @@ pub fn run(ctx: &ArmContext) -> Result<Measurement> {
     super::run_with(ctx, "java", produce)
 }
 
-fn properties(ctx: &ArmContext, knobs: &Knobs) -> Result<String> {
-    let listener = ctx.env.listener(DEFAULT_LISTENER).context("the environment has no plaintext listener")?;
-    Ok([
-        ("bootstrap.servers", listener.bootstrap.clone()),
+/// The listener's security settings and the knobs, as the driver's `producer.properties`.
+fn properties(ctx: &ArmContext, knobs: &Knobs) -> Result<Properties> {
+    let name = ctx.env.default_listener();
+    let listener = ctx.env.listener(name).context("the environment has no default listener")?;
+    let password = listener.password_file.as_ref().map(|p| read_secret(p)).transpose()?;
+    let mut p = Properties::for_listener(name, listener, password.as_deref())?;
+    for (key, value) in [
         ("acks", if knobs.acks == -1 { "all".into() } else { knobs.acks.to_string() }),
         ("enable.idempotence", knobs.idempotence.to_string()),
         ("linger.ms", knobs.linger_ms.to_string()),
         ("max.in.flight.requests.per.connection", knobs.max_in_flight.to_string()),
         ("delivery.timeout.ms", knobs.delivery_timeout_ms.to_string()),
         ("compression.type", "none".into()),
-    ]
-    .iter()
-    .map(|(k, v)| format!("{k}={v}\n"))
-    .collect())
+    ] {
+        p.set(key, &value);
+    }
+    Ok(p)
 }
 
 fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str, first: &FirstSend) -> Result<Produced> {
@@ -71,8 +58,8 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str, first: &FirstSend) -> R
     let tool = tools.ledger_producer().map_err(anyhow::Error::msg)?;
     let dir = tempfile::Builder::new().prefix("streamlab-ledger-").tempdir()?;
     let write = |name: &str, text: &str| crate::private_files::write_private(dir.path(), name, text.as_bytes());
-    let props = write("producer.properties", &properties(ctx, knobs)?)?;
-    let log_config = write("log4j2.yaml", LOG_CONFIG)?;
+    let props = write("producer.properties", &properties(ctx, knobs)?.render())?;
+    let log_config = write("log4j2.yaml", crate::arms::clients::java::jvm::TOOLS_LOG_CONFIG)?;
     let (ledger_file, started_file) = (dir.path().join("ledger.txt"), dir.path().join("started"));
     let classpath = std::env::join_paths(&tool.classpath).context("a classpath entry contains ':'")?;
     let run_ms = knobs.run_time().as_millis().to_string();
@@ -98,7 +85,7 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str, first: &FirstSend) -> R
     })?;
     ensure!(output.status.success(), "the Java ledger producer exited with {}:\n{}", output.status, output.tail(20));
     let ledger = read_ledger(&std::fs::read_to_string(&ledger_file).context("the Java producer wrote no ledger")?)?;
-    let applied = producer_config_values(&output.stderr);
+    let applied = config_values(&output.stderr, "ProducerConfig").unwrap_or_default();
     let settings: Vec<(&'static str, String)> = SETTINGS
         .iter()
         .map(|k| applied.get(*k).map(|v| (*k, v.clone())).with_context(|| format!("the producer did not log {k}")))
@@ -123,6 +110,7 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str, first: &FirstSend) -> R
             ("java".to_owned(), tool.java_version.clone()),
         ]),
         note: (!warnings.is_empty()).then(|| format!("the producer logged: {}", warnings.join(" | "))),
+        unordered_handoff: None,
     })
 }
 
@@ -169,16 +157,6 @@ pub fn read_ledger(text: &str) -> Result<Ledger> {
 }
 
 /// `key = value` lines of the "ProducerConfig values:" block the producer logs at its start.
-pub fn producer_config_values(log: &str) -> BTreeMap<String, String> {
-    let Some(at) = log.find("ProducerConfig values:") else { return BTreeMap::new() };
-    log[at..]
-        .lines()
-        .skip(1)
-        .take_while(|l| l.starts_with('\t') || l.starts_with("    "))
-        .filter_map(|l| l.trim().split_once(" = ").map(|(k, v)| (k.to_owned(), v.trim().to_owned())))
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -192,17 +170,5 @@ mod tests {
         assert_eq!(l.errors["NotEnoughReplicasException"], 1);
         assert!(read_ledger("1 0 0 1 2\n").unwrap_err().to_string().contains("out of order"));
         assert!(read_ledger("0 x\n").is_err());
-    }
-
-    #[test]
-    fn producer_config_values_are_read_from_the_logged_block() {
-        let log = "[2026-01-01 00:00:00,000] INFO ProducerConfig values: \n\tacks = -1\n\tbatch.size = 16384\n\t\
-                   enable.idempotence = true\n\tlinger.ms = 5\n (org.apache.kafka.clients.producer.ProducerConfig)\n\
-                   [2026-01-01 00:00:01,000] WARN other\n";
-        let v = producer_config_values(log);
-        assert_eq!(v["acks"], "-1");
-        assert_eq!(v["batch.size"], "16384");
-        assert_eq!(v.len(), 4);
-        assert!(producer_config_values("nothing").is_empty());
     }
 }

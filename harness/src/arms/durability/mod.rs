@@ -37,7 +37,7 @@ use self::ledger::Ledger;
 use crate::arms::ArmContext;
 use crate::arms::clients::NotRunnable;
 use crate::arms::spec::ArmSpec;
-use crate::kafka::config::{DEFAULT_LISTENER, client_config};
+use crate::kafka::config::default_client_config;
 
 pub const BENCH: &str = "durability";
 
@@ -149,6 +149,9 @@ pub struct Produced {
     pub command: String,
     pub versions: std::collections::BTreeMap<String, String>,
     pub note: Option<String>,
+    /// Why the client may have received records out of their sequence order (so a reordering in the topic is
+    /// not the client's to answer for), or `None` when it received them in order.
+    pub unordered_handoff: Option<&'static str>,
 }
 
 /// One producer adapter: produce to `topic` for the knobs' run time, marking the first send, with a ledger.
@@ -162,9 +165,9 @@ const READ_STALL: Duration = Duration::from_secs(60);
 /// The run every durability arm shares; `produce` is the client under test.
 pub fn run_with(ctx: &ArmContext, arm: &str, produce: ProduceFn) -> Result<Measurement> {
     let knobs: Knobs = ctx.knobs()?;
-    runnable(ctx, &knobs)?;
-    let admin = client_config(&ctx.env, DEFAULT_LISTENER)?;
+    let admin = default_client_config(&ctx.env)?;
     let cluster = Cluster::new(&admin)?;
+    runnable(&knobs, cluster.broker_count()?)?;
     let topic = TopicSpec {
         name: format!("durability-{arm}"),
         partitions: knobs.partitions,
@@ -210,11 +213,10 @@ pub fn run_with(ctx: &ArmContext, arm: &str, produce: ProduceFn) -> Result<Measu
 }
 
 /// Points this environment or configuration cannot run, refused before a topic is made.
-fn runnable(ctx: &ArmContext, knobs: &Knobs) -> Result<()> {
-    let brokers = ctx.env.kafka.broker_count() as i32;
-    if knobs.replication > brokers {
+fn runnable(knobs: &Knobs, brokers: usize) -> Result<()> {
+    if knobs.replication > brokers as i32 {
         return Err(NotRunnable(format!(
-            "replication factor {} needs {} brokers; the environment runs {brokers}",
+            "replication factor {} needs {} brokers; the cluster has {brokers}",
             knobs.replication, knobs.replication
         ))
         .into());

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use partitionline::{Acks, ProduceRecord, ProducerConfig};
 use streamlab_record::Measurement;
+use streamlab_record::descriptor::read_secret;
 use tokio::task::JoinSet;
 
 use super::fault::FirstSend;
@@ -16,8 +17,8 @@ use super::ledger::{Ack, Entry, Ledger, payload};
 use super::rdkafka::now_us;
 use super::{Knobs, Produced};
 use crate::arms::ArmContext;
+use crate::arms::clients::partitionline::config::{Security, servers};
 use crate::arms::clients::partitionline::new_producer;
-use crate::kafka::config::DEFAULT_LISTENER;
 
 /// Records sent and not yet answered, at most (the crate's buffer_memory, 32 MiB, bounds it too).
 const MAX_OUTSTANDING: usize = 50_000;
@@ -30,15 +31,18 @@ pub fn run(ctx: &ArmContext) -> Result<Measurement> {
 type Answer = (usize, Result<(i32, i64), String>, u64);
 
 fn producer_config(ctx: &ArmContext, knobs: &Knobs) -> Result<ProducerConfig> {
-    let listener = ctx.env.listener(DEFAULT_LISTENER).context("the environment has no plaintext listener")?;
+    let listener = ctx.env.listener(ctx.env.default_listener()).context("the environment has no default listener")?;
+    let password = listener.password_file.as_ref().map(|p| read_secret(p)).transpose()?;
+    let security = Security::of(listener, password)?;
     let acks = i16::try_from(knobs.acks).ok().and_then(Acks::from_i16).context("acks is not 0, 1 or -1")?;
-    Ok(ProducerConfig::bootstrap(listener.bootstrap.split(',').map(str::to_owned))
+    let cfg = ProducerConfig::bootstrap(servers(&listener.bootstrap))
         .acks(acks)
         .linger(Duration::from_millis(knobs.linger_ms))
         .idempotent(knobs.idempotence)
         .connections(1)
         .max_in_flight(usize::try_from(knobs.max_in_flight)?)
-        .delivery_timeout(Duration::from_millis(knobs.delivery_timeout_ms)))
+        .delivery_timeout(Duration::from_millis(knobs.delivery_timeout_ms));
+    Ok(security.apply_producer(cfg))
 }
 
 /// The settings as the crate runs them (it has no read-back; these are its fields, after what idempotence forces).
@@ -71,7 +75,7 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str, first: &FirstSend) -> R
         ledger,
         client_cpu_s,
         command: format!(
-            "partitionline {} Producer on plaintext, send() per record in its own task (at most {MAX_OUTSTANDING} \
+            "partitionline {} Producer, send() per record in its own task (at most {MAX_OUTSTANDING} \
              unanswered): {}",
             partitionline::CLIENT_VERSION,
             described.join(" ")
@@ -84,6 +88,10 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str, first: &FirstSend) -> R
         },
         versions: [("partitionline".to_owned(), partitionline::CLIENT_VERSION.to_owned())].into(),
         note: (!notes.is_empty()).then(|| notes.join("; ")),
+        unordered_handoff: Some(
+            "each record is sent from its own task on a multi-threaded runtime, so the order partitionline received \
+             them in is not the sequence order",
+        ),
     })
 }
 

@@ -19,7 +19,7 @@ use super::fault::FirstSend;
 use super::ledger::{Ack, Entry, Ledger, payload};
 use super::{Knobs, Produced};
 use crate::arms::ArmContext;
-use crate::kafka::config::{DEFAULT_LISTENER, client_config};
+use crate::kafka::config::default_client_config;
 
 pub fn run(ctx: &ArmContext) -> Result<Measurement> {
     super::run_with(ctx, "rdkafka", produce)
@@ -69,7 +69,7 @@ const READ_BACK: &[(&str, &str)] = &[
 ];
 
 fn config(ctx: &ArmContext, knobs: &Knobs) -> Result<ClientConfig> {
-    let mut cfg = client_config(&ctx.env, DEFAULT_LISTENER)?;
+    let mut cfg = default_client_config(&ctx.env)?;
     cfg.set("acks", knobs.acks.to_string())
         .set("enable.idempotence", knobs.idempotence.to_string())
         .set("linger.ms", knobs.linger_ms.to_string())
@@ -157,5 +157,6 @@ pub(super) fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str, first: &Firs
         connections: "1 per broker".into(),
         versions: crate::versions::client_versions(),
         note,
+        unordered_handoff: None,
     })
 }

@@ -15,7 +15,7 @@ use super::ledger::{Ack, compare};
 use super::measure::integrity;
 use super::{Knobs, readback};
 use crate::arms::ArmContext;
-use crate::kafka::config::{DEFAULT_LISTENER, client_config};
+use crate::kafka::config::default_client_config;
 
 fn knobs(replication: i32) -> Knobs {
     serde_json::from_value(serde_json::json!({
@@ -32,7 +32,7 @@ fn records_deleted_behind_the_producers_back_are_reported_lost_with_their_offset
     let env = crate::test_env();
     let replication = env.kafka.broker_count().min(3) as i32;
     let k = knobs(replication);
-    let admin = client_config(&env, DEFAULT_LISTENER).unwrap();
+    let admin = default_client_config(&env).unwrap();
     let cluster = Cluster::new(&admin).unwrap();
     let topic =
         TopicSpec { name: "durability-test-deleted".into(), partitions: 2, replication, min_insync: k.min_insync() };
@@ -60,7 +60,7 @@ fn records_deleted_behind_the_producers_back_are_reported_lost_with_their_offset
     let lost: Vec<(i32, i64)> = after.lost.iter().map(|l| (l.partition, l.offset)).collect();
     assert_eq!(lost, (0..5).map(|o| (0, o)).collect::<Vec<_>>());
     assert_eq!(after.read, clean.read - 5);
-    let verdict = integrity(&k, &after);
+    let verdict = integrity(&k, &after, None);
     if k.promises_durability() {
         assert_eq!(verdict.status, streamlab_record::IntegrityStatus::Failed);
         assert!(

@@ -25,7 +25,7 @@ pub const PERFORMANCE_OPTS: &[&str] = &[
 /// WARN and above to stderr, so that the tools' stdout carries only their results, plus the client's
 /// configuration block (see the file); compiled in so it holds wherever the harness binary runs from, and
 /// written into the private directory for each run.
-const TOOLS_LOG_CONFIG: &str = include_str!("perf-log4j2.yaml");
+pub(crate) const TOOLS_LOG_CONFIG: &str = include_str!("perf-log4j2.yaml");
 const TOOLS_LOG_CONFIG_FILE: &str = "tools-log4j2.yaml";
 
 /// A run's private directory (owner-only, removed on drop) and the JVM that runs the tools.

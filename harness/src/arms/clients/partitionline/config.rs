@@ -31,7 +31,7 @@ pub(super) fn acks(knob: i32) -> Result<Acks> {
 /// flight per connection; 8 connections per broker unless the `connections` knob sets them, as the seed
 /// ran). Security comes from [`Security::apply_producer`].
 pub(super) fn producer_config(knobs: &Knobs, bootstrap: &str) -> Result<ProducerConfig> {
-    let mut cfg = ProducerConfig::bootstrap([bootstrap])
+    let mut cfg = ProducerConfig::bootstrap(servers(bootstrap))
         .acks(acks(knobs.acks)?)
         .linger(Duration::from_millis(knobs.linger_ms))
         .compression(compression(knobs.compression)?)
@@ -50,7 +50,7 @@ pub(super) fn producer_config(knobs: &Knobs, bootstrap: &str) -> Result<Producer
 
 /// The seed's bench_latency producer: one record per request, one request at a time, on one connection.
 pub(super) fn latency_producer_config(knobs: &Knobs, bootstrap: &str) -> Result<ProducerConfig> {
-    Ok(ProducerConfig::bootstrap([bootstrap])
+    Ok(ProducerConfig::bootstrap(servers(bootstrap))
         .acks(acks(knobs.acks)?)
         .linger(Duration::ZERO)
         .batch_records(1)
@@ -62,7 +62,7 @@ pub(super) fn latency_producer_config(knobs: &Knobs, bootstrap: &str) -> Result<
 }
 
 pub(super) fn consumer_config(knobs: &Knobs, bootstrap: &str) -> Result<ConsumerConfig> {
-    Ok(ConsumerConfig::bootstrap([bootstrap])
+    Ok(ConsumerConfig::bootstrap(servers(bootstrap))
         .max_wait_ms(i32::try_from(knobs.fetch_max_wait_ms).context("fetch_max_wait_ms")?)
         .min_bytes(i32::try_from(knobs.fetch_min_bytes).context("fetch_min_bytes")?)
         // Both fetch.max.bytes and max.partition.fetch.bytes, as the librdkafka arms set both.
@@ -70,7 +70,7 @@ pub(super) fn consumer_config(knobs: &Knobs, bootstrap: &str) -> Result<Consumer
 }
 
 /// The listener's TLS and SASL, as partitionline takes them.
-pub(super) struct Security {
+pub(crate) struct Security {
     pub(super) tls: Option<TlsConfig>,
     pub(super) sasl: Option<Sasl>,
     /// e.g. `SSL, CA <file>, server name 127.0.0.1` (never the password).
@@ -132,7 +132,7 @@ pub(super) fn consumer_applied(cfg: &ConsumerConfig, security: &Security) -> Vec
 }
 
 impl Security {
-    pub(super) fn of(listener: &Listener, password: Option<String>) -> Result<Self> {
+    pub(crate) fn of(listener: &Listener, password: Option<String>) -> Result<Self> {
         let (tls, tls_described) = match &listener.ca_file {
             Some(ca) => {
                 let pem = std::fs::read(ca).with_context(|| format!("cannot read the CA file {}", ca.display()))?;
@@ -153,7 +153,7 @@ impl Security {
         Ok(Security { tls, sasl, described })
     }
 
-    pub(super) fn apply_producer(&self, mut cfg: ProducerConfig) -> ProducerConfig {
+    pub(crate) fn apply_producer(&self, mut cfg: ProducerConfig) -> ProducerConfig {
         if let Some(tls) = &self.tls {
             cfg = cfg.tls(tls.clone());
         }
@@ -174,11 +174,16 @@ impl Security {
     }
 }
 
+/// Each `host:port` of a bootstrap list (a cluster's listener names every broker).
+pub(crate) fn servers(bootstrap: &str) -> impl Iterator<Item = String> + '_ {
+    bootstrap.split(',').map(|s| s.trim().to_owned())
+}
+
 /// The name the broker certificate is checked against: the host partitionline dials (the broker advertises
 /// the same 127.0.0.1 its certificate names), set explicitly so that the record says which it was.
 pub(super) fn server_name(bootstrap: &str) -> Result<String> {
-    let (host, _port) =
-        bootstrap.rsplit_once(':').with_context(|| format!("bootstrap {bootstrap:?} is not host:port"))?;
+    let first = bootstrap.split(',').next().unwrap_or(bootstrap).trim();
+    let (host, _port) = first.rsplit_once(':').with_context(|| format!("bootstrap {bootstrap:?} is not host:port"))?;
     Ok(host.trim_start_matches('[').trim_end_matches(']').to_owned())
 }
 
@@ -342,6 +347,8 @@ mod tests {
     fn tls_reads_the_ca_file_and_checks_the_host_it_dials() {
         assert_eq!(server_name("127.0.0.1:9093").unwrap(), "127.0.0.1");
         assert_eq!(server_name("[::1]:9093").unwrap(), "::1");
+        assert_eq!(server_name("127.0.0.1:9093,127.0.0.1:9094").unwrap(), "127.0.0.1", "a cluster's list");
+        assert_eq!(servers("127.0.0.1:1,127.0.0.1:2").collect::<Vec<_>>(), ["127.0.0.1:1", "127.0.0.1:2"]);
         let dir = tempdir();
         let ca = dir.join("ca.pem");
         std::fs::write(&ca, "-----BEGIN CERTIFICATE-----\n").unwrap();

@@ -10,7 +10,7 @@ use partitionline::{Consumer, ConsumerConfig, ProduceRecord, Producer, ProducerC
 use streamlab_record::Measurement;
 use streamlab_record::applied::Applied;
 
-mod config;
+pub(crate) mod config;
 
 use self::config::{
     Security, compression, consumer_applied, consumer_config, describe_producer, latency_producer_config,
@@ -35,7 +35,7 @@ const NEW_RETRIES: usize = 40;
 const NEW_RETRY_BACKOFF: Duration = Duration::from_millis(250);
 
 pub fn run(ctx: &ArmContext) -> Result<Measurement> {
-    let knobs: Knobs = ctx.knobs()?;
+    let knobs = Knobs::read(ctx)?;
     // Refuse what the crate cannot do before a topic is made for it.
     if knobs.workload == Workload::Produce {
         compression(knobs.compression)?;
