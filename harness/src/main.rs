@@ -35,6 +35,12 @@ enum Command {
         #[arg(long)]
         env: PathBuf,
     },
+    /// The cluster as its metadata describes it (broker ids, the broker that answered), as JSON: what provenance records of a
+    /// cluster the lab did not start.
+    Cluster {
+        #[arg(long)]
+        env: PathBuf,
+    },
     /// Print the client library versions this build links, as JSON.
     Versions,
     /// The arms this harness can run and the knobs each reads (the contract xtask checks matrices against).
@@ -74,6 +80,10 @@ fn run() -> Result<()> {
             let env = EnvDescriptor::load(&env)?;
             let report = harness::probe::probe_all(&env)?;
             println!("{}", serde_json::to_string(&report)?);
+        }
+        Command::Cluster { env } => {
+            let env = EnvDescriptor::load(&env)?;
+            println!("{}", serde_json::to_string(&harness::probe::cluster(&env)?)?);
         }
         Command::Versions => println!("{}", serde_json::to_string(&harness::versions::client_versions())?),
         Command::Arms { json: true } => println!("{}", arms::registry_json()),

@@ -12,7 +12,7 @@ use rdkafka::topic_partition_list::{Offset, TopicPartitionList};
 use streamlab_record::EnvDescriptor;
 
 use crate::kafka::admin::{fresh_topic, high_watermark_sum};
-use crate::kafka::config::{DEFAULT_LISTENER, client_config};
+use crate::kafka::config::{client_config, default_client_config};
 
 /// Round-trip every listener; the report maps listener name to "ok".
 pub fn probe_all(env: &EnvDescriptor) -> Result<BTreeMap<String, String>> {
@@ -20,11 +20,20 @@ pub fn probe_all(env: &EnvDescriptor) -> Result<BTreeMap<String, String>> {
     for name in env.kafka.listeners.keys() {
         let cfg = client_config(env, name)?;
         let topic = format!("streamlab-probe-{name}");
-        fresh_topic(&client_config(env, DEFAULT_LISTENER)?, &topic, 1, &[])?;
+        fresh_topic(&default_client_config(env)?, &topic, 1, &[])?;
         round_trip(&cfg, &topic, name.as_bytes()).with_context(|| format!("listener {name}"))?;
         report.insert(name.clone(), "ok".to_owned());
     }
     Ok(report)
+}
+
+/// The cluster's brokers from a metadata request on the default listener, and which broker answered it.
+pub fn cluster(env: &EnvDescriptor) -> Result<streamlab_record::provenance::ClusterInfo> {
+    let consumer: BaseConsumer = default_client_config(env)?.create()?;
+    let md = consumer.fetch_metadata(None, Duration::from_secs(30)).context("metadata request failed")?;
+    let mut broker_ids: Vec<i32> = md.brokers().iter().map(|b| b.id()).collect();
+    broker_ids.sort_unstable();
+    Ok(streamlab_record::provenance::ClusterInfo { broker_ids, answered_by: md.orig_broker_id() })
 }
 
 /// Produce `payload` to partition 0 of `topic` and consume it back from offset 0.

@@ -148,3 +148,107 @@ fn ctrl_c_while_a_broker_is_stopped_leaves_no_broker_and_no_directory() {
     ctrl_c(&mut child);
     assert_nothing_left(&run_id);
 }
+
+/// A cluster brought up by hand (`env up`), brought down again when dropped, whatever the test did.
+struct HandMadeCluster {
+    descriptor: EnvDescriptor,
+}
+
+impl HandMadeCluster {
+    fn up(brokers: u32) -> HandMadeCluster {
+        let out = xtask()
+            .args(["env", "up", "--env", "native", "--mysql", "false", "--brokers", &brokers.to_string()])
+            .output(Duration::from_secs(600))
+            .unwrap();
+        assert!(out.status.success(), "env up failed:\n{}", out.tail(30));
+        let path =
+            out.stdout.lines().find_map(|l| l.strip_prefix("descriptor: ")).expect("env up names its descriptor");
+        HandMadeCluster { descriptor: EnvDescriptor::load(Path::new(path.trim())).unwrap() }
+    }
+}
+
+impl Drop for HandMadeCluster {
+    fn drop(&mut self) {
+        let _ = xtask().args(["env", "down", &self.descriptor.id]).run(Duration::from_secs(300));
+    }
+}
+
+#[test]
+#[ignore = "starts a 3-broker cluster and runs arms: cargo xtask test"]
+fn a_secured_external_cluster_runs_the_durability_and_clients_matrices_through_kafka_config() {
+    let cluster = HandMadeCluster::up(3);
+    let scram = &cluster.descriptor.kafka.listeners["scram512"];
+    let password = streamlab_record::descriptor::read_secret(scram.password_file.as_ref().unwrap()).unwrap();
+    let user = scram.username.as_deref().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("client.properties");
+    std::fs::write(
+        &config,
+        format!(
+            "# the lab's own cluster on its SCRAM listener, as a user's secured cluster\n\
+             bootstrap.servers={}\nsecurity.protocol=SASL_PLAINTEXT\nsasl.mechanism=SCRAM-SHA-512\n\
+             sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required \
+             username=\"{user}\" password=\"{password}\";\n",
+            scram.bootstrap
+        ),
+    )
+    .unwrap();
+    let out = dir.path().join("results");
+    let arms = ["rdkafka", "partitionline", "java", "c_2_12"].into_iter().flat_map(|a| ["--arm", a]);
+    let points = [
+        "rf_idempotent=RF 3",
+        "fault_idempotent=kill -9 leader",
+        "idempotent=rust-rdkafka 0.39",
+        "idempotent=partitionline 0.1.0",
+        "idempotent=Java perf tools (Kafka 4.1.0)",
+        "idempotent=librdkafka 2.12.1 C tool",
+    ];
+    let run = xtask()
+        .args(["lab", "run", "--kafka-config"])
+        .arg(&config)
+        .args(["--profile", "quick", "--matrix", "durability", "--matrix", "clients"])
+        .args(arms)
+        .args(points.iter().flat_map(|p| ["--point", p]))
+        .arg("--out")
+        .arg(&out)
+        .output(RUN_TIMEOUT)
+        .unwrap();
+    assert!(run.status.success(), "the run failed:\n{}", run.tail(40));
+    assert!(!run.stdout.contains(&password) && !run.stderr.contains(&password), "the password was echoed");
+    let run_dir = run_dir(&out).unwrap();
+    for file in ["durability.jsonl", "clients.jsonl", "provenance.json", "run.json"] {
+        let text = std::fs::read_to_string(run_dir.join(file)).unwrap();
+        assert!(!text.contains(&password), "{file} holds the password");
+    }
+    let prov = provenance(&run_dir);
+    assert_eq!(prov.env.backend, "external");
+    assert_eq!(prov.env.cluster.as_ref().map(|c| c.broker_ids.clone()), Some(vec![1, 2, 3]), "{:?}", prov.env);
+    assert_eq!(
+        prov.env.kafka_settings,
+        ["bootstrap.servers", "security.protocol", "sasl.mechanism", "sasl.jaas.config"]
+    );
+
+    let durability = records(&run_dir);
+    let find = |rs: &[Record], arm: &str, sweep: &str| {
+        rs.iter().find(|r| r.arm == arm && r.variant.sweeps.iter().any(|s| s == sweep)).cloned().unwrap_or_else(|| {
+            panic!("no {arm} record of {sweep} in {rs:#?}");
+        })
+    };
+    for arm in ["rdkafka", "partitionline", "java"] {
+        let r = find(&durability, arm, "rf_idempotent");
+        let m = &r.measurement;
+        assert_eq!((r.status, m.integrity.status), (Status::Ok, IntegrityStatus::Verified), "{r:#?}");
+        assert_eq!(m.applied["topic.replication.factor"], "3", "replication runs on the user's brokers");
+    }
+    let fault = find(&durability, "rdkafka", "fault_idempotent");
+    assert_eq!(fault.status, Status::NotRun, "{fault:#?}");
+    assert!(fault.reason.as_deref().unwrap().contains("never kills, stops or restarts what it did not start"));
+    let clients = streamlab_record::jsonl::read_records(&run_dir.join("clients.jsonl")).unwrap();
+    assert_eq!(clients.len(), 4, "{clients:#?}");
+    for r in &clients {
+        let m = &r.measurement;
+        assert_eq!((r.status, m.integrity.status), (Status::Ok, IntegrityStatus::Verified), "{r:#?}");
+        let protocol = m.applied.get("producer.security.protocol").map(String::as_str);
+        assert_eq!(protocol, Some("SASL_PLAINTEXT"), "{} applied {:?}", r.arm, m.applied);
+    }
+}

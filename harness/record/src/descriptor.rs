@@ -54,6 +54,9 @@ impl std::fmt::Display for BackendKind {
     }
 }
 
+/// The listener every environment the lab starts has, and the default where none is set.
+pub const PLAINTEXT_LISTENER: &str = "plaintext";
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KafkaEnv {
@@ -74,6 +77,10 @@ pub struct KafkaEnv {
     /// single-broker environment (the broker above). The listeners above then bootstrap from every broker.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub brokers: Vec<BrokerEnv>,
+    /// The listener arms use when a point names none: `plaintext` unless set (an external cluster reached through
+    /// `--kafka-config` has only the listener that file describes).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub default_listener: Option<String>,
 }
 
 impl KafkaEnv {
@@ -175,6 +182,11 @@ impl EnvDescriptor {
 
     pub fn listener(&self, name: &str) -> Option<&Listener> {
         self.kafka.listeners.get(name)
+    }
+
+    /// The name of the listener arms use when a point names none.
+    pub fn default_listener(&self) -> &str {
+        self.kafka.default_listener.as_deref().unwrap_or(PLAINTEXT_LISTENER)
     }
 }
 

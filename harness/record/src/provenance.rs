@@ -121,6 +121,20 @@ pub struct EnvInfo {
     /// The image each service ran on (docker backend): `kafka`, `mariadb` -> reference, id and where it came from.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub images: BTreeMap<String, ImageInfo>,
+    /// An external cluster as its metadata described it when the run began.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<ClusterInfo>,
+    /// The names of the `--kafka-config` settings the arms applied (never their values).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub kafka_settings: Vec<String>,
+}
+
+/// A Kafka cluster as a metadata request describes it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ClusterInfo {
+    pub broker_ids: Vec<i32>,
+    /// The broker that answered the metadata request.
+    pub answered_by: i32,
 }
 
 /// A container image as a run used it.
@@ -273,6 +287,7 @@ mod tests {
             dir: PathBuf::from("/tmp/x"),
             started_ts_ms: 0,
             kafka: KafkaEnv {
+                default_listener: None,
                 version: kafka.into(),
                 pid: None,
                 listeners: BTreeMap::new(),

@@ -106,6 +106,10 @@ pub struct RunSpec {
     pub bootstrap: Option<String>,
     /// `mysql://USER:PASSWORD@HOST:PORT` with the password replaced: it is never stored.
     pub mysql_dsn: Option<String>,
+    /// The external cluster's client properties file (`--kafka-config`): its path, read again on resume; what it
+    /// holds is never stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kafka_config: Option<PathBuf>,
     pub reps: Option<u32>,
     #[serde(default)]
     pub arms: Vec<String>,
@@ -165,6 +169,7 @@ impl RunSpec {
                     env: old.env.parse().map_err(bad_name)?,
                     bootstrap: old.bootstrap,
                     mysql_dsn: old.mysql_dsn,
+                    kafka_config: None,
                     reps: old.reps,
                     arms: Vec::new(),
                     points: Vec::new(),

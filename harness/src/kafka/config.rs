@@ -3,10 +3,8 @@
 use anyhow::{Context, Result};
 use rdkafka::ClientConfig;
 use streamlab_record::EnvDescriptor;
+use streamlab_record::arms::NotRunnable;
 use streamlab_record::descriptor::{Listener, read_secret};
-
-/// The listener arms use unless a matrix asks for another.
-pub const DEFAULT_LISTENER: &str = "plaintext";
 
 /// A `ClientConfig` that reaches `listener` of the environment with its credentials.
 pub fn client_config(env: &EnvDescriptor, listener: &str) -> Result<ClientConfig> {
@@ -19,6 +17,26 @@ pub fn client_config(env: &EnvDescriptor, listener: &str) -> Result<ClientConfig
         None => None,
     };
     Ok(config_for(l, password.as_deref()))
+}
+
+/// A `ClientConfig` that reaches the environment's default listener (what an arm uses unless a point names
+/// another: plaintext here, or the listener an external cluster's `--kafka-config` describes).
+pub fn default_client_config(env: &EnvDescriptor) -> Result<ClientConfig> {
+    client_config(env, env.default_listener())
+}
+
+/// The default listener's bootstrap, for a client the lab configures with a bootstrap alone (Kafka Connect's
+/// worker, Redpanda Connect): a listener that needs security settings is a point that client cannot run here.
+pub fn plaintext_bootstrap(env: &EnvDescriptor, client: &str) -> Result<String> {
+    let l = env.listener(env.default_listener()).context("the environment has no default listener")?;
+    if l.security_protocol != "PLAINTEXT" {
+        return Err(NotRunnable(format!(
+            "{client} is given a bootstrap alone by the lab, which cannot configure it for this cluster's {} listener",
+            l.security_protocol
+        ))
+        .into());
+    }
+    Ok(l.bootstrap.clone())
 }
 
 /// Same as [`client_config`] but with an explicit password (tests use it to try a wrong one).

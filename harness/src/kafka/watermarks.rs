@@ -183,7 +183,7 @@ mod tests {
     fn a_sample_is_the_sum_of_the_partitions_high_watermarks() {
         use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
         let env = crate::test_env();
-        let cfg = crate::kafka::config::client_config(&env, crate::kafka::config::DEFAULT_LISTENER).unwrap();
+        let cfg = crate::kafka::config::default_client_config(&env).unwrap();
         let topic = "streamlab-watermark-sampler-test";
         crate::kafka::admin::fresh_topic(&cfg, topic, 3, crate::kafka::admin::SHORT_RETENTION).unwrap();
         let sampler = WatermarkSampler::new(&cfg, topic, 3).unwrap();

@@ -93,6 +93,10 @@ pub trait Backend {
     fn can_choose_kafka(&self) -> std::result::Result<(), String> {
         Ok(())
     }
+    /// Whether this backend may kill, stop or restart a broker for a fault a point asks for; `Err` says why not.
+    fn can_inject_faults(&self) -> std::result::Result<(), String> {
+        Ok(())
+    }
     /// What [`Backend::prepare`] does, for the line that announces it.
     fn prepare_what(&self) -> String;
     /// Fetch and verify what the services need (pinned artifacts, images), before anything starts.
@@ -149,5 +153,7 @@ pub fn env_info(d: &EnvDescriptor, managed: bool, note: Option<&str>) -> EnvInfo
         cpu_caps: BTreeMap::new(),
         note: note.map(str::to_owned),
         images: Default::default(),
+        cluster: None,
+        kafka_settings: Vec::new(),
     }
 }

@@ -6,12 +6,13 @@ use std::path::Path;
 
 use anyhow::{Context, Result, bail};
 use streamlab_record::EnvDescriptor;
-use streamlab_record::descriptor::{BackendKind, DESCRIPTOR_SCHEMA, KafkaEnv, Listener, MysqlEnv};
+use streamlab_record::descriptor::{BackendKind, DESCRIPTOR_SCHEMA, KafkaEnv, Listener, MysqlEnv, PLAINTEXT_LISTENER};
 use streamlab_record::fault::{FaultRequest, FaultResult};
 use streamlab_record::provenance::EnvInfo;
 
 use super::backend::{Backend, EnvSpec, Environment};
 use super::host::{server_versions, write_descriptor};
+use super::kafka_config::KafkaConfig;
 use super::secrets;
 use crate::clock;
 
@@ -47,10 +48,15 @@ pub fn check_bootstrap(bootstrap: &str) -> Result<()> {
     Ok(())
 }
 
-/// Services the user already runs: `--bootstrap` and `--mysql-dsn`.
+/// Why an external cluster gets no faults.
+const NOT_OURS_TO_FAULT: &str =
+    "an external cluster's brokers are the user's: the lab never kills, stops or restarts what it did not start";
+
+/// Services the user already runs: `--bootstrap` (and how to reach it, `--kafka-config`) and `--mysql-dsn`.
 pub struct ExternalBackend {
     pub bootstrap: String,
     pub dsn: Option<MysqlDsn>,
+    pub kafka_config: Option<KafkaConfig>,
 }
 
 impl Backend for ExternalBackend {
@@ -69,6 +75,10 @@ impl Backend for ExternalBackend {
         Err("an external cluster runs whatever Kafka version it runs; the lab cannot start another".into())
     }
 
+    fn can_inject_faults(&self) -> std::result::Result<(), String> {
+        Err(NOT_OURS_TO_FAULT.into())
+    }
+
     fn prepare_what(&self) -> String {
         "nothing: the services are yours".to_owned()
     }
@@ -79,8 +89,10 @@ impl Backend for ExternalBackend {
 
     /// Only a descriptor of the user's services (and the DSN's password file), in `spec`'s directory.
     fn up(&self, spec: &EnvSpec) -> Result<Box<dyn Environment>> {
-        let descriptor = describe(&spec.dir(), &spec.id, &self.bootstrap, self.dsn.as_ref())?;
-        Ok(Box::new(ExternalEnv { descriptor, kept: false }))
+        let descriptor =
+            describe(&spec.dir(), &spec.id, &self.bootstrap, self.dsn.as_ref(), self.kafka_config.as_ref())?;
+        let settings = self.kafka_config.as_ref().map(|c| c.names.clone()).unwrap_or_default();
+        Ok(Box::new(ExternalEnv { descriptor, kept: false, settings }))
     }
 
     /// The services are the user's: only our descriptor goes.
@@ -96,10 +108,12 @@ impl Backend for ExternalBackend {
     }
 }
 
-/// External services: only a descriptor (and the DSN's password file) of ours, removed when dropped.
+/// External services: only a descriptor (and the passwords' files) of ours, removed when dropped.
 pub struct ExternalEnv {
     descriptor: EnvDescriptor,
     kept: bool,
+    /// The `--kafka-config` settings' names.
+    settings: Vec<String>,
 }
 
 impl Environment for ExternalEnv {
@@ -121,7 +135,10 @@ impl Environment for ExternalEnv {
 
     fn info(&self) -> EnvInfo {
         let note = "external services: the lab neither started nor stopped them and cannot cap their CPUs";
-        super::backend::env_info(&self.descriptor, false, Some(note))
+        EnvInfo {
+            kafka_settings: self.settings.clone(),
+            ..super::backend::env_info(&self.descriptor, false, Some(note))
+        }
     }
 
     fn versions(&self) -> BTreeMap<String, String> {
@@ -129,10 +146,7 @@ impl Environment for ExternalEnv {
     }
 
     fn inject_fault(&mut self, request: &FaultRequest) -> FaultResult {
-        FaultResult::refused(
-            request,
-            "an external cluster's brokers are the user's: the lab never kills, stops or restarts what it did not start",
-        )
+        FaultResult::refused(request, NOT_OURS_TO_FAULT)
     }
 
     fn keep_running(mut self: Box<Self>) -> EnvDescriptor {
@@ -152,8 +166,15 @@ impl Drop for ExternalEnv {
     }
 }
 
-/// Write a descriptor for external services into `dir` (which holds only the secret file).
-pub fn describe(dir: &Path, id: &str, bootstrap: &str, dsn: Option<&MysqlDsn>) -> Result<EnvDescriptor> {
+/// Write a descriptor for external services into `dir` (which holds only the secrets' files): the cluster's
+/// one listener is PLAINTEXT, or what `kafka_config` says, and every arm uses it.
+pub fn describe(
+    dir: &Path,
+    id: &str,
+    bootstrap: &str,
+    dsn: Option<&MysqlDsn>,
+    kafka_config: Option<&KafkaConfig>,
+) -> Result<EnvDescriptor> {
     std::fs::create_dir_all(dir)?;
     let mysql = match dsn {
         Some(d) => Some(MysqlEnv {
@@ -169,13 +190,22 @@ pub fn describe(dir: &Path, id: &str, bootstrap: &str, dsn: Option<&MysqlDsn>) -
         }),
         None => None,
     };
-    let plaintext = Listener {
-        bootstrap: bootstrap.into(),
-        security_protocol: "PLAINTEXT".into(),
-        sasl_mechanism: None,
-        username: None,
-        password_file: None,
-        ca_file: None,
+    let (listener_name, listener) = match kafka_config {
+        Some(c) => {
+            let password = c.password.as_deref().map(|p| secrets::write_secret(&dir.join("kafka.password"), p));
+            (c.listener_name(), c.listener(bootstrap, password.transpose()?))
+        }
+        None => (
+            PLAINTEXT_LISTENER.to_owned(),
+            Listener {
+                bootstrap: bootstrap.into(),
+                security_protocol: "PLAINTEXT".into(),
+                sasl_mechanism: None,
+                username: None,
+                password_file: None,
+                ca_file: None,
+            },
+        ),
     };
     let env = EnvDescriptor {
         schema: DESCRIPTOR_SCHEMA,
@@ -186,7 +216,8 @@ pub fn describe(dir: &Path, id: &str, bootstrap: &str, dsn: Option<&MysqlDsn>) -
         kafka: KafkaEnv {
             version: "unknown (external)".into(),
             pid: None,
-            listeners: BTreeMap::from([("plaintext".into(), plaintext)]),
+            default_listener: kafka_config.is_some().then(|| listener_name.clone()),
+            listeners: BTreeMap::from([(listener_name, listener)]),
             controller: None,
             cpus: None,
             log_file: None,

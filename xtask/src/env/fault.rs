@@ -314,7 +314,8 @@ mod tests {
     #[test]
     fn an_external_cluster_refuses_every_fault_with_the_reason() {
         let backend =
-            crate::env::choose(streamlab_record::run_spec::BackendChoice::External, Some("127.0.0.1:9"), None).unwrap();
+            crate::env::choose(streamlab_record::run_spec::BackendChoice::External, Some("127.0.0.1:9"), None, None)
+                .unwrap();
         let root = tempfile::tempdir().unwrap();
         let spec = EnvSpec { root: root.path().to_owned(), ..EnvSpec::new("t-ext-", pins::default_pin()) };
         let mut env = backend.up(&spec).unwrap();

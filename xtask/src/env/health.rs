@@ -61,9 +61,10 @@ pub fn check_with(
 ) -> Result<(), ServiceDown> {
     for s in services(env) {
         let answer = match &s.kind {
-            Kind::Kafka(plaintext) => match plaintext {
-                Some(bootstrap) => api_versions(bootstrap),
-                None => Err("no PLAINTEXT listener to probe".to_owned()),
+            Kind::Kafka(probe) => match probe {
+                Some(KafkaProbe::ApiVersions(server)) => api_versions(server),
+                Some(KafkaProbe::Connect(server)) => connect(server).map(drop),
+                None => Err("no listener to probe".to_owned()),
             },
             Kind::Mysql => env.mysql.as_ref().ok_or_else(|| "no database server".to_owned()).and_then(&mysql_probe),
         };
@@ -79,8 +80,9 @@ pub fn check_with(
 }
 
 enum Kind {
-    /// A broker, probed on its own PLAINTEXT listener.
-    Kafka(Option<String>),
+    /// A broker, asked for ApiVersions on a listener that answers before any TLS or authentication; one with
+    /// TLS listeners only (an external cluster's) is probed by connecting.
+    Kafka(Option<KafkaProbe>),
     Mysql,
 }
 
@@ -92,8 +94,15 @@ struct Service<'a> {
 }
 
 fn services(env: &EnvDescriptor) -> Vec<Service<'_>> {
+    // A SASL_PLAINTEXT listener answers ApiVersions before authentication (an external cluster may have no other).
     let plaintext = |listeners: &std::collections::BTreeMap<String, streamlab_record::descriptor::Listener>| {
-        listeners.values().find(|l| l.security_protocol == "PLAINTEXT").map(|l| l.bootstrap.clone())
+        let first_server =
+            |l: &streamlab_record::descriptor::Listener| l.bootstrap.split(',').next().map(str::to_owned);
+        let probed = |protocol: &str| listeners.values().find(|l| l.security_protocol == protocol);
+        match probed("PLAINTEXT").or_else(|| probed("SASL_PLAINTEXT")) {
+            Some(l) => first_server(l).map(KafkaProbe::ApiVersions),
+            None => listeners.values().next().and_then(first_server).map(KafkaProbe::Connect),
+        }
     };
     let mut out: Vec<Service> = if env.kafka.brokers.is_empty() {
         vec![Service {
@@ -147,15 +156,22 @@ fn how_it_ended(pid: u32) -> String {
     }
 }
 
+enum KafkaProbe {
+    ApiVersions(String),
+    Connect(String),
+}
+
+/// A TCP connection to `server` (`host:port`).
+fn connect(server: &str) -> Result<TcpStream, String> {
+    let addr = server.to_socket_addrs().map_err(|e| format!("{server}: {e}"))?.next();
+    let addr = addr.ok_or_else(|| format!("{server}: no address"))?;
+    TcpStream::connect_timeout(&addr, PROBE_TIMEOUT).map_err(|e| format!("{server}: {e}"))
+}
+
 /// One Kafka ApiVersions (v0) round trip: the broker reads and answers requests.
 fn api_versions(bootstrap: &str) -> Result<(), String> {
     const CORRELATION_ID: i32 = 0x5117_ab00;
-    let addr = bootstrap
-        .to_socket_addrs()
-        .map_err(|e| format!("{bootstrap}: {e}"))?
-        .next()
-        .ok_or_else(|| format!("{bootstrap}: no address"))?;
-    let mut stream = TcpStream::connect_timeout(&addr, PROBE_TIMEOUT).map_err(|e| format!("{bootstrap}: {e}"))?;
+    let mut stream = connect(bootstrap)?;
     stream.set_read_timeout(Some(PROBE_TIMEOUT)).and_then(|_| stream.set_write_timeout(Some(PROBE_TIMEOUT))).ok();
     stream.write_all(&api_versions_request(CORRELATION_ID)).map_err(|e| format!("{bootstrap}: {e}"))?;
     let mut header = [0u8; 10];

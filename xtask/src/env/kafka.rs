@@ -181,6 +181,7 @@ impl Launched<'_> {
         let single = self.nodes.len() == 1;
         Ok(KafkaEnv {
             version,
+            default_listener: None,
             pid: single.then_some(first.pid),
             controller: Some(self.nodes.iter().map(|n| n.controller.as_str()).collect::<Vec<_>>().join(",")),
             cpus: self.cpus.clone(),

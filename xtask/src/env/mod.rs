@@ -12,6 +12,7 @@ pub mod fault;
 pub mod health;
 pub mod host;
 pub mod kafka;
+pub mod kafka_config;
 pub mod mariadb;
 pub mod native;
 pub mod pins;
@@ -82,14 +83,37 @@ pub fn broker_cpus(cores: usize) -> std::result::Result<Option<Vec<usize>>, Stri
 /// Id prefix of environments started by `env up` (lab runs use `lab-`, tests `test-`/`t-`).
 const HAND_MADE_PREFIX: &str = "env-";
 
-/// The backend the flags ask for; refused with the flag named when the combination makes no sense.
-pub fn choose(choice: BackendChoice, bootstrap: Option<&str>, dsn: Option<&str>) -> Result<Box<dyn Backend>> {
+/// The backend the flags ask for; refused with the flag named when the combination makes no sense (a
+/// `--kafka-config` file is read and checked here, before anything is provisioned).
+pub fn choose(
+    choice: BackendChoice,
+    bootstrap: Option<&str>,
+    dsn: Option<&str>,
+    kafka_config: Option<&Path>,
+) -> Result<Box<dyn Backend>> {
     let dsn = dsn.map(external::parse_dsn).transpose()?;
-    match (choice, bootstrap) {
-        (BackendChoice::External, None) => bail!("--env external needs --bootstrap HOST:PORT"),
+    let kafka_config = kafka_config.map(kafka_config::KafkaConfig::read).transpose()?;
+    if let Some(c) = &kafka_config {
+        if matches!(choice, BackendChoice::Native | BackendChoice::Docker) {
+            bail!("--kafka-config describes a cluster you run; drop --env {choice}");
+        }
+        if let (Some(flag), Some(file)) = (bootstrap, &c.bootstrap)
+            && flag != file
+        {
+            bail!("--bootstrap {flag} and bootstrap.servers={file} in {} disagree; give one", c.file.display());
+        }
+    }
+    let bootstrap = bootstrap.map(str::to_owned).or_else(|| kafka_config.as_ref().and_then(|c| c.bootstrap.clone()));
+    match (choice, bootstrap.as_deref()) {
+        (BackendChoice::External, None) => {
+            bail!("--env external needs --bootstrap HOST:PORT (or bootstrap.servers in --kafka-config)")
+        }
         (BackendChoice::External | BackendChoice::Auto, Some(b)) => {
             external::check_bootstrap(b)?;
-            Ok(Box::new(external::ExternalBackend { bootstrap: b.to_owned(), dsn }))
+            Ok(Box::new(external::ExternalBackend { bootstrap: b.to_owned(), dsn, kafka_config }))
+        }
+        (BackendChoice::Auto, None) if kafka_config.is_some() => {
+            bail!("--kafka-config needs the cluster's address: --bootstrap HOST:PORT or bootstrap.servers in the file")
         }
         (BackendChoice::Native | BackendChoice::Auto, None) if dsn.is_some() => {
             bail!("--mysql-dsn needs --bootstrap too: the external backend uses both of your services")
@@ -111,7 +135,9 @@ pub fn backend_of(kind: BackendKind) -> Box<dyn Backend> {
     match kind {
         BackendKind::Native => Box::new(native::NativeBackend),
         BackendKind::Docker => Box::new(docker::DockerBackend),
-        BackendKind::External => Box::new(external::ExternalBackend { bootstrap: String::new(), dsn: None }),
+        BackendKind::External => {
+            Box::new(external::ExternalBackend { bootstrap: String::new(), dsn: None, kafka_config: None })
+        }
     }
 }
 
@@ -127,7 +153,7 @@ pub fn up(args: UpArgs) -> Result<()> {
     let started = std::time::Instant::now();
     let broker_cpus = broker_cpus(args.broker_cores).map_err(|e| anyhow::anyhow!("--broker-cores: {e}"))?;
     let kafka = pins::pin(&args.kafka).map_err(|e| anyhow::anyhow!("--kafka: {e}"))?;
-    let backend = choose(args.env, None, None)?;
+    let backend = choose(args.env, None, None, None)?;
     let spec = EnvSpec {
         with_mysql: args.mysql,
         brokers: usize::from(args.brokers),
@@ -214,7 +240,7 @@ mod tests {
 
     #[test]
     fn a_bad_combination_is_refused_before_anything_starts() {
-        let name = |c, b, d| choose(c, b, d).map(|b| b.name()).map_err(|e| e.to_string());
+        let name = |c, b, d| choose(c, b, d, None).map(|b| b.name()).map_err(|e| e.to_string());
         assert_eq!(name(BackendChoice::Docker, None, None).unwrap(), "docker");
         assert_eq!(name(BackendChoice::Native, None, None).unwrap(), "native");
         assert!(name(BackendChoice::Docker, Some("127.0.0.1:9092"), None).unwrap_err().contains("drop --env docker"));
@@ -229,10 +255,10 @@ mod tests {
 
     #[test]
     fn only_a_backend_that_runs_the_broker_can_cap_it() {
-        let external = choose(BackendChoice::Auto, Some("127.0.0.1:9092"), None).unwrap();
+        let external = choose(BackendChoice::Auto, Some("127.0.0.1:9092"), None, None).unwrap();
         assert!(external.can_cap_broker(1).unwrap_err().contains("cannot cap"));
         assert!(external.can_cap_broker(0).is_ok());
-        let native = choose(BackendChoice::Native, None, None).unwrap();
+        let native = choose(BackendChoice::Native, None, None, None).unwrap();
         assert!(native.can_cap_broker(0).is_ok() && native.can_cap_broker(1).is_ok());
         assert!(native.can_cap_broker(4096).unwrap_err().contains("4096 cannot be applied"));
     }

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use streamlab_process::Cmd;
+use streamlab_record::provenance::ClusterInfo;
 
 use super::ui::phase;
 use crate::paths;
@@ -37,4 +38,16 @@ pub fn build() -> Result<PathBuf> {
 pub fn versions(harness: &Path) -> Option<BTreeMap<String, String>> {
     let out = Cmd::new(harness).arg("versions").output(Duration::from_secs(60)).ok()?;
     serde_json::from_str(&out.stdout).ok()
+}
+
+/// A cluster the lab did not start, as its metadata describes it (`harness cluster`): its brokers are the user's,
+/// so provenance says how many there were. An answer that does not come is an error naming the environment.
+pub fn cluster(harness: &Path, descriptor: &Path) -> Result<ClusterInfo> {
+    let out = Cmd::new(harness)
+        .args(["cluster", "--env"])
+        .arg(descriptor)
+        .output(Duration::from_secs(90))
+        .with_context(|| format!("asking the cluster of {} for its metadata", descriptor.display()))?;
+    anyhow::ensure!(out.status.success(), "the cluster's metadata request failed:\n{}", out.tail(10));
+    serde_json::from_str(&out.stdout).context("harness cluster printed no cluster description")
 }

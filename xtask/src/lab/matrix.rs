@@ -16,6 +16,9 @@ pub const BROKER_CORES_AT_MOST_KNOB: &str = "broker_cores_at_most";
 /// The knob that chooses the broker's Kafka version (one the lab pins); the runner brings up an environment
 /// at that version for the point, and the arm gets it too (to record).
 pub const KAFKA_VERSION_KNOB: &str = "kafka_version";
+/// The knob a point injects a fault with (the durability matrix); [`NO_FAULT`] is none.
+pub const FAULT_KNOB: &str = "fault";
+pub const NO_FAULT: &str = "none";
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]

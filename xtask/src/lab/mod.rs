@@ -42,6 +42,10 @@ pub struct RunArgs {
     /// An existing MariaDB/MySQL server: mysql://USER:PASSWORD@HOST:PORT.
     #[arg(long)]
     pub mysql_dsn: Option<String>,
+    /// Kafka client properties for an external cluster (security.protocol, sasl.mechanism, sasl.jaas.config,
+    /// ssl.truststore.type=PEM, ssl.truststore.location, bootstrap.servers); implies --env external.
+    #[arg(long, value_name = "FILE")]
+    pub kafka_config: Option<PathBuf>,
     /// Repetitions per arm (default: the profile's).
     #[arg(long)]
     pub reps: Option<u32>,
@@ -81,6 +85,7 @@ impl RunArgs {
             env: self.env,
             bootstrap: self.bootstrap.clone(),
             mysql_dsn: self.mysql_dsn.as_deref().map(reproduce::redact_dsn),
+            kafka_config: self.kafka_config.clone(),
             reps: self.reps,
             arms: self.arms.clone(),
             points: self.points.clone(),

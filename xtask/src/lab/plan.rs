@@ -7,7 +7,7 @@ use anyhow::{Context, Result, bail};
 
 use streamlab_record::run_spec::{Profile, RunSpec};
 
-use super::matrix::{BROKER_CORES_AT_MOST_KNOB, BROKER_CORES_KNOB, KAFKA_VERSION_KNOB, Matrix};
+use super::matrix::{BROKER_CORES_AT_MOST_KNOB, BROKER_CORES_KNOB, FAULT_KNOB, KAFKA_VERSION_KNOB, Matrix, NO_FAULT};
 use crate::env::backend::Backend;
 use crate::env::pins::{self, KafkaPin};
 use crate::env::process;
@@ -80,8 +80,9 @@ pub fn for_run(matrices: &[Matrix], spec: &RunSpec, backend: &dyn Backend) -> Re
     }
     let mut tasks = filter(tasks, &chosen)?;
     mark_uncappable(&mut tasks, backend);
+    mark_unfaultable(&mut tasks, backend);
     check_kafka_versions(&tasks)?;
-    mark_unswitchable(&mut tasks, backend);
+    mark_unswitchable(&mut tasks, matrices, &spec.sets, backend);
     group_by_kafka_version(&mut tasks);
     Ok(tasks)
 }
@@ -91,10 +92,24 @@ fn check_kafka_versions(tasks: &[Task]) -> Result<()> {
     tasks.iter().try_for_each(|t| t.kafka().map(drop))
 }
 
-/// Points that choose a Kafka version on a backend that cannot start one are recorded as not run.
-fn mark_unswitchable(tasks: &mut [Task], backend: &dyn Backend) {
+/// On a backend that cannot start a Kafka version (an external cluster), points that choose one (a sweep of
+/// it, a sweep's or `--set`'s value) are recorded as not run; the others run on the cluster's own version,
+/// their knobs no longer naming the matrix's default one.
+fn mark_unswitchable(tasks: &mut [Task], matrices: &[Matrix], sets: &[String], backend: &dyn Backend) {
+    let Err(why) = backend.can_choose_kafka() else { return };
+    let set_by_flag = sets.iter().any(|s| s.split_once('=').is_some_and(|(k, _)| k.trim() == KAFKA_VERSION_KNOB));
     for t in tasks.iter_mut().filter(|t| t.not_run.is_none() && t.knobs.contains_key(KAFKA_VERSION_KNOB)) {
-        t.not_run = backend.can_choose_kafka().err().map(|e| format!("{KAFKA_VERSION_KNOB}: {e}"));
+        let m = matrices.iter().find(|m| m.name == t.bench).expect("planned from these");
+        let sweep = m.sweeps.iter().find(|s| s.name == t.sweep);
+        let chosen = set_by_flag
+            || sweep.is_some_and(|s| {
+                s.knob.as_deref() == Some(KAFKA_VERSION_KNOB) || s.set.contains_key(KAFKA_VERSION_KNOB)
+            });
+        if chosen {
+            t.not_run = Some(format!("{KAFKA_VERSION_KNOB}: {why}"));
+        } else {
+            t.knobs.remove(KAFKA_VERSION_KNOB);
+        }
     }
 }
 
@@ -116,6 +131,16 @@ fn mark_uncappable(tasks: &mut [Task], backend: &dyn Backend) {
     for t in tasks.iter_mut().filter(|t| t.not_run.is_none()) {
         let Some(cores) = t.broker_cores().filter(|&c| c > 0) else { continue };
         t.not_run = backend.can_cap_broker(cores).err().map(|e| format!("{BROKER_CORES_KNOB} = {cores}: {e}"));
+    }
+}
+
+/// Points that ask for a fault on a backend that may not inject one are recorded as not run, with its reason.
+fn mark_unfaultable(tasks: &mut [Task], backend: &dyn Backend) {
+    let Err(why) = backend.can_inject_faults() else { return };
+    for t in tasks.iter_mut().filter(|t| t.not_run.is_none()) {
+        if t.knobs.get(FAULT_KNOB).and_then(|f| f.as_str()).is_some_and(|f| f != NO_FAULT) {
+            t.not_run = Some(format!("{FAULT_KNOB}: {why}"));
+        }
     }
 }
 
@@ -407,11 +432,45 @@ pub(crate) mod tests {
 
         let err = check_kafka_versions(&[with_version(Some("2.8.0"), 1)]).unwrap_err();
         assert!(format!("{err:#}").contains("Kafka 2.8.0 is not pinned"), "{err:#}");
-        let external = crate::env::choose(BackendChoice::External, Some("127.0.0.1:9092"), None).unwrap();
-        let mut on_external = vec![with_version(Some("3.9.1"), 1), with_version(None, 1)];
-        mark_unswitchable(&mut on_external, external.as_ref());
-        assert!(on_external[0].not_run.as_deref().unwrap().contains("kafka_version"));
-        assert_eq!(on_external[1].not_run, None);
+    }
+
+    #[test]
+    fn faults_are_not_run_where_the_backend_may_not_inject_them() {
+        let with_fault = |fault: &str| Task {
+            knobs: BTreeMap::from([(FAULT_KNOB.to_owned(), fault.into())]),
+            ..crate::lab::task::tests::task()
+        };
+        let mut tasks = vec![with_fault("kill"), with_fault(NO_FAULT)];
+        let external = crate::env::choose(BackendChoice::External, Some("127.0.0.1:9092"), None, None).unwrap();
+        mark_unfaultable(&mut tasks, external.as_ref());
+        assert!(
+            tasks[0].not_run.as_deref().unwrap().starts_with("fault: an external cluster's brokers are the user's")
+        );
+        assert_eq!(tasks[1].not_run, None, "replication and the ledger still run");
+        let mut native_tasks = vec![with_fault("kill")];
+        mark_unfaultable(
+            &mut native_tasks,
+            crate::env::choose(BackendChoice::Native, None, None, None).unwrap().as_ref(),
+        );
+        assert_eq!(native_tasks[0].not_run, None);
+    }
+
+    #[test]
+    fn on_an_external_cluster_only_points_that_choose_a_kafka_version_are_not_run() {
+        let external = crate::env::choose(BackendChoice::External, Some("127.0.0.1:9092"), None, None).unwrap();
+        let mut m = toy();
+        let mut versions = m.sweeps.iter().find(|s| s.name == "broker_cores").unwrap().clone();
+        (versions.name, versions.knob) = ("broker".into(), Some(KAFKA_VERSION_KNOB.into()));
+        m.sweeps.push(versions);
+        let on = |sweep: &str| Task { bench: "toy".into(), sweep: sweep.into(), ..with_version(Some("3.9.1"), 1) };
+        let mut tasks = vec![on("broker"), on("mode")];
+        mark_unswitchable(&mut tasks, std::slice::from_ref(&m), &[], external.as_ref());
+        assert!(tasks[0].not_run.as_deref().unwrap().contains("kafka_version: an external cluster"), "{tasks:?}");
+        assert_eq!(tasks[1].not_run, None, "the matrix's default version is not a choice");
+        assert!(!tasks[1].knobs.contains_key(KAFKA_VERSION_KNOB), "it runs on the cluster's own version");
+        let mut by_flag = vec![on("mode")];
+        mark_unswitchable(&mut by_flag, &[m], &["kafka_version=4.1.0".into()], external.as_ref());
+        assert!(by_flag[0].not_run.is_some(), "--set kafka_version chooses one");
     }
 
     #[test]
@@ -421,13 +480,13 @@ pub(crate) mod tests {
             ..crate::lab::task::tests::task()
         };
         let mut tasks = vec![with_cores(0), with_cores(1), with_cores(4096)];
-        let native = crate::env::choose(BackendChoice::Native, None, None).unwrap();
+        let native = crate::env::choose(BackendChoice::Native, None, None, None).unwrap();
         mark_uncappable(&mut tasks, native.as_ref());
         assert_eq!(tasks[0].not_run, None);
         assert_eq!(tasks[1].not_run, None);
         assert!(tasks[2].not_run.as_deref().unwrap().contains("4096 cannot be applied"));
         let mut external = vec![with_cores(1)];
-        let backend = crate::env::choose(BackendChoice::External, Some("127.0.0.1:9092"), None).unwrap();
+        let backend = crate::env::choose(BackendChoice::External, Some("127.0.0.1:9092"), None, None).unwrap();
         mark_uncappable(&mut external, backend.as_ref());
         assert!(external[0].not_run.as_deref().unwrap().contains("cannot cap"));
     }

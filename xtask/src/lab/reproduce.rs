@@ -37,7 +37,7 @@ pub fn run_command(args: &RunSpec) -> String {
     shell_join(&words)
 }
 
-/// `--env`, `--bootstrap`, `--mysql-dsn` when they are not the defaults.
+/// `--env`, `--bootstrap`, `--kafka-config`, `--mysql-dsn` when they are not the defaults.
 fn environment_flags(args: &RunSpec) -> Vec<String> {
     let mut words = Vec::new();
     if args.env != BackendChoice::Auto {
@@ -45,6 +45,9 @@ fn environment_flags(args: &RunSpec) -> Vec<String> {
     }
     if let Some(b) = &args.bootstrap {
         words.extend(["--bootstrap".into(), b.clone()]);
+    }
+    if let Some(file) = &args.kafka_config {
+        words.extend(["--kafka-config".into(), file.display().to_string()]);
     }
     if let Some(dsn) = &args.mysql_dsn {
         words.extend(["--mysql-dsn".into(), redact_dsn(dsn)]);

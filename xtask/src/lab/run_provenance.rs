@@ -5,6 +5,7 @@ use std::path::Path;
 
 use anyhow::Result;
 use streamlab_record::RunInfo;
+use streamlab_record::descriptor::{BackendKind, DESCRIPTOR_FILE};
 use streamlab_record::run_spec::RunSpec;
 
 use super::harness;
@@ -48,6 +49,10 @@ pub fn collect_provenance(
     }
     versions.extend(env.versions());
     let pins = crate::env::pins::provenance_pins()?;
+    let mut env_info = env.info();
+    if env.descriptor().backend == BackendKind::External {
+        env_info.cluster = Some(harness::cluster(harness, &env.descriptor().dir.join(DESCRIPTOR_FILE))?);
+    }
     Ok(Provenance {
         schema: PROVENANCE_SCHEMA.into(),
         run_id: run_id.to_owned(),
@@ -57,7 +62,7 @@ pub fn collect_provenance(
         profile: spec.profile.to_string(),
         git: provenance::collect_git(&root),
         host: provenance::collect_host(),
-        env: env.info(),
+        env: env_info,
         versions,
         pins,
         matrices: matrices.iter().map(matrix_info).collect::<Result<_>>()?,

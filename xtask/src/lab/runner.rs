@@ -29,7 +29,8 @@ pub fn run(args: RunArgs) -> Result<()> {
     let (run_id, spec, dsn) = identify(&args, &out_root)?;
     // Everything that can be wrong with the input is refused here, before anything is provisioned.
     let matrices = select_matrices(&spec.matrices)?;
-    let backend = crate::env::choose(spec.env, spec.bootstrap.as_deref(), dsn.as_deref())?;
+    let backend =
+        crate::env::choose(spec.env, spec.bootstrap.as_deref(), dsn.as_deref(), spec.kafka_config.as_deref())?;
     let tasks = plan::for_run(&matrices, &spec, backend.as_ref())?;
     let run_dir = RunDir::new(out_root.join(&run_id));
     let written = run_dir.records(&matrices.iter().map(|m| m.name.clone()).collect::<Vec<_>>())?;

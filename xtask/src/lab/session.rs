@@ -8,6 +8,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use indicatif::ProgressBar;
+use streamlab_record::descriptor::BackendKind;
 use streamlab_record::run_spec::{Need, RunSpec};
 use streamlab_record::{Record, RunInfo, Status};
 
@@ -73,7 +74,10 @@ impl<'a> Session<'a> {
         if let Some((_, versions)) = &setup.tools {
             prov.versions.extend(versions.clone());
         }
-        prov.note_kafka_broker(kafka.version, kafka.provenance()?);
+        // An external cluster's brokers are not the lab's pinned jars: its provenance says what it is.
+        if backend.kind() != BackendKind::External {
+            prov.note_kafka_broker(kafka.version, kafka.provenance()?);
+        }
         prov.note_environment(env.descriptor(), "the run's first environment");
         let run_info = run_info(setup.run_id, &prov);
         Ok(Session { setup, run_dir, written, kafka, env, prov, run_info, stopped: None })

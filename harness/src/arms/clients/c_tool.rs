@@ -46,7 +46,7 @@ fn run_2_15(ctx: &ArmContext) -> Result<Measurement> {
 }
 
 fn run(ctx: &ArmContext, arm: &str, library: &str) -> Result<Measurement> {
-    let knobs: Knobs = ctx.knobs()?;
+    let knobs = Knobs::read(ctx)?;
     if knobs.workload == Workload::Latency {
         return Err(NotRunnable(LATENCY_NOT_RUNNABLE.into()).into());
     }

@@ -35,8 +35,9 @@ use streamlab_record::applied::Applied;
 use streamlab_record::descriptor::{Listener, read_secret};
 use streamlab_record::{EnvDescriptor, Integrity, Measurement, Metric};
 
+use crate::arms::ArmContext;
 use crate::kafka::admin::{fresh_topic, high_watermark_sum};
-use crate::kafka::config::{DEFAULT_LISTENER, client_config};
+use crate::kafka::config::default_client_config;
 
 pub use streamlab_record::arms::NotRunnable;
 
@@ -72,7 +73,8 @@ impl Compression {
 #[serde(deny_unknown_fields)]
 pub struct Knobs {
     pub workload: Workload,
-    /// The environment listener: `plaintext`, `ssl`, `scram256`, `scram512` or `oauth`.
+    /// The environment listener: `default` (the environment's default: plaintext, or the listener an external
+    /// cluster's `--kafka-config` describes), `plaintext`, `ssl`, `scram256`, `scram512` or `oauth`.
     pub listener: String,
     pub compression: Compression,
     /// 1 (leader) or -1 (all).
@@ -93,8 +95,10 @@ pub struct Knobs {
     pub fetch_max_bytes: u64,
     pub latency_warmup: u64,
     pub latency_samples: u64,
-    /// The broker version the runner started for this point (recorded; the runner applies it).
-    pub kafka_version: String,
+    /// The broker version the runner started for this point (recorded; the runner applies it); absent on a
+    /// cluster the lab did not start, which runs its own.
+    #[serde(default)]
+    pub kafka_version: Option<String>,
     /// Produce connections per broker; 0 = the client's own (partitionline: 8; librdkafka and Java open 1 and
     /// have no setting for more).
     #[serde(default)]
@@ -311,6 +315,21 @@ fn finish(kind: &str, metrics: BTreeMap<String, Metric>, integrity: Integrity, i
     }
 }
 
+/// The knob value that names the environment's default listener.
+pub const DEFAULT_LISTENER_KNOB: &str = "default";
+
+impl Knobs {
+    /// The point's knobs, with `listener = "default"` resolved to the environment's default listener (what
+    /// every adapter and its record then name).
+    pub fn read(ctx: &ArmContext) -> Result<Knobs> {
+        let mut knobs: Knobs = ctx.knobs()?;
+        if knobs.listener == DEFAULT_LISTENER_KNOB {
+            knobs.listener = ctx.env.default_listener().to_owned();
+        }
+        Ok(knobs)
+    }
+}
+
 /// The listener the knobs name, with its password read (for clients configured outside librdkafka).
 pub fn listener<'e>(env: &'e EnvDescriptor, knobs: &Knobs) -> Result<(&'e Listener, Option<String>)> {
     let l = env.listener(&knobs.listener).with_context(|| {
@@ -323,7 +342,7 @@ pub fn listener<'e>(env: &'e EnvDescriptor, knobs: &Knobs) -> Result<(&'e Listen
 
 /// The admin/offsets config: the plaintext listener, whatever listener the client under test uses.
 pub fn admin_config(env: &EnvDescriptor) -> Result<ClientConfig> {
-    client_config(env, DEFAULT_LISTENER)
+    default_client_config(env)
 }
 
 /// A fresh topic for this run, deleted and created again (one name per arm and workload, so a long matrix

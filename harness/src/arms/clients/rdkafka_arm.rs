@@ -28,7 +28,7 @@ pub const ARM: ArmSpec = ArmSpec::new::<Knobs>("clients", "rdkafka", run);
 const STALL_TIMEOUT: Duration = Duration::from_secs(60);
 
 pub fn run(ctx: &ArmContext) -> Result<Measurement> {
-    let knobs: Knobs = ctx.knobs()?;
+    let knobs = Knobs::read(ctx)?;
     super::one_connection_per_broker(&knobs, "librdkafka (rust-rdkafka)")?;
     let topic = super::fresh_run_topic(&ctx.env, &knobs, "rdkafka")?;
     let measurement = match knobs.workload {

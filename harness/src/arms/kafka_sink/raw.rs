@@ -20,7 +20,7 @@ use streamlab_record::{Integrity, Measurement, Metric};
 use crate::arms::ArmContext;
 use crate::arms::spec::ArmSpec;
 use crate::kafka::admin::{SHORT_RETENTION, fresh_topic, high_watermark_sum};
-use crate::kafka::config::{DEFAULT_LISTENER, client_config};
+use crate::kafka::config::default_client_config;
 use crate::kafka::stats::{LatencySampler, StatsWindow};
 use crate::kafka::watermarks::{WatermarkSample, WatermarkSampler, WatermarkWindow};
 
@@ -81,7 +81,7 @@ impl ProducerContext for Context_ {
 
 pub fn run(ctx: &ArmContext) -> Result<Measurement> {
     let knobs: Knobs = ctx.knobs()?;
-    let base = client_config(&ctx.env, DEFAULT_LISTENER)?;
+    let base = default_client_config(&ctx.env)?;
     let topic = super::topic_name("raw");
     fresh_topic(&base, &topic, knobs.partitions, SHORT_RETENTION)?;
     let sampler = WatermarkSampler::new(&base, &topic, knobs.partitions)?;

@@ -20,7 +20,7 @@ use super::pipeline::RunningPipeline;
 use super::{ArmInfo, CdcArm, EventFormat, Job, Knobs, NotRunnable, Rig, Running};
 use crate::arms::ArmContext;
 use crate::arms::spec::ArmSpec;
-use crate::kafka::config::DEFAULT_LISTENER;
+
 use crate::private_files::write_private;
 
 pub const ARM: ArmSpec = ArmSpec::new::<Knobs>(super::BENCH, "redpanda_connect", run);
@@ -67,12 +67,7 @@ impl CdcArm for Redpanda {
         let binary = self.binary.as_ref().expect("checked");
         let mysql = super::db::mysql_env(&job.env)?;
         let password = read_secret(&mysql.password_file)?;
-        let bootstrap = job
-            .env
-            .listener(DEFAULT_LISTENER)
-            .ok_or_else(|| anyhow::anyhow!("no plaintext listener"))?
-            .bootstrap
-            .clone();
+        let bootstrap = crate::kafka::config::plaintext_bootstrap(&job.env, "Redpanda Connect")?;
         let dsn = |db: &str| format!("{}:{password}@tcp({}:{})/{db}", mysql.user, mysql.host, mysql.port);
         let yaml = pipeline(job, &dsn(job.table.database), &bootstrap);
         let config = write_private(&job.work_dir, "pipeline.yaml", yaml.as_bytes())?;

@@ -15,7 +15,7 @@ use super::procs::{CpuReading, CpuRoles};
 use super::verify::{self, Landed};
 use super::{ArmInfo, CdcArm, CdcLoad, Job, Knobs, Rig};
 use crate::kafka::admin::{delete_topic, fresh_topic};
-use crate::kafka::config::{DEFAULT_LISTENER, client_config};
+use crate::kafka::config::default_client_config;
 
 /// How long an arm may take to open its binlog stream before rig C's inserts start.
 const STREAM_START_TIMEOUT: Duration = Duration::from_secs(180);
@@ -59,7 +59,7 @@ pub fn run_with(
     before_delete: &mut dyn FnMut(&rdkafka::ClientConfig, &str) -> Result<()>,
 ) -> Result<Measurement> {
     let db = Db::connect(env)?;
-    let admin = client_config(env, DEFAULT_LISTENER)?;
+    let admin = default_client_config(env)?;
     let work = tempfile::Builder::new().prefix("streamlab-cdc-").tempdir()?;
     let rig = knobs.rig;
     let src = data::source(rig);

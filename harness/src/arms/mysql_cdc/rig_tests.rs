@@ -97,7 +97,7 @@ impl CdcArm for Faulty {
             return Ok(Box::new(Done(Some(count))));
         }
         let producer: ThreadedProducer<DefaultProducerContext> =
-            client_config(&job.env, DEFAULT_LISTENER)?.set("linger.ms", "5").create()?;
+            default_client_config(&job.env)?.set("linger.ms", "5").create()?;
         for (id, value) in &rows {
             let copies = if Some(*id) == self.lose {
                 0

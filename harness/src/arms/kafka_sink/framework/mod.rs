@@ -28,7 +28,7 @@ pub use config::Knobs;
 use crate::arms::ArmContext;
 use crate::arms::spec::ArmSpec;
 use crate::kafka::admin::{SHORT_RETENTION, fresh_topic, high_watermark_sum};
-use crate::kafka::config::{DEFAULT_LISTENER, client_config};
+use crate::kafka::config::default_client_config;
 use crate::kafka::watermarks::WatermarkSampler;
 
 /// How often the window reads spate's exposition (for the flow-control shares and the librdkafka gauges);
@@ -40,7 +40,7 @@ pub const ARM: ArmSpec = ArmSpec::new::<Knobs>("kafka_sink", "framework", run);
 pub fn run(ctx: &ArmContext) -> Result<Measurement> {
     let knobs: Knobs = ctx.knobs()?;
     knobs.check()?;
-    let base = client_config(&ctx.env, DEFAULT_LISTENER)?;
+    let base = default_client_config(&ctx.env)?;
     let topic = super::topic_name("framework");
     fresh_topic(&base, &topic, knobs.partitions, SHORT_RETENTION)?;
 

@@ -19,7 +19,7 @@ use super::pipeline::RunningPipeline;
 use super::{ArmInfo, CdcArm, CdcLoad, EventFormat, Format, Job, Knobs, NotRunnable, Rig, Running};
 use crate::arms::ArmContext;
 use crate::arms::spec::ArmSpec;
-use crate::kafka::config::DEFAULT_LISTENER;
+
 use worker::{ConnectorFile, Worker};
 
 pub const SOURCE_ARM: ArmSpec = ArmSpec::new::<Knobs>(super::BENCH, "debezium", run_source);
@@ -90,14 +90,13 @@ impl CdcArm for Debezium {
                 connect.plugins.keys()
             )
         })?;
-        let listener = job.env.listener(DEFAULT_LISTENER).ok_or_else(|| anyhow::anyhow!("no plaintext listener"))?;
-        let bootstrap = listener.bootstrap.clone();
+        let bootstrap = crate::kafka::config::plaintext_bootstrap(&job.env, "Kafka Connect's worker")?;
         let mysql = super::db::mysql_env(&job.env)?;
         let password = read_secret(&mysql.password_file)?;
         // A connector name of its own per run: the sink's consumer group starts from the beginning.
         let name = format!("{}-{}", job.topic_prefix, super::run_tag(job));
         let rest_port = streamlab_process::ports::free_loopback_ports(1)?[0];
-        let admin = crate::kafka::config::client_config(&job.env, DEFAULT_LISTENER)?;
+        let admin = crate::kafka::config::default_client_config(&job.env)?;
         let side_topics = if self.sink { vec![] } else { props::side_topics(job) };
         delete_topics(&admin, &side_topics);
         let worker_props = props::worker(job, &bootstrap, rest_port);

@@ -16,7 +16,7 @@ use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, T
 use rdkafka::types::RDKafkaErrorCode;
 
 use super::super::{Job, ProducerProfile};
-use crate::kafka::config::{DEFAULT_LISTENER, client_config};
+use crate::kafka::config::default_client_config;
 
 /// The arm's own producer settings per rig: throughput for the snapshot, latency for the stream (the seed's
 /// and the `rust` profile's).
@@ -147,7 +147,7 @@ pub struct Sink {
 
 impl Sink {
     pub fn new(job: &Job, streaming: bool) -> Result<Sink> {
-        let mut cfg: ClientConfig = client_config(&job.env, DEFAULT_LISTENER)?;
+        let mut cfg: ClientConfig = default_client_config(&job.env)?;
         for (k, v) in settings(job.knobs.producer, streaming) {
             cfg.set(k, v);
         }

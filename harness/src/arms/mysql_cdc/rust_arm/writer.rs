@@ -27,7 +27,7 @@ use tokio::sync::{Mutex, mpsc};
 
 use super::super::{EventFormat, Format, Job, Knobs, NotRunnable, run_tag};
 use super::Shared;
-use crate::kafka::config::{DEFAULT_LISTENER, client_config};
+use crate::kafka::config::default_client_config;
 
 const TABLE: &str = "benchdb.bench_events";
 /// A statement is sent this long after its first row at the latest (the batch fills first at any rate
@@ -225,7 +225,7 @@ pub fn run(job: &Job, shared: &Shared, rt: &tokio::runtime::Runtime) -> Result<(
     let batch = job.knobs.batch_size.max(1);
     let tasks = job.knobs.tasks.max(1) as usize;
     let format = event_format(&job.knobs);
-    let mut config = client_config(&job.env, DEFAULT_LISTENER)?;
+    let mut config = default_client_config(&job.env)?;
     // A group of its own per run: nothing committed yet, so it starts from the earliest offsets.
     config.set("group.id", format!("streamlab-rust-writer-{}", run_tag(job)));
     for (k, v) in CONSUMER {
