@@ -138,7 +138,7 @@ fn site_checks() -> Result<()> {
 }
 
 fn cargo_cmd(args: &[&str]) -> Cmd {
-    Cmd::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into())).current_dir(repo_root()).args(args)
+    crate::lab::harness::cargo().args(args)
 }
 
 fn cargo(args: &[&str]) -> Result<()> {

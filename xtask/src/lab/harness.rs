@@ -25,13 +25,18 @@ pub fn build() -> Result<PathBuf> {
          several minutes",
     );
     let root = paths::repo_root();
-    Cmd::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
-        .current_dir(&root)
-        .args(["build", "--release", "--workspace"])
-        .run(BUILD_TIMEOUT)
-        .context("building the harness failed")?;
+    cargo().args(["build", "--release", "--workspace"]).run(BUILD_TIMEOUT).context("building the harness failed")?;
     let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
     Ok(target.join("release").join("harness"))
+}
+
+/// Cargo, at the repository's root, as a shell would start it. `cargo run` and `cargo test` give xtask its own
+/// CARGO_MANIFEST_DIR, which ring's build script tracks: passed on, every build from a new clone or after a
+/// plain `cargo build` would compile ring, rustls, partitionline and the harness again.
+pub fn cargo() -> Cmd {
+    Cmd::new(std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into()))
+        .current_dir(paths::repo_root())
+        .env_remove("CARGO_MANIFEST_DIR")
 }
 
 /// The versions the harness links (librdkafka, crates), as `harness versions` prints them.
