@@ -79,11 +79,15 @@ pub fn run(args: TestArgs) -> Result<()> {
 /// workspace is tested as a whole so that nothing is built twice).
 const SHARED_ENV_MODULES: [&str; 3] = ["arms::", "probe::", "kafka::"];
 
-/// Tests marked #[ignore] need services, in three groups on two lanes, as most of their time is spent waiting
-/// on brokers and JVMs. One lane runs the harness's tests against one environment brought up here; the other
-/// runs xtask's unit-level tests, which start environments of their own one at a time, then the end-to-end
-/// tests of the binary (xtask/tests/*.rs: Ctrl-C, a broker killed mid-run, leftovers, docker). Together they
-/// run each ignored test once.
+/// The end-to-end test files (xtask/tests/) that run on the shared environment's lane, after the harness's tests:
+/// the lanes take about as long that way.
+const END_TO_END_BESIDE_SHARED: [&str; 1] = ["durability"];
+
+/// Tests marked #[ignore] need services, in four groups on two lanes, as most of their time is spent waiting
+/// on brokers and JVMs. One lane runs the harness's tests against one environment brought up here, then the
+/// durability matrix's end-to-end tests; the other runs xtask's unit-level tests, which start environments of
+/// their own one at a time, then the other end-to-end tests of the binary (xtask/tests/*.rs: Ctrl-C, a broker
+/// killed mid-run, leftovers, docker). Together they run each ignored test once.
 fn integration(t: &mut Tally) {
     let ignored = ["--no-fail-fast", "--", "--ignored", "--test-threads=1"];
     let mut own = vec!["test", "--workspace", "--release", "--lib", "--bins"];
@@ -113,15 +117,39 @@ fn integration(t: &mut Tally) {
     shared.extend(ignored);
     shared.extend(SHARED_ENV_MODULES);
     let shared_env = [("STREAMLAB_ENV", descriptor.as_path()), (streamlab_record::tools::TOOLS_ENV, tools.as_path())];
-    let mut end_to_end = vec!["test", "--workspace", "--release", "--test", "*"];
-    end_to_end.extend(ignored);
+    let (beside_shared, others) = end_to_end_files();
+    let (beside_shared, others) = (end_to_end_args(&beside_shared, &ignored), end_to_end_args(&others, &ignored));
     std::thread::scope(|s| {
-        let shared = s.spawn(|| TestRun::of("harness integration (shared environment)", &shared, &shared_env));
+        let shared = s.spawn(|| {
+            let harness = TestRun::of("harness integration (shared environment)", &shared, &shared_env);
+            (harness, TestRun::of("end-to-end durability runs (own clusters)", &beside_shared, &[]))
+        });
         t.add(TestRun::of("xtask integration (own environments)", &own, &[]));
-        t.add(TestRun::of("end-to-end lab runs (own environments)", &end_to_end, &[]));
-        t.add(shared.join().expect("the shared environment's test thread panicked"));
+        t.add(TestRun::of("end-to-end lab runs (own environments)", &others, &[]));
+        let (harness, durability) = shared.join().expect("the shared environment's test thread panicked");
+        t.add(harness);
+        t.add(durability);
     });
     drop(env);
+}
+
+/// `cargo test` of these end-to-end test files, then `extra`.
+fn end_to_end_args<'a>(files: &'a [String], extra: &[&'a str]) -> Vec<&'a str> {
+    let mut args = vec!["test", "--workspace", "--release"];
+    files.iter().for_each(|f| args.extend(["--test", f.as_str()]));
+    args.extend(extra);
+    args
+}
+
+/// xtask/tests/*.rs by name: those that run beside the shared environment, and the others.
+fn end_to_end_files() -> (Vec<String>, Vec<String>) {
+    let mut names: Vec<String> = std::fs::read_dir(repo_root().join("xtask/tests"))
+        .into_iter()
+        .flatten()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.strip_suffix(".rs").map(str::to_owned))
+        .collect();
+    names.sort();
+    names.into_iter().partition(|n| END_TO_END_BESIDE_SHARED.contains(&n.as_str()))
 }
 
 /// Build and check the site twice: from the committed results, and from the demo results that
@@ -272,6 +300,13 @@ mod tests {
                    noise\n\
                    test result: FAILED. 2 passed; 1 failed; 3 ignored; 0 measured; 0 filtered out\n";
         assert_eq!(super::parse_results(out), (9, 1));
+    }
+
+    #[test]
+    fn the_end_to_end_files_named_for_the_shared_lane_exist_and_the_others_run_beside_them() {
+        let (beside_shared, others) = super::end_to_end_files();
+        assert_eq!(beside_shared, super::END_TO_END_BESIDE_SHARED, "every name is a file in xtask/tests");
+        assert!(others.contains(&"lab_run".to_owned()), "{others:?}");
     }
 
     /// Every ignored harness test needs the shared environment, so its module path must match one of the
