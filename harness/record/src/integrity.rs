@@ -11,6 +11,10 @@ pub enum IntegrityStatus {
     NotChecked,
 }
 
+/// What a durability record's integrity method says when the client was handed its records out of sequence
+/// order, so a reordering in the topic was counted but not held against it (the site marks the count).
+pub const REORDERING_NOT_JUDGED: &str = "reordering is not judged for this client";
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Integrity {
@@ -36,13 +40,15 @@ impl Integrity {
 
     /// A human reason for a failed check, e.g. for the site's "withdrawn" line.
     pub fn failure_reason(&self) -> Option<String> {
-        (self.status == IntegrityStatus::Failed).then(|| {
-            format!(
+        (self.status == IntegrityStatus::Failed).then(|| match (self.expected, self.observed) {
+            // The counts agree: what failed is in the method (a duplicate, a reordering).
+            (Some(e), Some(o)) if e == o => format!("integrity failed: {}", self.method),
+            (expected, observed) => format!(
                 "integrity failed: expected {} but observed {} ({})",
-                self.expected.map_or("?".into(), |v| v.to_string()),
-                self.observed.map_or("?".into(), |v| v.to_string()),
+                expected.map_or("?".into(), |v| v.to_string()),
+                observed.map_or("?".into(), |v| v.to_string()),
                 self.method
-            )
+            ),
         })
     }
 }
@@ -58,5 +64,7 @@ mod tests {
         assert_eq!(i.failure_reason().unwrap(), "integrity failed: expected 1000 but observed 999 (hwm)");
         assert_eq!(Integrity::compare(5, 5, "hwm").status, IntegrityStatus::Verified);
         assert!(Integrity::compare(5, 5, "hwm").failure_reason().is_none());
+        let same_counts = Integrity { status: IntegrityStatus::Failed, ..Integrity::compare(5, 5, "2 duplicated") };
+        assert_eq!(same_counts.failure_reason().unwrap(), "integrity failed: 2 duplicated");
     }
 }

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use anyhow::{Result, bail};
 use streamlab_record::applied::{self, AppliedBuilder};
+use streamlab_record::integrity::REORDERING_NOT_JUDGED;
 use streamlab_record::{Integrity, IntegrityStatus, Measurement, Metric};
 
 use super::Knobs;
@@ -110,8 +111,7 @@ pub fn measurement(i: Inputs) -> Result<Measurement> {
         details.insert("max_ack_gap_at_ms".into(), format!("{at_ms:.0}"));
     }
     if !ledger.errors.is_empty() {
-        let errors: Vec<String> = ledger.errors.iter().map(|(e, n)| format!("{e}: {n}")).collect();
-        details.insert("client_errors".into(), errors.join(", "));
+        details.insert("client_errors".into(), client_errors(&ledger.errors));
     }
     if let Some(h) = i.happened {
         add_fault(&mut m, &mut details, h, window, k);
@@ -194,6 +194,34 @@ fn topic_text(t: &TopicSpec, initial: &[PartitionState]) -> String {
     )
 }
 
+/// Distinct client errors, at most [`ERROR_KINDS`], most frequent first, with their counts. Messages that differ
+/// only in their numbers (correlation ids, offsets) are one kind, shown by its first message.
+fn client_errors(errors: &BTreeMap<String, u64>) -> String {
+    let mut kinds: BTreeMap<String, (String, u64)> = BTreeMap::new();
+    for (message, n) in errors {
+        let mut kind = String::with_capacity(message.len());
+        for c in message.chars() {
+            match c.is_ascii_digit() {
+                true if kind.ends_with('#') => {}
+                true => kind.push('#'),
+                false => kind.push(c),
+            }
+        }
+        kinds.entry(kind).or_insert_with(|| (message.clone(), 0)).1 += n;
+    }
+    let mut kinds: Vec<(String, u64)> = kinds.into_values().collect();
+    kinds.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(&b.0)));
+    let more = kinds.len().saturating_sub(ERROR_KINDS);
+    let mut shown: Vec<String> = kinds.iter().take(ERROR_KINDS).map(|(e, n)| format!("{n} x {e}")).collect();
+    if more > 0 {
+        shown.push(format!("and {more} more kinds"));
+    }
+    shown.join("; ")
+}
+
+/// How many kinds of client error a record names.
+const ERROR_KINDS: usize = 5;
+
 /// Loss of an acknowledged record fails the record where the configuration promises it cannot happen; a
 /// duplicate or a reordering fails it where the producer is idempotent. Elsewhere they are findings.
 pub fn integrity(k: &Knobs, c: &Comparison, unordered_handoff: Option<&str>) -> Integrity {
@@ -239,7 +267,7 @@ pub fn integrity(k: &Knobs, c: &Comparison, unordered_handoff: Option<&str>) -> 
         false => format!("{}; {compared}", violations.join("; ")),
     };
     if let Some(why) = unordered_handoff {
-        method.push_str(&format!("; reordering is not judged for this client: {why}"));
+        method.push_str(&format!("; {REORDERING_NOT_JUDGED}: {why}"));
     }
     Integrity {
         status: if violations.is_empty() { IntegrityStatus::Verified } else { IntegrityStatus::Failed },
@@ -328,6 +356,22 @@ mod tests {
             assert_eq!(i.status, IntegrityStatus::Verified, "{}", i.method);
             assert!(i.method.contains("2 acknowledged-but-lost") && i.method.contains("a finding"), "{}", i.method);
         }
+    }
+
+    #[test]
+    fn client_errors_that_differ_only_in_their_numbers_are_one_kind() {
+        let errors: BTreeMap<String, u64> = (0..40)
+            .map(|i| (format!("Correlation id for response ({i}) does not match request ({})", i + 100), 2))
+            .chain([("broker error 45 (OUT_OF_ORDER_SEQUENCE_NUMBER)".to_owned(), 7), ("timeout".to_owned(), 1)])
+            .collect();
+        assert_eq!(
+            client_errors(&errors),
+            "80 x Correlation id for response (0) does not match request (100); \
+             7 x broker error 45 (OUT_OF_ORDER_SEQUENCE_NUMBER); 1 x timeout"
+        );
+        let many: BTreeMap<String, u64> =
+            ["a", "b", "c", "d", "e", "f", "g"].iter().map(|e| (e.to_string(), 1)).collect();
+        assert!(client_errors(&many).ends_with("; and 2 more kinds"), "{}", client_errors(&many));
     }
 
     #[test]

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 use streamlab_record::applied::{self, differing_keys};
+use streamlab_record::integrity::REORDERING_NOT_JUDGED;
 use streamlab_record::{IntegrityStatus, Record, Status};
 
 use crate::site::format;
@@ -246,7 +247,10 @@ fn fault_row(r: &Record, title: &dyn Fn(&str) -> String) -> FaultRow {
         isr: ms(r, "isr_full_after_ms"),
         lost: num(r, "lost"),
         duplicated: num(r, "duplicated"),
-        reordered: num(r, "reordered"),
+        reordered: match r.measurement.integrity.method.contains(REORDERING_NOT_JUDGED) {
+            true => format!("{} (not judged: the client got them out of order)", num(r, "reordered")),
+            false => num(r, "reordered"),
+        },
         unacked_present: num(r, "unacked_present"),
         failed: num(r, "failed"),
     }
