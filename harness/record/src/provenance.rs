@@ -124,6 +124,9 @@ pub struct EnvInfo {
     /// An external cluster as its metadata described it when the run began.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cluster: Option<ClusterInfo>,
+    /// How the lab sized the Kafka environment it started (brokers, quorum, heap).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kafka_sizing: Option<String>,
     /// The names of the `--kafka-config` settings the arms applied (never their values).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub kafka_settings: Vec<String>,

@@ -218,17 +218,35 @@ pub fn java() -> PathBuf {
     std::env::var_os("JAVA_HOME").map(|h| PathBuf::from(h).join("bin").join("java")).unwrap_or_else(|| "java".into())
 }
 
-/// The broker's JVM: 1 GiB of heap (a cluster's three fit in 24 GiB beside the clients), G1 with short pauses.
+/// Each broker's heap and collector (a cluster's three fit in 24 GiB beside the clients, G1 with short pauses).
+pub const BROKER_JVM: [&str; 4] = ["-Xms1g", "-Xmx1g", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20"];
+
+/// How a lab-started Kafka environment is sized, for provenance.
+pub fn sizing(brokers: usize) -> String {
+    let shape = match brokers {
+        1 => "1 broker (KRaft combined mode: broker and sole controller)".to_owned(),
+        n => format!("{n} brokers in KRaft combined mode, each a controller and one of {n} quorum voters"),
+    };
+    // The thread pools as the broker template sets them.
+    let template = crate::paths::repo_root().join("env/kafka/server.properties.j2");
+    let threads: Vec<String> = std::fs::read_to_string(template)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.split_once('=').is_some_and(|(k, _)| k.trim().ends_with(".threads")))
+        .map(|l| l.trim().to_owned())
+        .collect();
+    format!("{shape}; each JVM {}; {}", BROKER_JVM.join(" "), threads.join(" "))
+}
+
+/// The broker's JVM: [`BROKER_JVM`], then its logging.
 fn jvm_flags(dir: &Path, pin: &KafkaPin) -> Vec<String> {
-    vec![
-        "-Xms1g".into(),
-        "-Xmx1g".into(),
-        "-XX:+UseG1GC".into(),
-        "-XX:MaxGCPauseMillis=20".into(),
+    let mut flags: Vec<String> = BROKER_JVM.iter().map(|f| f.to_string()).collect();
+    flags.extend([
         "-Djava.awt.headless=true".into(),
         pin.broker_log_flag(),
         format!("-Dkafka.logs.dir={}", dir.join("logs").display()),
-    ]
+    ]);
+    flags
 }
 
 /// Kafka's CLI tools log warnings to stderr only, so their stdout carries just their results.
@@ -447,6 +465,14 @@ fn broker_version(log: &Path) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn provenance_gets_the_cluster_shape_heap_and_thread_pools() {
+        let three = sizing(3);
+        assert!(three.starts_with("3 brokers in KRaft combined mode, each a controller and one of 3 quorum voters"));
+        assert!(three.contains("-Xmx1g") && three.contains("num.io.threads=2"), "{three}");
+        assert!(sizing(1).starts_with("1 broker (KRaft combined mode"));
+    }
 
     #[test]
     fn the_scram_password_reaches_storage_tool_through_a_file_not_the_command_line() {
