@@ -7,16 +7,46 @@ use std::fmt::Write;
 use crate::site::format::{compact, truncate, xml_escape as esc};
 
 const WIDTH: f64 = 900.0;
+/// Where row labels end, for labels of up to [`LABEL_CHARS`]; a chart with longer labels moves the plot right.
 const LABEL_X: f64 = 240.0;
-const PLOT_X: f64 = 250.0;
-const PLOT_W: f64 = 510.0;
+/// Room right of the plot for the values written after the bars.
+const VALUES_W: f64 = 140.0;
+/// Width of one character of a 13 px row label, near enough.
+const LABEL_CHAR_W: f64 = 7.2;
 const BAR_ROW: f64 = 26.0;
 const REF_ROW: f64 = 19.0;
 const GROUP_GAP: f64 = 10.0;
 const LEGEND_X: f64 = 12.0;
 const LEGEND_LINE: f64 = 17.0;
-/// Characters of a row label that fit left of the plot (longer ones are cut, with a tooltip).
+/// Characters of a row label that fit left of the plot at its widest (longer ones are cut, with a tooltip).
 pub const LABEL_CHARS: usize = 32;
+/// The most characters a chart widens its label column for.
+const MAX_LABEL_CHARS: usize = 60;
+
+/// The chart's columns: labels end at `label_x`, the plot runs from `plot_x` for `plot_w`.
+struct Layout {
+    label_chars: usize,
+    label_x: f64,
+    plot_x: f64,
+    plot_w: f64,
+}
+
+impl Layout {
+    /// Room for the chart's longest row label (at least [`LABEL_CHARS`], at most [`MAX_LABEL_CHARS`]).
+    fn of(chart: &Chart) -> Layout {
+        let longest = chart
+            .rows
+            .iter()
+            .filter(|r| !matches!(r.kind, RowKind::Heading))
+            .map(|r| r.label.chars().count())
+            .max()
+            .unwrap_or(0);
+        let label_chars = longest.clamp(LABEL_CHARS, MAX_LABEL_CHARS);
+        let label_x = LABEL_X + (label_chars - LABEL_CHARS) as f64 * LABEL_CHAR_W;
+        let plot_x = label_x + 10.0;
+        Layout { label_chars, label_x, plot_x, plot_w: WIDTH - plot_x - VALUES_W }
+    }
+}
 /// Characters of legend text per line (12px text over the chart's width).
 const LEGEND_CHARS: usize = 125;
 const HIGHLIGHT: &str = "#1d4ed8";
@@ -68,7 +98,9 @@ pub fn render(chart: &Chart) -> String {
     let axis_y = top + body + 4.0;
     let height = axis_y + 46.0;
     let (max, step) = axis(chart);
-    let x = |v: f64| PLOT_X + (v.max(0.0) / max) * PLOT_W;
+    let layout = Layout::of(chart);
+    let (plot_x, plot_w) = (layout.plot_x, layout.plot_w);
+    let x = |v: f64| plot_x + (v.max(0.0) / max) * plot_w;
     let id = esc(&chart.id);
 
     let mut s = String::new();
@@ -103,11 +135,11 @@ pub fn render(chart: &Chart) -> String {
             write!(s, r#"<text x="{tx:.1}" y="{}" text-anchor="middle">{}</text>"#, axis_y + 14.0, esc(&compact(tick)));
         tick += step;
     }
-    let _ = write!(s, r##"<line x1="{PLOT_X}" y1="{top}" x2="{PLOT_X}" y2="{axis_y}" stroke="#374151"/>"##);
+    let _ = write!(s, r##"<line x1="{plot_x}" y1="{top}" x2="{plot_x}" y2="{axis_y}" stroke="#374151"/>"##);
     let _ = write!(
         s,
         r#"<text class="unit" x="{}" y="{}" text-anchor="middle" font-size="12">{}</text>"#,
-        PLOT_X + PLOT_W / 2.0,
+        plot_x + plot_w / 2.0,
         axis_y + 33.0,
         esc(&axis_title(chart))
     );
@@ -118,14 +150,15 @@ pub fn render(chart: &Chart) -> String {
         if row.group_start {
             y += GROUP_GAP;
         }
-        draw_row(&mut s, &id, i, row, y, &x);
+        draw_row(&mut s, &id, i, row, y, &layout, &x);
         y += row_height(row);
     }
     s.push_str("</svg>");
     s
 }
 
-fn draw_row(s: &mut String, id: &str, i: usize, row: &Row, y: f64, x: &dyn Fn(f64) -> f64) {
+fn draw_row(s: &mut String, id: &str, i: usize, row: &Row, y: f64, layout: &Layout, x: &dyn Fn(f64) -> f64) {
+    let (label_x, plot_x) = (layout.label_x, layout.plot_x);
     let h = row_height(row);
     let mid = y + h / 2.0;
     if let RowKind::Heading = row.kind {
@@ -137,8 +170,8 @@ fn draw_row(s: &mut String, id: &str, i: usize, row: &Row, y: f64, x: &dyn Fn(f6
         );
         return;
     }
-    let shown = truncate(&row.label, LABEL_CHARS);
-    let _ = write!(s, r#"<text class="label" x="{LABEL_X}" y="{:.1}" text-anchor="end" font-size="13">"#, mid + 4.5);
+    let shown = truncate(&row.label, layout.label_chars);
+    let _ = write!(s, r#"<text class="label" x="{label_x}" y="{:.1}" text-anchor="end" font-size="13">"#, mid + 4.5);
     if shown != row.label {
         let _ = write!(s, "<title>{}</title>", esc(&row.label));
     }
@@ -150,8 +183,8 @@ fn draw_row(s: &mut String, id: &str, i: usize, row: &Row, y: f64, x: &dyn Fn(f6
             let end = x(*value);
             let _ = write!(
                 s,
-                r#"<rect class="{class}" data-row="{i}" x="{PLOT_X}" y="{top:.1}" width="{:.1}" height="{bar_h}" fill="{fill}"/>"#,
-                (end - PLOT_X).max(0.5)
+                r#"<rect class="{class}" data-row="{i}" x="{plot_x}" y="{top:.1}" width="{:.1}" height="{bar_h}" fill="{fill}"/>"#,
+                (end - plot_x).max(0.5)
             );
             let mut text_x = end;
             if let Some((lo, hi)) = whisker.filter(|(lo, hi)| hi > lo) {
@@ -178,9 +211,9 @@ fn draw_row(s: &mut String, id: &str, i: usize, row: &Row, y: f64, x: &dyn Fn(f6
             let end = x(*value);
             let _ = write!(
                 s,
-                r##"<rect class="ref" data-row="{i}" x="{PLOT_X}" y="{:.1}" width="{:.1}" height="10" fill="url(#{id}-hatch)" stroke="#6b7280" stroke-width="0.8"/>"##,
+                r##"<rect class="ref" data-row="{i}" x="{plot_x}" y="{:.1}" width="{:.1}" height="10" fill="url(#{id}-hatch)" stroke="#6b7280" stroke-width="0.8"/>"##,
                 mid - 5.0,
-                (end - PLOT_X).max(0.5)
+                (end - plot_x).max(0.5)
             );
             let _ = write!(
                 s,
@@ -196,10 +229,10 @@ fn draw_row(s: &mut String, id: &str, i: usize, row: &Row, y: f64, x: &dyn Fn(f6
             let _ = write!(
                 s,
                 r#"<text class="missing" x="{:.1}" y="{:.1}" font-size="12" font-style="italic" fill="{MISSING}">{} — {}</text>"#,
-                PLOT_X + 6.0,
+                plot_x + 6.0,
                 mid + 4.0,
                 esc(status),
-                esc(&truncate(reason, 84))
+                esc(&truncate(reason, ((WIDTH - plot_x) / 7.7) as usize))
             );
         }
     }
@@ -341,6 +374,19 @@ mod tests {
             group_start: false,
             kind: RowKind::Bar { value, whisker: Some((value * 0.9, value * 1.1)), highlight },
         }
+    }
+
+    #[test]
+    fn long_row_labels_move_the_plot_right_instead_of_being_cut_up_to_a_limit() {
+        let short = render(&chart(vec![bar("raw", 1.0, false)]));
+        assert!(short.contains(r#"<text class="label" x="240" "#), "{short}");
+        let label = "restart follower · Java producer (kafka-clients 4.1.0)";
+        let long = render(&chart(vec![bar(label, 1.0, false), bar("raw", 2.0, true)]));
+        assert!(long.contains(&format!(">{label}</text>")) && !long.contains("<title>restart"), "not cut: {long}");
+        let layout = Layout::of(&chart(vec![bar(label, 1.0, false)]));
+        assert!(layout.label_x > 240.0 && layout.plot_x + layout.plot_w + VALUES_W == WIDTH);
+        let too_long = render(&chart(vec![bar(&"x".repeat(80), 1.0, false)]));
+        assert!(too_long.contains(&format!("<title>{}</title>", "x".repeat(80))), "cut past the limit, with a tooltip");
     }
 
     #[test]
