@@ -45,6 +45,13 @@ pub fn measurement(i: Inputs) -> Result<Measurement> {
     let Some(window) = Window::of(ledger, k.warmup_s, k.window_s) else {
         bail!("the producer sent no record");
     };
+    if let Some(early_s) = capped_early(ledger, k, window) {
+        bail!(
+            "the producer reached max_records ({}) {early_s:.1} s before the window ended: its rate would count an idle \
+             tail (raise max_records)",
+            k.max_records
+        );
+    }
     let fault_us = i.happened.and_then(|h| h.result.started_ms()).map(|ms| ms * 1000);
     let t = timing(ledger, window, fault_us.unwrap_or(window.start_us));
     if t.acked_in_window == 0 {
@@ -192,6 +199,13 @@ fn topic_text(t: &TopicSpec, initial: &[PartitionState]) -> String {
         t.min_insync,
         leaders.join(" ")
     )
+}
+
+/// How long before the window's end the producer stopped because it had sent `max_records`, if it did.
+fn capped_early(ledger: &super::ledger::Ledger, k: &Knobs, window: Window) -> Option<f64> {
+    let last = ledger.entries.last()?;
+    let early_us = window.end_us.checked_sub(last.sent_us)?;
+    (ledger.entries.len() as u64 >= k.max_records && early_us > 0).then(|| early_us as f64 / 1e6)
 }
 
 /// Distinct client errors, at most [`ERROR_KINDS`], most frequent first, with their counts. Messages that differ
@@ -356,6 +370,19 @@ mod tests {
             assert_eq!(i.status, IntegrityStatus::Verified, "{}", i.method);
             assert!(i.method.contains("2 acknowledged-but-lost") && i.method.contains("a finding"), "{}", i.method);
         }
+    }
+
+    #[test]
+    fn a_producer_that_sent_its_max_records_before_the_window_ended_is_no_measurement() {
+        use crate::arms::durability::ledger::{Ack, Entry, Ledger};
+        let sent = |us: u64| Entry { sent_us: us, ack: Ack::Ok { partition: 0, offset: 0, at_us: us + 1 } };
+        let k = Knobs { max_records: 2, ..knobs(-1, 3, true) };
+        let w = Window { start_us: 1_000_000, end_us: 5_000_000 };
+        let early = Ledger { entries: vec![sent(0), sent(2_000_000)], errors: BTreeMap::new() };
+        assert_eq!(capped_early(&early, &k, w), Some(3.0));
+        let through = Ledger { entries: vec![sent(0), sent(5_000_000)], errors: BTreeMap::new() };
+        assert_eq!(capped_early(&through, &k, w), None, "sent until the window's end");
+        assert_eq!(capped_early(&early, &Knobs { max_records: 3, ..k }, w), None, "below the cap");
     }
 
     #[test]

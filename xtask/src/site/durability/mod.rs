@@ -181,6 +181,7 @@ fn replication(records: &[&Record], title: &dyn Fn(&str) -> String) -> Vec<RfRow
             metric(three, "records_per_s"),
         ) {
             (false, ..) => ("no ratio: a side did not verify".to_owned(), false),
+            _ if capped(one) || capped(three) => (format!("no ratio: {CAPPED}"), false),
             (true, ..) if one.measurement.applied.is_empty() || three.measurement.applied.is_empty() => {
                 ("no ratio: a side states no applied settings".to_owned(), false)
             }
@@ -192,8 +193,8 @@ fn replication(records: &[&Record], title: &dyn Fn(&str) -> String) -> Vec<RfRow
             arm: title(&one.arm),
             setting: setting(one),
             rep: one.rep,
-            rf1: num(one, "records_per_s"),
-            rf3: num(three, "records_per_s"),
+            rf1: rate(one),
+            rf3: rate(three),
             ratio,
             comparable,
             p99_rf1: ms(one, "produce_latency_p99_ms"),
@@ -225,6 +226,21 @@ fn faults(records: &[&Record], title: &dyn Fn(&str) -> String) -> Vec<FaultTable
         .collect()
 }
 
+/// Why a capped record's rate is not a rate.
+const CAPPED: &str = "the producer sent its max_records before the window ended, so the rate counts an idle tail";
+
+/// Whether the producer sent every record `max_records` allowed: it stopped before the window's end (runs before
+/// the harness refused such a window recorded a rate anyway).
+fn capped(r: &Record) -> bool {
+    let cap = r.variant.knobs.get("max_records").and_then(|v| v.as_f64());
+    matches!((metric(r, "sent"), cap), (Some(sent), Some(cap)) if sent >= cap)
+}
+
+/// Records per second, or why a capped record has none.
+fn rate(r: &Record) -> String {
+    if capped(r) { format!("– (capped: {} sent)", num(r, "sent")) } else { num(r, "records_per_s") }
+}
+
 fn fault_row(r: &Record, title: &dyn Fn(&str) -> String) -> FaultRow {
     let (status, bad) = match (r.status, r.measurement.integrity.status) {
         (Status::Ok, IntegrityStatus::Verified) => ("verified".to_owned(), false),
@@ -241,7 +257,7 @@ fn fault_row(r: &Record, title: &dyn Fn(&str) -> String) -> FaultRow {
         rep: r.rep,
         status,
         bad,
-        rate: num(r, "records_per_s"),
+        rate: rate(r),
         gap: ms(r, "max_ack_gap_ms"),
         gap_p0: ms(r, "max_ack_gap_p0_ms"),
         isr: ms(r, "isr_full_after_ms"),
@@ -302,6 +318,18 @@ mod tests {
             .chain([("topic.replication.factor".to_owned(), rf)])
             .collect();
         r
+    }
+
+    #[test]
+    fn a_record_that_sent_its_max_records_has_no_rate_and_no_ratio() {
+        let knobs =
+            |rf: i64| serde_json::json!({"acks": 1, "idempotence": false, "replication": rf, "max_records": 4e6});
+        let full = rec("java", "rf_acks_1", "RF 1", knobs(1), &[("records_per_s", 3e5), ("sent", 4e6)]);
+        let three = rec("java", "rf_acks_1", "RF 3", knobs(3), &[("records_per_s", 2.5e5), ("sent", 3.5e6)]);
+        let rows = replication(&[&full, &three], &|a: &str| a.to_owned());
+        assert_eq!(rows[0].rf1, "– (capped: 4,000,000 sent)");
+        assert_eq!(rows[0].rf3, format::table_value(2.5e5));
+        assert!(!rows[0].comparable && rows[0].ratio.contains("counts an idle tail"), "{:?}", rows[0].ratio);
     }
 
     #[test]
