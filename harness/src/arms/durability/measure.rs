@@ -45,13 +45,19 @@ pub fn measurement(i: Inputs) -> Result<Measurement> {
     let Some(window) = Window::of(ledger, k.warmup_s, k.window_s) else {
         bail!("the producer sent no record");
     };
-    if let Some(early_s) = capped_early(ledger, k, window) {
-        bail!(
-            "the producer reached max_records ({}) {early_s:.1} s before the window ended: its rate would count an idle \
-             tail (raise max_records)",
-            k.max_records
-        );
-    }
+    // A producer that sent all its max_records early is measured up to its last send, not over an idle tail; one
+    // that stopped before half the window is no measurement.
+    let capped = capped_early(ledger, k, window);
+    let window = match capped {
+        None => window,
+        Some(early_s) if early_s <= k.window_s / 2.0 => window.ending_early(early_s),
+        Some(early_s) => bail!(
+            "the producer reached max_records ({}) {early_s:.1} s before the {} s window ended, leaving less than half \
+             of it measured (raise max_records)",
+            k.max_records,
+            k.window_s
+        ),
+    };
     let fault_us = i.happened.and_then(|h| h.result.started_ms()).map(|ms| ms * 1000);
     let t = timing(ledger, window, fault_us.unwrap_or(window.start_us));
     if t.acked_in_window == 0 {
@@ -65,6 +71,7 @@ pub fn measurement(i: Inputs) -> Result<Measurement> {
         ("records_per_s".to_owned(), metric(t.records_per_s, "records/s", true)),
         ("mb_per_s".to_owned(), metric(t.records_per_s * k.payload_bytes as f64 / 1e6, "MB/s", true)),
         ("acked_in_window".to_owned(), metric(t.acked_in_window as f64, "records", true)),
+        ("window_s".to_owned(), metric(window.secs(), "s", true)),
         ("sent".to_owned(), count(c.sent)),
         ("acked".to_owned(), count(c.acked)),
         ("failed".to_owned(), count(c.failed)),
@@ -108,7 +115,7 @@ pub fn measurement(i: Inputs) -> Result<Measurement> {
         ("connections".to_owned(), i.produced.connections.clone()),
         ("acks_per_100ms".to_owned(), timeline_text(&t.per_bucket)),
         ("timeline_start_ms".to_owned(), (window.start_us / 1000).to_string()),
-        ("window".to_owned(), format!("{} s after the first send, for {} s", k.warmup_s, k.window_s)),
+        ("window".to_owned(), window_text(k, window, capped)),
         ("topic".to_owned(), topic_text(i.topic, i.initial)),
         ("delivery_timeout_ms".to_owned(), k.delivery_timeout_ms.to_string()),
     ]);
@@ -199,6 +206,21 @@ fn topic_text(t: &TopicSpec, initial: &[PartitionState]) -> String {
         t.min_insync,
         leaders.join(" ")
     )
+}
+
+/// When the window starts and how long it is, and why it is shorter than the knob asked if it is.
+fn window_text(k: &Knobs, window: Window, capped_early_s: Option<f64>) -> String {
+    match capped_early_s {
+        None => format!("{} s after the first send, for {} s", k.warmup_s, k.window_s),
+        Some(early_s) => format!(
+            "{} s after the first send, for {:.1} s of the {} s asked: the producer had sent its max_records ({}) \
+             {early_s:.1} s before the window's end",
+            k.warmup_s,
+            window.secs(),
+            k.window_s,
+            k.max_records
+        ),
+    }
 }
 
 /// How long before the window's end the producer stopped because it had sent `max_records`, if it did.
@@ -373,7 +395,7 @@ mod tests {
     }
 
     #[test]
-    fn a_producer_that_sent_its_max_records_before_the_window_ended_is_no_measurement() {
+    fn a_producer_that_sent_its_max_records_before_the_window_ended_is_measured_up_to_its_last_send() {
         use crate::arms::durability::ledger::{Ack, Entry, Ledger};
         let sent = |us: u64| Entry { sent_us: us, ack: Ack::Ok { partition: 0, offset: 0, at_us: us + 1 } };
         let k = Knobs { max_records: 2, ..knobs(-1, 3, true) };
@@ -383,6 +405,17 @@ mod tests {
         let through = Ledger { entries: vec![sent(0), sent(5_000_000)], errors: BTreeMap::new() };
         assert_eq!(capped_early(&through, &k, w), None, "sent until the window's end");
         assert_eq!(capped_early(&early, &Knobs { max_records: 3, ..k }, w), None, "below the cap");
+        let shortened = w.ending_early(3.0);
+        assert_eq!((shortened, shortened.secs()), (Window { start_us: 1_000_000, end_us: 2_000_000 }, 1.0));
+        let k = Knobs { window_s: 4.0, ..k };
+        assert_eq!(
+            window_text(&k, shortened, Some(3.0)),
+            format!(
+                "{} s after the first send, for 1.0 s of the 4 s asked: the producer had sent its max_records (2) 3.0 s \
+                 before the window's end",
+                k.warmup_s
+            )
+        );
     }
 
     #[test]

@@ -22,7 +22,12 @@ impl Window {
         Some(Window { start_us, end_us: start_us + (window_s * 1e6) as u64 })
     }
 
-    fn secs(&self) -> f64 {
+    /// The same window ending `early_s` seconds sooner.
+    pub fn ending_early(self, early_s: f64) -> Window {
+        Window { end_us: self.end_us - (early_s * 1e6) as u64, ..self }
+    }
+
+    pub fn secs(&self) -> f64 {
         (self.end_us - self.start_us) as f64 / 1e6
     }
 

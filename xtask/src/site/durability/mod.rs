@@ -229,11 +229,12 @@ fn faults(records: &[&Record], title: &dyn Fn(&str) -> String) -> Vec<FaultTable
 /// Why a capped record's rate is not a rate.
 const CAPPED: &str = "the producer sent its max_records before the window ended, so the rate counts an idle tail";
 
-/// Whether the producer sent every record `max_records` allowed: it stopped before the window's end (runs before
-/// the harness refused such a window recorded a rate anyway).
+/// Whether the producer sent every record `max_records` allowed and the rate still counts the window's idle tail:
+/// runs from before the harness measured such a producer up to its last send (and recorded `window_s`).
 fn capped(r: &Record) -> bool {
     let cap = r.variant.knobs.get("max_records").and_then(|v| v.as_f64());
-    matches!((metric(r, "sent"), cap), (Some(sent), Some(cap)) if sent >= cap)
+    let window_measured = metric(r, "window_s").is_some();
+    matches!((metric(r, "sent"), cap), (Some(sent), Some(cap)) if sent >= cap && !window_measured)
 }
 
 /// Records per second, or why a capped record has none.
@@ -321,7 +322,7 @@ mod tests {
     }
 
     #[test]
-    fn a_record_that_sent_its_max_records_has_no_rate_and_no_ratio() {
+    fn a_record_whose_rate_counts_an_idle_tail_after_max_records_has_no_rate_and_no_ratio() {
         let knobs =
             |rf: i64| serde_json::json!({"acks": 1, "idempotence": false, "replication": rf, "max_records": 4e6});
         let full = rec("java", "rf_acks_1", "RF 1", knobs(1), &[("records_per_s", 3e5), ("sent", 4e6)]);
@@ -330,6 +331,11 @@ mod tests {
         assert_eq!(rows[0].rf1, "– (capped: 4,000,000 sent)");
         assert_eq!(rows[0].rf3, format::table_value(2.5e5));
         assert!(!rows[0].comparable && rows[0].ratio.contains("counts an idle tail"), "{:?}", rows[0].ratio);
+        let measured = [("records_per_s", 3e5), ("sent", 4e6), ("window_s", 28.9)];
+        let shortened = rec("java", "rf_acks_1", "RF 1", knobs(1), &measured);
+        let rows = replication(&[&shortened, &three], &|a: &str| a.to_owned());
+        assert_eq!(rows[0].rf1, format::table_value(3e5), "measured up to its last send: a rate");
+        assert!(rows[0].comparable, "{:?}", rows[0].ratio);
     }
 
     #[test]
