@@ -3,7 +3,6 @@
 use anyhow::{Context, Result};
 use rdkafka::ClientConfig;
 use streamlab_record::EnvDescriptor;
-use streamlab_record::arms::NotRunnable;
 use streamlab_record::descriptor::{Listener, read_secret};
 
 /// A `ClientConfig` that reaches `listener` of the environment with its credentials.
@@ -25,18 +24,9 @@ pub fn default_client_config(env: &EnvDescriptor) -> Result<ClientConfig> {
     client_config(env, env.default_listener())
 }
 
-/// The default listener's bootstrap, for a client the lab configures with a bootstrap alone (Kafka Connect's
-/// worker, Redpanda Connect): a listener that needs security settings is a point that client cannot run here.
-pub fn plaintext_bootstrap(env: &EnvDescriptor, client: &str) -> Result<String> {
-    let l = env.listener(env.default_listener()).context("the environment has no default listener")?;
-    if l.security_protocol != "PLAINTEXT" {
-        return Err(NotRunnable(format!(
-            "{client} is given a bootstrap alone by the lab, which cannot configure it for this cluster's {} listener",
-            l.security_protocol
-        ))
-        .into());
-    }
-    Ok(l.bootstrap.clone())
+/// Each `host:port` of a bootstrap list (a cluster's listener names every broker).
+pub fn servers(bootstrap: &str) -> impl Iterator<Item = String> + '_ {
+    bootstrap.split(',').map(|s| s.trim().to_owned())
 }
 
 /// Same as [`client_config`] but with an explicit password (tests use it to try a wrong one).

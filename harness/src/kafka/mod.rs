@@ -4,5 +4,6 @@
 pub mod admin;
 pub mod config;
 pub mod effective;
+pub mod java_props;
 pub mod stats;
 pub mod watermarks;

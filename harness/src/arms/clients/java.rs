@@ -22,10 +22,10 @@ use streamlab_record::Measurement;
 
 use self::jvm::{Jvm, ToolRun};
 use self::output::{ConsumerTotal, ProducerTotal};
-use self::props::Properties;
 use super::{Asymmetries, ClientInfo, Compression, Fetched, JavaTools, Knobs, NotRunnable, Produced, Tools, Workload};
 use crate::arms::ArmContext;
 use crate::arms::spec::ArmSpec;
+use crate::kafka::java_props::Properties;
 
 pub const ARM: ArmSpec = ArmSpec::new::<Knobs>("clients", "java", run);
 

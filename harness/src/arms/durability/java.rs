@@ -9,7 +9,6 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail, ensure};
 use streamlab_process::Cmd;
 use streamlab_record::Measurement;
-use streamlab_record::descriptor::read_secret;
 use streamlab_record::tools::Tools;
 
 use super::fault::FirstSend;
@@ -17,7 +16,7 @@ use super::ledger::{Ack, Entry, Ledger};
 use super::{Knobs, Produced};
 use crate::arms::ArmContext;
 use crate::arms::clients::java::output::config_values;
-use crate::arms::clients::java::props::Properties;
+use crate::kafka::java_props::Properties;
 
 /// ProducerConfig's values at INFO (the applied settings), everything else at WARN, all to stderr.
 /// The settings the record names, under the names Java logs them by.
@@ -36,10 +35,7 @@ pub fn run(ctx: &ArmContext) -> Result<Measurement> {
 
 /// The listener's security settings and the knobs, as the driver's `producer.properties`.
 fn properties(ctx: &ArmContext, knobs: &Knobs) -> Result<Properties> {
-    let name = ctx.env.default_listener();
-    let listener = ctx.env.listener(name).context("the environment has no default listener")?;
-    let password = listener.password_file.as_ref().map(|p| read_secret(p)).transpose()?;
-    let mut p = Properties::for_listener(name, listener, password.as_deref())?;
+    let mut p = Properties::for_default_listener(&ctx.env)?;
     for (key, value) in [
         ("acks", if knobs.acks == -1 { "all".into() } else { knobs.acks.to_string() }),
         ("enable.idempotence", knobs.idempotence.to_string()),

@@ -17,8 +17,9 @@ use super::ledger::{Ack, Entry, Ledger, payload};
 use super::rdkafka::now_us;
 use super::{Knobs, Produced};
 use crate::arms::ArmContext;
-use crate::arms::clients::partitionline::config::{Security, servers};
+use crate::arms::clients::partitionline::config::Security;
 use crate::arms::clients::partitionline::new_producer;
+use crate::kafka::config::servers;
 
 /// Records sent and not yet answered, at most (the crate's buffer_memory, 32 MiB, bounds it too).
 const MAX_OUTSTANDING: usize = 50_000;

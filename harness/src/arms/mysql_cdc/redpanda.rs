@@ -10,11 +10,11 @@
 
 use std::collections::BTreeMap;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use streamlab_process::{Cmd, Lifetime};
-use streamlab_record::Measurement;
 use streamlab_record::descriptor::read_secret;
 use streamlab_record::tools::{RedpandaConnect, Tools};
+use streamlab_record::{EnvDescriptor, Measurement};
 
 use super::pipeline::RunningPipeline;
 use super::{ArmInfo, CdcArm, EventFormat, Job, Knobs, NotRunnable, Rig, Running};
@@ -67,9 +67,9 @@ impl CdcArm for Redpanda {
         let binary = self.binary.as_ref().expect("checked");
         let mysql = super::db::mysql_env(&job.env)?;
         let password = read_secret(&mysql.password_file)?;
-        let bootstrap = crate::kafka::config::plaintext_bootstrap(&job.env, "Redpanda Connect")?;
+        let kafka = franz_client(&job.env)?;
         let dsn = |db: &str| format!("{}:{password}@tcp({}:{})/{db}", mysql.user, mysql.host, mysql.port);
-        let yaml = pipeline(job, &dsn(job.table.database), &bootstrap);
+        let yaml = pipeline(job, &dsn(job.table.database), &kafka.fields);
         let config = write_private(&job.work_dir, "pipeline.yaml", yaml.as_bytes())?;
         let mut cmd = Cmd::new(&binary.path).arg("run").arg(&config);
         if job.knobs.cores > 0 {
@@ -77,7 +77,10 @@ impl CdcArm for Redpanda {
         }
         // Dies with the harness; its output stays readable in the run's directory for the error a failure quotes.
         let process = cmd.lifetime(Lifetime::TiedToParent).log_to(job.work_dir.join("redpanda-connect.log")).spawn()?;
-        let shown = yaml.replace(&password, "<masked>").replace(&job.work_dir.display().to_string(), "<private>");
+        let mut shown = yaml.replace(&password, "<masked>").replace(&job.work_dir.display().to_string(), "<private>");
+        if let Some(secret) = kafka.password.as_deref().filter(|p| !p.is_empty()) {
+            shown = shown.replace(secret, "<masked>");
+        }
         let info = ArmInfo {
             versions: BTreeMap::from([("redpanda connect".to_owned(), binary.version.clone())]),
             config: shown,
@@ -96,15 +99,56 @@ impl CdcArm for Redpanda {
     }
 }
 
-/// The seed's pipeline for the rig, pointed at this lab's server and broker.
-fn pipeline(job: &Job, dsn: &str, bootstrap: &str) -> String {
+/// How a kafka_franz input or output reaches the environment's default listener.
+struct FranzClient {
+    /// `seed_brokers`, and on a secured listener its `tls` and `sasl` blocks: YAML lines indented for a field of
+    /// `kafka_franz`.
+    fields: String,
+    password: Option<String>,
+}
+
+/// The seed's pipeline named its broker alone; a secured listener (an external cluster's `--kafka-config`) adds
+/// franz-go's TLS with the listener's CA and SASL/SCRAM with its credentials.
+fn franz_client(env: &EnvDescriptor) -> Result<FranzClient> {
+    let name = env.default_listener();
+    let l = env.listener(name).context("the environment has no default listener")?;
+    let quoted = |s: &str| serde_json::Value::from(s).to_string();
+    let brokers: Vec<String> = crate::kafka::config::servers(&l.bootstrap).map(|b| quoted(&b)).collect();
+    let mut fields = format!("    seed_brokers: [{}]\n", brokers.join(", "));
+    if l.security_protocol.ends_with("SSL") {
+        fields.push_str("    tls:\n      enabled: true\n");
+        if let Some(ca) = &l.ca_file {
+            fields.push_str(&format!("      root_cas_file: {}\n", quoted(&ca.display().to_string())));
+        }
+    }
+    let mut password = None;
+    if let Some(mechanism) = &l.sasl_mechanism {
+        if !mechanism.starts_with("SCRAM-") {
+            return Err(NotRunnable(format!(
+                "the lab configures Redpanda Connect's SASL for SCRAM only, not listener {name}'s {mechanism}"
+            ))
+            .into());
+        }
+        let secret = l.password_file.as_ref().map(|p| read_secret(p)).transpose()?.unwrap_or_default();
+        fields.push_str(&format!(
+            "    sasl:\n      - mechanism: {mechanism}\n        username: {}\n        password: {}\n",
+            quoted(l.username.as_deref().unwrap_or_default()),
+            quoted(&secret)
+        ));
+        password = Some(secret);
+    }
+    Ok(FranzClient { fields: fields.trim_end().to_owned(), password })
+}
+
+/// The seed's pipeline for the rig, pointed at this lab's server and broker (`kafka`: [`FranzClient::fields`]).
+fn pipeline(job: &Job, dsn: &str, kafka: &str) -> String {
     let batch = job.knobs.batch_size;
     let dir = job.work_dir.join("checkpoint");
     match job.rig {
         Rig::KafkaToMysql => format!(
             r#"input:
   kafka_franz:
-    seed_brokers: ["{bootstrap}"]
+{kafka}
     topics: ["{topic}"]
     consumer_group: "rpc-bench-group-{pid}"
     batching:
@@ -140,7 +184,7 @@ input:
       period: 1s
 output:
   kafka_franz:
-    seed_brokers: ["{bootstrap}"]
+{kafka}
     topic: "{topic}"
 logger:
   level: WARN
@@ -187,5 +231,53 @@ mod tests {
         let with = Redpanda { binary: Some(RedpandaConnect { path: "/x".into(), version: "4".into() }) };
         assert!(with.check(&knobs(Rig::CdcKafka)).is_ok());
         assert!(with.check(&knobs(Rig::SnapshotDrop)).is_err());
+    }
+
+    fn env(listener: serde_json::Value) -> EnvDescriptor {
+        serde_json::from_value(serde_json::json!({
+            "schema": 1, "id": "t", "backend": "external", "dir": "/tmp/x", "started_ts_ms": 0,
+            "kafka": {"version": "4.1.0", "listeners": {"user": listener}, "default_listener": "user"}
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn a_secured_listener_gives_franz_its_tls_and_scram_settings_and_the_plaintext_one_only_its_brokers() {
+        let dir = tempfile::tempdir().unwrap();
+        let password_file = dir.path().join("kafka.password");
+        std::fs::write(&password_file, "s3cret\n").unwrap();
+        let secured = env(serde_json::json!({
+            "bootstrap": "127.0.0.1:9094,127.0.0.1:9194", "security_protocol": "SASL_SSL",
+            "sasl_mechanism": "SCRAM-SHA-512", "username": "streamlab", "password_file": password_file,
+            "ca_file": "/env/ca.pem"
+        }));
+        let kafka = franz_client(&secured).unwrap();
+        assert_eq!(
+            kafka.fields,
+            "    seed_brokers: [\"127.0.0.1:9094\", \"127.0.0.1:9194\"]\n    tls:\n      enabled: true\n      \
+             root_cas_file: \"/env/ca.pem\"\n    sasl:\n      - mechanism: SCRAM-SHA-512\n        username: \
+             \"streamlab\"\n        password: \"s3cret\""
+        );
+        assert_eq!(kafka.password.as_deref(), Some("s3cret"));
+        let job = Job {
+            rig: Rig::CdcKafka,
+            knobs: knobs(Rig::CdcKafka),
+            env: secured.clone(),
+            table: crate::arms::mysql_cdc::Source { database: "benchdb", table: "cart" },
+            topic: "t".into(),
+            topic_prefix: "p".into(),
+            work_dir: "/tmp/private".into(),
+            start_at: None,
+        };
+        let yaml = pipeline(&job, "dsn", &kafka.fields);
+        assert!(yaml.contains(&format!("output:\n  kafka_franz:\n{}\n    topic: \"t\"\n", kafka.fields)), "{yaml}");
+
+        let plain = env(serde_json::json!({"bootstrap": "127.0.0.1:9092", "security_protocol": "PLAINTEXT"}));
+        assert_eq!(franz_client(&plain).unwrap().fields, "    seed_brokers: [\"127.0.0.1:9092\"]");
+        let oauth = env(serde_json::json!({
+            "bootstrap": "127.0.0.1:9092", "security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "OAUTHBEARER"
+        }));
+        let why = franz_client(&oauth).err().unwrap().downcast::<NotRunnable>().unwrap().0;
+        assert!(why.contains("SCRAM only") && why.contains("OAUTHBEARER"), "{why}");
     }
 }

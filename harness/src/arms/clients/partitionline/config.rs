@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use crate::kafka::config::servers;
 use anyhow::{Context, Result};
 use partitionline::{Acks, ConsumerConfig, ProducerConfig, Sasl, TlsConfig};
 use streamlab_record::descriptor::Listener;
@@ -172,11 +173,6 @@ impl Security {
         }
         cfg
     }
-}
-
-/// Each `host:port` of a bootstrap list (a cluster's listener names every broker).
-pub(crate) fn servers(bootstrap: &str) -> impl Iterator<Item = String> + '_ {
-    bootstrap.split(',').map(|s| s.trim().to_owned())
 }
 
 /// The name the broker certificate is checked against: the host partitionline dials (the broker advertises

@@ -19,6 +19,7 @@ use super::pipeline::RunningPipeline;
 use super::{ArmInfo, CdcArm, CdcLoad, EventFormat, Format, Job, Knobs, NotRunnable, Rig, Running};
 use crate::arms::ArmContext;
 use crate::arms::spec::ArmSpec;
+use crate::kafka::java_props::Properties;
 
 use worker::{ConnectorFile, Worker};
 
@@ -90,7 +91,7 @@ impl CdcArm for Debezium {
                 connect.plugins.keys()
             )
         })?;
-        let bootstrap = crate::kafka::config::plaintext_bootstrap(&job.env, "Kafka Connect's worker")?;
+        let kafka = Properties::for_default_listener(&job.env)?;
         let mysql = super::db::mysql_env(&job.env)?;
         let password = read_secret(&mysql.password_file)?;
         // A connector name of its own per run: the sink's consumer group starts from the beginning.
@@ -99,12 +100,12 @@ impl CdcArm for Debezium {
         let admin = crate::kafka::config::default_client_config(&job.env)?;
         let side_topics = if self.sink { vec![] } else { props::side_topics(job) };
         delete_topics(&admin, &side_topics);
-        let worker_props = props::worker(job, &bootstrap, rest_port);
+        let worker_props = props::worker(job, &kafka, rest_port);
         let connector_props = if self.sink {
             props::jdbc_sink(job, &name, &password)
         } else {
             let server_id = 223_344 + rand_below(10_000);
-            props::mariadb_source(job, &name, &password, server_id, &bootstrap)
+            props::mariadb_source(job, &name, &password, server_id, &kafka)
         };
         // A backlog: the connector is created STOPPED, given the recorded position as its offsets, resumed.
         let (connector_text, connector_file) = match &job.start_at {
@@ -353,5 +354,29 @@ mod tests {
         assert!(text.contains("the Kafka Connect worker: ") && text.contains(" exited ("), "{text}");
         assert!(text.contains("MariaDbConnector"), "the log tail names what failed: {text}");
         assert!(started.elapsed() < std::time::Duration::from_secs(100), "failed fast, not by the timeout");
+    }
+
+    #[test]
+    #[ignore = "needs the lab's MariaDB, Kafka and the Connect jars: cargo xtask test"]
+    fn on_a_scram_listener_the_worker_its_tasks_and_the_schema_history_authenticate_and_the_password_stays_masked() {
+        // The listener an external cluster's --kafka-config describes becomes the default; the lab's own SCRAM
+        // listener stands in for it.
+        for (rig, sink) in [("snapshot_kafka", false), ("kafka_to_mysql", true)] {
+            let mut c = ctx(rig, 2_000, 180);
+            c.env.kafka.default_listener = Some("scram512".into());
+            let listener = c.env.listener("scram512").unwrap().clone();
+            let password = read_secret(listener.password_file.as_ref().unwrap()).unwrap();
+            let m = super::super::run(&c, &Debezium { sink, tools: None }).unwrap();
+            assert_eq!(m.integrity.status, IntegrityStatus::Verified, "{rig}: {:?}", m.integrity);
+            let config = &m.details["config"];
+            let client = if sink { "consumer" } else { "producer" };
+            assert!(config.contains(&format!("bootstrap.servers={}", listener.bootstrap)), "{config}");
+            assert!(config.contains(&format!("\n{client}.security.protocol=SASL_PLAINTEXT")), "{config}");
+            assert!(config.contains(&format!("\n{client}.sasl.jaas.config=<masked>")), "{config}");
+            if !sink {
+                assert!(config.contains("schema.history.internal.producer.sasl.mechanism=SCRAM-SHA-512"), "{config}");
+            }
+            assert!(!serde_json::to_string(&m).unwrap().contains(&password), "{rig}: the record holds the password");
+        }
     }
 }

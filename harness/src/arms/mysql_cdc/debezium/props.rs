@@ -4,6 +4,7 @@
 
 use super::super::{CdcLoad, Format, Job, ProducerProfile, Rig};
 use crate::arms::mysql_cdc::rust_arm::produce;
+use crate::kafka::java_props::Properties;
 
 pub type Props = Vec<(String, String)>;
 
@@ -16,16 +17,36 @@ fn p(k: &str, v: impl ToString) -> (String, String) {
     (k.to_owned(), v.to_string())
 }
 
+/// The listener's settings other than its address, none on a plaintext listener (so the seed's configuration is
+/// shown as the seed wrote it).
+fn security(kafka: &Properties) -> Props {
+    if kafka.pairs().any(|(k, v)| k == "security.protocol" && v == "PLAINTEXT") {
+        return vec![];
+    }
+    kafka.pairs().filter(|(k, _)| *k != "bootstrap.servers").map(|(k, v)| p(k, v)).collect()
+}
+
+fn bootstrap(kafka: &Properties) -> &str {
+    kafka.pairs().find(|(k, _)| *k == "bootstrap.servers").map(|(_, v)| v).unwrap_or_default()
+}
+
 /// The standalone worker: the seed's distributed worker's converters (source rigs: JsonConverter with schemas
 /// for key and value; sink rig: StringConverter keys, schemaless JsonConverter values), its offset flush
-/// interval, REST on loopback, offsets in a file of this run's own.
-pub fn worker(job: &Job, bootstrap: &str, rest_port: u16) -> Props {
+/// interval, REST on loopback, offsets in a file of this run's own. On a secured listener the worker's own
+/// clients take its settings as they are, a source task's producer and a sink task's consumer only under their
+/// `producer.` and `consumer.` prefixes (Connect's Worker), so they are given three times.
+pub fn worker(job: &Job, kafka: &Properties, rest_port: u16) -> Props {
     let (key, value_schemas) = match job.rig {
         Rig::KafkaToMysql => (STRING, false),
         _ => (JSON, true),
     };
-    let mut props = vec![
-        p("bootstrap.servers", bootstrap),
+    let security = security(kafka);
+    let mut props = vec![p("bootstrap.servers", bootstrap(kafka))];
+    for prefix in ["", "producer.", "consumer."] {
+        props.extend(security.iter().map(|(k, v)| p(&format!("{prefix}{k}"), v)));
+    }
+    let key_at = props.len() + 1;
+    props.extend([
         p("key.converter", key),
         p("value.converter", JSON),
         p("value.converter.schemas.enable", value_schemas),
@@ -33,9 +54,9 @@ pub fn worker(job: &Job, bootstrap: &str, rest_port: u16) -> Props {
         p("offset.flush.interval.ms", 60000),
         p("listeners", format!("http://127.0.0.1:{rest_port}")),
         p("plugin.discovery", "hybrid_warn"),
-    ];
+    ]);
     if key == JSON {
-        props.insert(2, p("key.converter.schemas.enable", true));
+        props.insert(key_at, p("key.converter.schemas.enable", true));
     }
     props
 }
@@ -46,8 +67,9 @@ pub fn worker(job: &Job, bootstrap: &str, rest_port: u16) -> Props {
 /// snapshot.mode recovery (the schema is read from the tables, the stream starts at the stored offset).
 /// `format = row_json` adds the new-record-state unwrap and `decimal.handling.mode=string`; `producer = rust`
 /// gives the task's producer the Rust arm's settings through `producer.override.*` (the worker's
-/// `connector.client.config.override.policy` is Connect's default, All).
-pub fn mariadb_source(job: &Job, name: &str, password: &str, server_id: u32, bootstrap: &str) -> Props {
+/// `connector.client.config.override.policy` is Connect's default, All). The schema history's own producer and
+/// consumer take a secured listener's settings under `schema.history.internal.{producer,consumer}.`.
+pub fn mariadb_source(job: &Job, name: &str, password: &str, server_id: u32, kafka: &Properties) -> Props {
     let m = job.env.mysql.as_ref().expect("the driver checked the server");
     let k = &job.knobs;
     let db = job.table.database;
@@ -78,13 +100,16 @@ pub fn mariadb_source(job: &Job, name: &str, password: &str, server_id: u32, boo
     props.extend([
         p("max.batch.size", k.batch_size),
         p("max.queue.size", k.queue()),
-        p("schema.history.internal.kafka.bootstrap.servers", bootstrap),
+        p("schema.history.internal.kafka.bootstrap.servers", bootstrap(kafka)),
         p("schema.history.internal.kafka.topic", schema_history_topic(job)),
         // The seed's broker auto-created the topics the connector writes to (1 partition); this lab's broker does
         // not, so Connect creates them the same way (the data topic already exists, made by the driver).
         p("topic.creation.default.partitions", 1),
         p("topic.creation.default.replication.factor", 1),
     ]);
+    for prefix in ["schema.history.internal.producer.", "schema.history.internal.consumer."] {
+        props.extend(security(kafka).into_iter().map(|(k, v)| (format!("{prefix}{k}"), v)));
+    }
     // Rig B took the worker's converters; rig C set its own (schemaless in the seed). The knob decides both.
     props.extend([
         p("key.converter", JSON),
@@ -186,13 +211,15 @@ pub fn render(props: &Props) -> String {
     props.iter().map(|(k, v)| format!("{k}={}\n", escape(v))).collect()
 }
 
-/// The properties as a record shows them: passwords masked, this run's private paths abbreviated.
+/// The properties as a record shows them: passwords (and the JAAS settings that carry one) masked, this run's
+/// private paths abbreviated.
 pub fn describe(props: &Props, private: &std::path::Path) -> String {
     let private = private.display().to_string();
     props
         .iter()
         .map(|(k, v)| {
-            let v = if k.contains("password") { "<masked>".to_owned() } else { v.replace(&private, "<private>") };
+            let secret = k.contains("password") || k.ends_with("sasl.jaas.config");
+            let v = if secret { "<masked>".to_owned() } else { v.replace(&private, "<private>") };
             format!("{k}={v}")
         })
         .collect::<Vec<_>>()
@@ -205,6 +232,8 @@ fn escape(v: &str) -> String {
 
 #[cfg(test)]
 pub mod tests {
+    use std::path::Path;
+
     use super::*;
     use crate::arms::mysql_cdc::{BinlogPosition, Knobs, Source};
 
@@ -250,13 +279,27 @@ pub mod tests {
         }
     }
 
+    /// The settings of a listener at 127.0.0.1:9092: plaintext, or SCRAM-SHA-512 with password "s3cret".
+    fn kafka(protocol: &str) -> Properties {
+        let scram = protocol != "PLAINTEXT";
+        let listener = streamlab_record::descriptor::Listener {
+            bootstrap: "127.0.0.1:9092".into(),
+            security_protocol: protocol.into(),
+            sasl_mechanism: scram.then(|| "SCRAM-SHA-512".into()),
+            username: scram.then(|| "streamlab".into()),
+            password_file: None,
+            ca_file: None,
+        };
+        Properties::for_listener("l", &listener, scram.then_some("s3cret")).unwrap()
+    }
+
     fn get<'a>(props: &'a Props, k: &str) -> Option<&'a str> {
         props.iter().find(|(key, _)| key == k).map(|(_, v)| v.as_str())
     }
 
     #[test]
     fn the_snapshot_rig_runs_the_seeds_initial_snapshot_with_queue_four_times_the_batch() {
-        let props = mariadb_source(&job(Rig::SnapshotKafka, true), "n", "secret", 223344, "127.0.0.1:9092");
+        let props = mariadb_source(&job(Rig::SnapshotKafka, true), "n", "secret", 223344, &kafka("PLAINTEXT"));
         assert_eq!(get(&props, "snapshot.mode"), Some("initial"));
         assert_eq!(get(&props, "snapshot.fetch.size"), Some("5000"));
         assert_eq!(get(&props, "max.queue.size"), Some("20000"));
@@ -268,7 +311,7 @@ pub mod tests {
 
     #[test]
     fn the_cdc_rig_starts_from_the_current_position_without_schemas() {
-        let props = mariadb_source(&job(Rig::CdcKafka, false), "n", "pw", 334455, "b:1");
+        let props = mariadb_source(&job(Rig::CdcKafka, false), "n", "pw", 334455, &kafka("PLAINTEXT"));
         assert_eq!(get(&props, "snapshot.mode"), Some("no_data"));
         assert_eq!(get(&props, "snapshot.fetch.size"), None);
         assert_eq!(get(&props, "database.include.list"), None);
@@ -280,13 +323,13 @@ pub mod tests {
         let mut j = job(Rig::CdcKafka, false);
         j.knobs.format = Format::RowJson;
         j.knobs.producer = ProducerProfile::Rust;
-        let props = mariadb_source(&j, "n", "pw", 334455, "b:1");
+        let props = mariadb_source(&j, "n", "pw", 334455, &kafka("PLAINTEXT"));
         assert_eq!(get(&props, "transforms.unwrap.type"), Some("io.debezium.transforms.ExtractNewRecordState"));
         assert_eq!(get(&props, "decimal.handling.mode"), Some("string"));
         assert_eq!(get(&props, "producer.override.compression.type"), Some("lz4"));
         assert_eq!(get(&props, "producer.override.linger.ms"), Some("1"), "the stream's linger");
         assert_eq!(get(&props, "producer.override.max.in.flight.requests.per.connection"), Some("5"));
-        let seed = mariadb_source(&job(Rig::CdcKafka, false), "n", "pw", 334455, "b:1");
+        let seed = mariadb_source(&job(Rig::CdcKafka, false), "n", "pw", 334455, &kafka("PLAINTEXT"));
         assert!(!seed.iter().any(|(k, _)| k.starts_with("producer.override.") || k.starts_with("transforms")));
     }
 
@@ -294,7 +337,7 @@ pub mod tests {
     fn a_backlog_starts_stopped_in_recovery_mode_at_the_recorded_offset() {
         let mut j = job(Rig::CdcKafka, false);
         j.knobs.cdc_load = CdcLoad::Backlog;
-        let props = mariadb_source(&j, "n", "pw", 334455, "b:1");
+        let props = mariadb_source(&j, "n", "pw", 334455, &kafka("PLAINTEXT"));
         assert_eq!(get(&props, "snapshot.mode"), Some("recovery"));
         let file: serde_json::Value = serde_json::from_str(&connector_json(&props, true)).unwrap();
         assert_eq!((file["name"].as_str(), file["initial_state"].as_str()), (Some("n"), Some("STOPPED")));
@@ -315,7 +358,7 @@ pub mod tests {
         assert_eq!(get(&props, "consumer.override.max.poll.records"), Some("5000"));
         assert_eq!(get(&props, "tasks.max"), Some("16"));
         assert_eq!(get(&props, "insert.mode"), Some("insert"));
-        assert_eq!(get(&worker(&j, "b:1", 8083), "key.converter"), Some(STRING));
+        assert_eq!(get(&worker(&j, &kafka("PLAINTEXT"), 8083), "key.converter"), Some(STRING));
         assert_eq!(
             get(&props, "connection.url"),
             Some("jdbc:mariadb://127.0.0.1:3307/benchdb?useBulkStmtsForInserts=false"),
@@ -325,5 +368,34 @@ pub mod tests {
         rewritten.knobs.jdbc_batch = crate::arms::mysql_cdc::JdbcBatch::Rewritten;
         let url = jdbc_sink(&rewritten, "n", "pw").into_iter().find(|(k, _)| k == "connection.url").unwrap().1;
         assert!(url.ends_with("?useBulkStmtsForInserts=true"), "{url}");
+    }
+
+    #[test]
+    fn a_secured_listener_reaches_the_worker_its_tasks_clients_and_the_schema_history_with_the_password_masked() {
+        let j = job(Rig::CdcKafka, false);
+        let secured = kafka("SASL_PLAINTEXT");
+        let w = worker(&j, &secured, 8083);
+        let source = mariadb_source(&j, "n", "pw", 334455, &secured);
+        for (props, prefix) in [
+            (&w, ""),
+            (&w, "producer."),
+            (&w, "consumer."),
+            (&source, "schema.history.internal.producer."),
+            (&source, "schema.history.internal.consumer."),
+        ] {
+            assert_eq!(get(props, &format!("{prefix}security.protocol")), Some("SASL_PLAINTEXT"), "{prefix}");
+            assert_eq!(get(props, &format!("{prefix}sasl.mechanism")), Some("SCRAM-SHA-512"), "{prefix}");
+            let jaas = get(props, &format!("{prefix}sasl.jaas.config")).unwrap();
+            assert!(jaas.contains("password=\"s3cret\""), "{prefix}: {jaas}");
+        }
+        assert_eq!(get(&w, "bootstrap.servers"), Some("127.0.0.1:9092"));
+        assert_eq!(get(&source, "schema.history.internal.kafka.bootstrap.servers"), Some("127.0.0.1:9092"));
+        let at = w.iter().position(|(k, _)| k == "key.converter").unwrap();
+        assert_eq!(w[at + 1].0, "key.converter.schemas.enable");
+        for shown in [describe(&w, Path::new("/tmp/private")), describe(&source, Path::new("/tmp/private"))] {
+            assert!(!shown.contains("s3cret") && shown.contains("sasl.jaas.config=<masked>"), "{shown}");
+        }
+        let plain = worker(&j, &kafka("PLAINTEXT"), 8083);
+        assert!(!plain.iter().any(|(k, _)| k.contains("security.protocol")), "the seed's worker, as it wrote it");
     }
 }
