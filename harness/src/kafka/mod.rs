@@ -3,6 +3,7 @@
 
 pub mod admin;
 pub mod config;
+pub mod deliveries;
 pub mod effective;
 pub mod java_props;
 pub mod stats;

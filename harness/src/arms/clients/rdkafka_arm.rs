@@ -3,16 +3,15 @@
 //! full queue, the clock from before the first record to the last delivery report; so C vs rust-rdkafka on the same library shows what
 //! the binding costs and nothing else.
 
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
-use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer, ThreadedProducer};
 use rdkafka::types::RDKafkaErrorCode;
-use rdkafka::{ClientContext, Offset, TopicPartitionList};
+use rdkafka::{Offset, TopicPartitionList};
 use streamlab_record::Measurement;
 use streamlab_record::applied::Applied;
 
@@ -20,6 +19,7 @@ use super::{Asymmetries, ClientInfo, Fetched, Knobs, Produced, Workload};
 use crate::arms::ArmContext;
 use crate::arms::spec::ArmSpec;
 use crate::kafka::config::client_config;
+use crate::kafka::deliveries::Counting;
 use crate::kafka::effective::LibrdkafkaConf;
 
 pub const ARM: ArmSpec = ArmSpec::new::<Knobs>("clients", "rdkafka", run);
@@ -38,32 +38,6 @@ pub fn run(ctx: &ArmContext) -> Result<Measurement> {
     };
     let _ = crate::kafka::admin::delete_topic(&super::admin_config(&ctx.env)?, &topic);
     measurement
-}
-
-/// Counts delivery reports.
-#[derive(Default)]
-struct Counting {
-    acked: AtomicU64,
-    failed: AtomicU64,
-    first_error: std::sync::Mutex<Option<String>>,
-}
-
-impl ClientContext for Counting {}
-
-impl ProducerContext for Counting {
-    type DeliveryOpaque = ();
-
-    fn delivery(&self, result: &DeliveryResult<'_>, _: ()) {
-        match result {
-            Ok(_) => {
-                self.acked.fetch_add(1, Ordering::Relaxed);
-            }
-            Err((e, _)) => {
-                self.failed.fetch_add(1, Ordering::Relaxed);
-                self.first_error.lock().expect("error lock").get_or_insert_with(|| e.to_string());
-            }
-        }
-    }
 }
 
 /// The producer properties every librdkafka client here gets from the knobs (the C tool takes the same as -X).
@@ -157,9 +131,9 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> 
             Err((e, _)) => bail!("produce failed after {sent} records: {e}"),
         }
     }
-    let ctx_ = producer.context();
+    let deliveries = &producer.context().0;
     let deadline = Instant::now() + Duration::from_secs(300);
-    while ctx_.acked.load(Ordering::Relaxed) + ctx_.failed.load(Ordering::Relaxed) < knobs.count {
+    while deliveries.answered() < knobs.count {
         producer.poll(Duration::from_millis(10));
         if Instant::now() > deadline {
             break;
@@ -167,8 +141,8 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> 
     }
     let elapsed = started.elapsed();
     let produced = Produced {
-        acked: ctx_.acked.load(Ordering::Relaxed),
-        failed: ctx_.failed.load(Ordering::Relaxed),
+        acked: deliveries.acked(),
+        failed: deliveries.failed(),
         elapsed,
         client_cpu_s: crate::cpu::process_cpu_seconds() - cpu_before,
     };
@@ -274,17 +248,14 @@ fn latency(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> 
     let payload = super::payload(knobs.payload_bytes);
     let mut samples = Vec::with_capacity(knobs.latency_samples as usize);
     for i in 0..knobs.latency_warmup + knobs.latency_samples {
-        let before =
-            producer.context().acked.load(Ordering::Relaxed) + producer.context().failed.load(Ordering::Relaxed);
+        let before = producer.context().0.answered();
         let t = Instant::now();
         producer
             .send(BaseRecord::<(), [u8]>::to(topic).partition(0).payload(&payload))
             .map_err(|(e, _)| e)
             .with_context(|| format!("round trip {i}"))?;
         let deadline = t + Duration::from_secs(30);
-        while producer.context().acked.load(Ordering::Relaxed) + producer.context().failed.load(Ordering::Relaxed)
-            == before
-        {
+        while producer.context().0.answered() == before {
             producer.poll(Duration::ZERO);
             anyhow::ensure!(Instant::now() < deadline, "round trip {i}: no delivery report within 30 s");
         }
@@ -292,7 +263,7 @@ fn latency(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> 
             samples.push(t.elapsed().as_secs_f64() * 1e6);
         }
     }
-    anyhow::ensure!(producer.context().failed.load(Ordering::Relaxed) == 0, "a round trip failed");
+    anyhow::ensure!(producer.context().0.failed() == 0, "a round trip failed");
     drop(producer);
     let hw = super::topic_high_watermark(&ctx.env, topic)?;
     let asymmetries = Asymmetries {
@@ -333,8 +304,7 @@ pub fn fill(cfg: &ClientConfig, topic: &str, count: u64, payload_bytes: usize) -
         }
     }
     producer.flush(Duration::from_secs(300)).context("preload flush")?;
-    let c = producer.context();
-    let (acked, failed) = (c.acked.load(Ordering::Relaxed), c.failed.load(Ordering::Relaxed));
+    let (acked, failed) = (producer.context().0.acked(), producer.context().0.failed());
     anyhow::ensure!(acked == count && failed == 0, "preload acknowledged {acked} of {count} ({failed} failed)");
     Ok(())
 }

@@ -4,19 +4,18 @@
 //! idempotence as the seed's franz-go producer had, lz4, 1 MB batches), or Kafka Connect's default source
 //! producer mapped onto librdkafka. What the record says it applied is read back from librdkafka.
 
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use rdkafka::ClientContext;
 use rdkafka::config::ClientConfig;
 use rdkafka::error::KafkaError;
-use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
+use rdkafka::producer::{BaseRecord, Producer, ThreadedProducer};
 use rdkafka::types::RDKafkaErrorCode;
 
 use super::super::{Job, ProducerProfile};
 use crate::kafka::config::default_client_config;
+use crate::kafka::deliveries::{Counting, Deliveries};
 
 /// The arm's own producer settings per rig: throughput for the snapshot, latency for the stream (the seed's
 /// and the `rust` profile's).
@@ -104,37 +103,6 @@ pub fn applied(cfg: &ClientConfig) -> Result<Vec<(&'static str, String)>> {
     ])
 }
 
-/// Deliveries acknowledged and failed, and the first failure.
-#[derive(Default)]
-pub struct Deliveries {
-    pub acked: AtomicU64,
-    pub failed: AtomicU64,
-    first_error: Mutex<Option<String>>,
-}
-
-/// The producer's context: counts every delivery report.
-pub struct Counting(Arc<Deliveries>);
-
-impl ClientContext for Counting {}
-
-impl ProducerContext for Counting {
-    type DeliveryOpaque = ();
-
-    fn delivery(&self, result: &DeliveryResult<'_>, _: ()) {
-        let d = &self.0;
-        match result {
-            Ok(_) => {
-                d.acked.fetch_add(1, Ordering::Relaxed);
-            }
-            Err((e, _)) => {
-                d.failed.fetch_add(1, Ordering::Relaxed);
-                let mut first = d.first_error.lock().unwrap_or_else(|p| p.into_inner());
-                first.get_or_insert_with(|| e.to_string());
-            }
-        }
-    }
-}
-
 /// One producer to `job.topic`.
 pub struct Sink {
     producer: ThreadedProducer<Counting>,
@@ -176,9 +144,9 @@ impl Sink {
 
     /// Err once any delivery failed.
     pub fn check(&self) -> Result<()> {
-        let failed = self.deliveries.failed.load(Ordering::Relaxed);
+        let failed = self.deliveries.failed();
         if failed > 0 {
-            let first = self.deliveries.first_error.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            let first = self.deliveries.first_error();
             bail!("{failed} rows were not delivered to Kafka: {}", first.unwrap_or_default());
         }
         Ok(())
@@ -188,7 +156,7 @@ impl Sink {
     pub fn flush(&self, timeout: Duration) -> Result<()> {
         self.producer.flush(timeout).context("flushing the arm's producer")?;
         self.check()?;
-        let acked = self.deliveries.acked.load(Ordering::Relaxed);
+        let acked = self.deliveries.acked();
         if acked != self.sent {
             bail!("{} rows queued, {acked} acknowledged after the flush", self.sent);
         }
