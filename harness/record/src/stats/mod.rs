@@ -16,6 +16,9 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod change_points;
+pub mod rank_test;
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
     pub n: usize,
