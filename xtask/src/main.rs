@@ -51,6 +51,8 @@ enum LabCommand {
     Run(Box<lab::RunArgs>),
     /// List matrices, arms and sweeps, as data.
     List(lab::ListArgs),
+    /// Compare two runs point by point: ratio of medians, its interval, a rank test and a verdict.
+    Compare(lab::compare::CompareArgs),
 }
 
 #[derive(Subcommand)]
@@ -105,6 +107,7 @@ fn run() -> Result<()> {
     match cli.command {
         Command::Lab(LabCommand::Run(args)) => lab::run(*args),
         Command::Lab(LabCommand::List(args)) => lab::list(args),
+        Command::Lab(LabCommand::Compare(args)) => lab::compare::compare_cmd(args),
         Command::Site(SiteCommand::Build(args)) => site::build(args),
         Command::Site(SiteCommand::Check(args)) => site::check(args),
         Command::Env(EnvCommand::Up(args)) => env::up(args),

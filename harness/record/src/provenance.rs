@@ -202,6 +202,20 @@ pub struct SweepInfo {
 }
 
 impl Provenance {
+    /// The machine a figure depends on: CPU model, cores, memory, kernel and the backend the services ran on.
+    /// Runs are compared only when theirs match (where each task's processes were placed is in its record).
+    pub fn hardware_fingerprint(&self) -> String {
+        let h = &self.host;
+        format!(
+            "{}, {} logical cores, {} GiB, kernel {}, {} backend",
+            h.cpu_brand,
+            h.logical_cores,
+            (h.memory_bytes as f64 / (1u64 << 30) as f64).round(),
+            h.kernel,
+            self.env.backend
+        )
+    }
+
     /// On `--resume`: keep the first attempt's start time, versions and caps alongside this attempt's.
     pub fn merge_earlier(&mut self, earlier: Provenance) {
         self.started_ts_ms = earlier.started_ts_ms;

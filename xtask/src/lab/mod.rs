@@ -2,8 +2,10 @@
 //! and filtered to points (plan), run one harness process per task (runner) in a session that owns the
 //! environment and the run's provenance (session), with the machine's conditions beside each (conditions),
 //! records written as each task ends (results), each with the command that reruns it (reproduce), what the
-//! terminal shows (ui), and a summary at the end (summary).
+//! terminal shows (ui), and a summary at the end (summary). Two runs are set side by side point by point with a
+//! verdict (compare).
 
+pub mod compare;
 pub mod conditions;
 pub mod faults;
 pub mod harness;

@@ -9,11 +9,11 @@ mod check;
 mod config;
 mod durability;
 #[cfg(test)]
-mod fixtures;
+pub(crate) mod fixtures;
 mod forest;
 mod format;
 mod headline;
-mod load;
+pub(crate) mod load;
 mod model;
 mod pages;
 mod parity;
