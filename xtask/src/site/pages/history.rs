@@ -1,10 +1,13 @@
 //! Each headline figure across every run that has it, one series per configuration: a figure's identity is
 //! its id and the hash of the knobs and applied settings it was measured with, so a change of default
-//! configuration starts a new series, and the page says what changed.
+//! configuration starts a new series, and the page says what changed. Within a series, E-Divisive change-point
+//! detection (the record crate's `stats::change_points`) marks where the figure shifted by more than the runs'
+//! noise, with the commits on either side and the size of the shift.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
+use streamlab_record::stats::change_points::{Options, change_points};
 
 use super::{RunLink, latest_matrix_href, run_link};
 use crate::site::chart::{self, Chart, Row, RowKind};
@@ -56,6 +59,8 @@ pub struct HistoryRow {
     pub within_noise: bool,
     pub config: String,
     pub detail: String,
+    /// A change point detected at this run: the shift from the runs before it, and the commits on either side.
+    pub change: Option<String>,
 }
 
 /// Each headline figure of each matrix across every run that has it, oldest first.
@@ -116,6 +121,30 @@ fn series_of<'a>(per_run: &'a [(&'a Run, Vec<Figure>)], id: &str) -> Vec<(String
     out
 }
 
+/// The change points of one series' values (runs without a value are skipped), by the index of the run each
+/// starts at: the medians before and after, the shift, the commits on either side and the test's p-value.
+fn detected_changes(runs: &[(&Run, &Figure)]) -> BTreeMap<usize, String> {
+    let valued: Vec<(usize, f64)> = runs.iter().enumerate().filter_map(|(i, (_, f))| f.value.map(|v| (i, v))).collect();
+    let values: Vec<f64> = valued.iter().map(|(_, v)| *v).collect();
+    let commit = |i: usize| super::short_commit(&runs[i].0.provenance.git.commit);
+    change_points(&values, &Options::default())
+        .into_iter()
+        .map(|c| {
+            let (at, before) = (valued[c.index].0, valued[c.index - 1].0);
+            let shift = c.shift().map_or_else(String::new, |s| format!(" ({:+.1}%)", s * 100.0));
+            let text = format!(
+                "change point: {} → {}{shift} between commits {} and {} (E-Divisive, p = {:.3})",
+                format::table_value(c.before),
+                format::table_value(c.after),
+                commit(before),
+                commit(at),
+                c.p_value
+            );
+            (at, text)
+        })
+        .collect()
+}
+
 fn history_figure(per_run: &[(&Run, Vec<Figure>)], id: &str, title: &str, chart_no: usize) -> HistoryFigure {
     let latest = per_run.iter().rev().find(|(_, figs)| figs.iter().any(|f| f.id == id)).map(|(run, _)| run.id.clone());
     let groups = series_of(per_run, id);
@@ -141,8 +170,13 @@ fn history_figure(per_run: &[(&Run, Vec<Figure>)], id: &str, title: &str, chart_
                 kind: RowKind::Heading,
             });
         }
+        let mut detected = detected_changes(runs);
         let mut rows = Vec::new();
-        for (run, f) in runs {
+        for (i, (run, f)) in runs.iter().enumerate() {
+            let change = detected.remove(&i);
+            if let Some(text) = &change {
+                chart_rows.push(Row { label: text.clone(), group_start: true, kind: RowKind::Heading });
+            }
             unit.clone_from(&f.unit);
             hib = f.higher_is_better;
             for p in &f.published {
@@ -162,6 +196,7 @@ fn history_figure(per_run: &[(&Run, Vec<Figure>)], id: &str, title: &str, chart_
                 within_noise: f.within_noise,
                 config: f.config.clone(),
                 detail: f.detail.clone(),
+                change,
             });
         }
         series.push(HistorySeries { hash: hash.clone(), changes, rows });
@@ -223,6 +258,35 @@ mod tests {
         let raw = page.matrices[0].figures.iter().find(|f| f.anchor == "median-mode-raw-records-per-s").unwrap();
         assert_eq!(raw.series.len(), 1);
         assert!(!raw.svg.contains("configuration 1 of"));
+    }
+
+    #[test]
+    fn a_shift_within_one_configuration_is_marked_at_the_run_it_starts_with_the_commits_on_either_side() {
+        let dir = tempfile::tempdir().unwrap();
+        for i in 0..12u64 {
+            let id = format!("run-{i}");
+            let mut records = crate::site::fixtures::kafka_sink_records(&id);
+            for r in records.iter_mut().filter(|r| r.arm == "raw") {
+                let m = r.measurement.metrics.get_mut("records_per_s").unwrap();
+                m.value *= if i < 6 { 1.0 } else { 0.8 };
+            }
+            let path = crate::site::fixtures::write_run(dir.path(), &id, 1_000 * (i + 1), &records);
+            let prov_path = path.join(streamlab_record::provenance::PROVENANCE_FILE);
+            let prov = std::fs::read_to_string(&prov_path).unwrap().replace("4f1c2d3e5a", &format!("{i:010}"));
+            std::fs::write(prov_path, prov).unwrap();
+        }
+        let page = history_page(&load_results(dir.path()).unwrap(), &SiteConfig::builtin().unwrap());
+        let raw = page.matrices[0].figures.iter().find(|f| f.anchor == "median-mode-raw-records-per-s").unwrap();
+        assert_eq!(raw.series.len(), 1, "one configuration");
+        let marked: Vec<(usize, &str)> =
+            raw.series[0].rows.iter().enumerate().filter_map(|(i, r)| Some((i, r.change.as_deref()?))).collect();
+        assert_eq!(marked.len(), 1, "{marked:?}");
+        let (at, text) = marked[0];
+        assert_eq!(at, 6);
+        assert!(text.contains("(-20.0%) between commits 0000000005 and 0000000006"), "{text}");
+        assert!(raw.svg.contains("change point: "), "the chart marks it too");
+        let framework = page.matrices[0].figures.iter().find(|f| f.anchor == "median-mode-framework-records-per-s");
+        assert!(framework.unwrap().series[0].rows.iter().all(|r| r.change.is_none()), "an unchanged figure has none");
     }
 
     #[test]
