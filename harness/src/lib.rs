@@ -1,6 +1,7 @@
 //! streamlab's benchmark arms and the Kafka/MySQL plumbing they share.
 
 pub mod arms;
+pub mod calibrate;
 pub mod cpu;
 pub mod kafka;
 pub mod private_files;

@@ -41,6 +41,11 @@ enum Command {
         #[arg(long)]
         env: PathBuf,
     },
+    /// The machine's own noise: a fixed CPU loop and a fixed loopback produce, as JSON (a run's start and end).
+    Calibrate {
+        #[arg(long)]
+        env: PathBuf,
+    },
     /// Print the client library versions this build links, as JSON.
     Versions,
     /// The arms this harness can run and the knobs each reads (the contract xtask checks matrices against).
@@ -84,6 +89,10 @@ fn run() -> Result<()> {
         Command::Cluster { env } => {
             let env = EnvDescriptor::load(&env)?;
             println!("{}", serde_json::to_string(&harness::probe::cluster(&env)?)?);
+        }
+        Command::Calibrate { env } => {
+            let env = EnvDescriptor::load(&env)?;
+            println!("{}", serde_json::to_string(&harness::calibrate::calibrate(&env)?)?);
         }
         Command::Versions => println!("{}", serde_json::to_string(&harness::versions::client_versions())?),
         Command::Arms { json: true } => println!("{}", arms::registry_json()),

@@ -77,7 +77,7 @@ pub fn run(args: TestArgs) -> Result<()> {
 
 /// The harness's modules whose ignored tests run against the shared environment (by test-name filter: the
 /// workspace is tested as a whole so that nothing is built twice).
-const SHARED_ENV_MODULES: [&str; 3] = ["arms::", "probe::", "kafka::"];
+const SHARED_ENV_MODULES: [&str; 4] = ["arms::", "calibrate::", "probe::", "kafka::"];
 
 /// The end-to-end test files (xtask/tests/) that run on the shared environment's lane, after the harness's tests:
 /// the lanes take about as long that way (CI at cbd89fb: own environments 178 s + durability 267 s on one lane,

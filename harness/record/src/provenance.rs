@@ -50,6 +50,46 @@ pub struct Provenance {
     /// (a run switches environments per Kafka version and after a service dies); absent in runs before it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub environments: Vec<EnvServed>,
+    /// The machine's own noise at the run's start and end; absent in runs before it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<Calibration>,
+}
+
+/// How [`Calibration`] is measured, for the site.
+pub const CALIBRATION_METHOD: &str = "At the run's start and end, with the environment up and no task running: a \
+fixed CPU-bound loop on one core (100,000,000 dependent xorshift steps), and a fixed loopback produce (200,000 \
+records of 100 B, acks=1, linger 5 ms, to a fresh 1-partition topic, every record acknowledged), measured after one \
+unmeasured produce of the same size that warms the broker up. The drift is end \
+over start minus one: what the machine itself moved during the run.";
+
+/// The calibration at the run's start and end.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Calibration {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start: Option<CalibrationResult>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub end: Option<CalibrationResult>,
+    /// Why a calibration is missing (`start: ...`, `end: ...`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub errors: Vec<String>,
+}
+
+/// One calibration.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct CalibrationResult {
+    pub ts_ms: u64,
+    /// Iterations of the CPU-bound loop per second.
+    pub cpu_loop_per_s: f64,
+    /// Records of the loopback produce per second.
+    pub produce_records_per_s: f64,
+}
+
+impl Calibration {
+    /// End over start minus one, per measure: (CPU loop, loopback produce). `None` without both.
+    pub fn drift(&self) -> Option<(f64, f64)> {
+        let (s, e) = (self.start?, self.end?);
+        Some((e.cpu_loop_per_s / s.cpu_loop_per_s - 1.0, e.produce_records_per_s / s.produce_records_per_s - 1.0))
+    }
 }
 
 /// One environment of a run and the tasks that ran in it.
@@ -234,6 +274,8 @@ impl Provenance {
         let mut environments = earlier.environments;
         environments.append(&mut self.environments);
         self.environments = environments;
+        // The first attempt's start calibration is the run's.
+        self.calibration = earlier.calibration.or(self.calibration.take());
         let note = format!("resumed; first started at {}", earlier.started_ts_ms);
         self.env.note = Some(match self.env.note.take() {
             Some(n) => format!("{n}; {note}"),

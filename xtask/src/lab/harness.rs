@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use streamlab_process::Cmd;
-use streamlab_record::provenance::ClusterInfo;
+use streamlab_record::provenance::{CalibrationResult, ClusterInfo};
 
 use super::ui::phase;
 use crate::paths;
@@ -66,6 +66,17 @@ pub fn cluster(harness: &Path, descriptor: &Path) -> Result<ClusterInfo> {
         .with_context(|| format!("asking the cluster of {} for its metadata", descriptor.display()))?;
     anyhow::ensure!(out.status.success(), "the cluster's metadata request failed:\n{}", out.tail(10));
     serde_json::from_str(&out.stdout).context("harness cluster printed no cluster description")
+}
+
+/// The machine's own noise now (`harness calibrate`: a fixed CPU loop and a fixed loopback produce).
+pub fn calibrate(harness: &Path, descriptor: &Path) -> Result<CalibrationResult> {
+    let out = Cmd::new(harness)
+        .args(["calibrate", "--env"])
+        .arg(descriptor)
+        .output(Duration::from_secs(180))
+        .context("running the calibration")?;
+    anyhow::ensure!(out.status.success(), "the calibration failed:\n{}", out.tail(10));
+    serde_json::from_str(&out.stdout).context("harness calibrate printed no calibration")
 }
 
 #[cfg(test)]

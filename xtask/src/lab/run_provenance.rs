@@ -69,6 +69,7 @@ pub fn collect_provenance(
         restarts: Vec::new(),
         kafka_brokers: Default::default(),
         environments: Vec::new(),
+        calibration: None,
     })
 }
 

@@ -8,11 +8,12 @@ use std::time::Instant;
 
 use anyhow::{Context, Result};
 use indicatif::ProgressBar;
-use streamlab_record::descriptor::BackendKind;
+use streamlab_record::descriptor::{BackendKind, DESCRIPTOR_FILE};
 use streamlab_record::run_spec::{Need, RunSpec};
 use streamlab_record::{Record, RunInfo, Status};
 
 use super::conditions::{Placement, Probe, plan_placement};
+use super::harness;
 use super::matrix::Matrix;
 use super::plan::Task;
 use super::results::RunDir;
@@ -25,6 +26,22 @@ use crate::env::health::ServiceDown;
 use crate::env::pins::KafkaPin;
 use crate::env::process;
 use crate::provenance::{EnvRestart, PROVENANCE_FILE, Provenance};
+
+/// When a calibration is taken.
+#[derive(Debug, Clone, Copy)]
+enum Moment {
+    Start,
+    End,
+}
+
+impl Moment {
+    fn name(self) -> &'static str {
+        match self {
+            Moment::Start => "start",
+            Moment::End => "end",
+        }
+    }
+}
 
 /// Environments a run may bring up again after a service died; past that the run stops.
 const MAX_ENV_RESTARTS: usize = 2;
@@ -80,7 +97,41 @@ impl<'a> Session<'a> {
         }
         prov.note_environment(env.descriptor(), "the run's first environment");
         let run_info = run_info(setup.run_id, &prov);
-        Ok(Session { setup, run_dir, written, kafka, env, prov, run_info, stopped: None })
+        let mut session = Session { setup, run_dir, written, kafka, env, prov, run_info, stopped: None };
+        // A resumed run keeps its first attempt's start calibration.
+        if session.prov.calibration.as_ref().is_none_or(|c| c.start.is_none()) {
+            session.calibrate(Moment::Start);
+            write_provenance(&session.run_dir, &session.prov)?;
+        }
+        Ok(session)
+    }
+
+    /// Calibrate the machine now, into provenance; a calibration that fails is noted there, never failing the run.
+    fn calibrate(&mut self, at: Moment) {
+        let descriptor = self.env.descriptor().dir.join(DESCRIPTOR_FILE);
+        let result = harness::calibrate(self.setup.harness, &descriptor);
+        let calibration = self.prov.calibration.get_or_insert_with(Default::default);
+        match (result, at) {
+            (Ok(c), _) => {
+                phase(
+                    "calibration",
+                    &format!(
+                        "{}: CPU loop {:.0} M iterations/s, loopback produce {:.0} records/s",
+                        at.name(),
+                        c.cpu_loop_per_s / 1e6,
+                        c.produce_records_per_s
+                    ),
+                );
+                match at {
+                    Moment::Start => calibration.start = Some(c),
+                    Moment::End => calibration.end = Some(c),
+                }
+            }
+            (Err(e), _) => {
+                phase("calibration", &format!("failed at the {}: {e:#}", at.name()));
+                calibration.errors.push(format!("{}: {e:#}", at.name()));
+            }
+        }
     }
 
     /// Run one task (or record why it is not run), append its record to the run directory and return it.
@@ -107,6 +158,9 @@ impl<'a> Session<'a> {
     /// Note the end in provenance and bring the environment down; returns every record of the run and, if the
     /// run stopped early, why.
     pub fn finish(mut self) -> Result<(Vec<Record>, Option<String>)> {
+        if self.stopped.is_none() {
+            self.calibrate(Moment::End);
+        }
         self.prov.finished_ts_ms = Some(clock::now_ms());
         write_provenance(&self.run_dir, &self.prov)?;
         Ok((self.written, self.stopped))

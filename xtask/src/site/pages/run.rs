@@ -64,7 +64,11 @@ pub fn run_page(run: &Run) -> RunPage {
         kv("OS", h.os.clone()),
         kv("Kernel", h.kernel.clone()),
         kv("Architecture", h.arch.clone()),
-    ];
+        kv("Hardware fingerprint (runs are compared only within one)", p.hardware_fingerprint()),
+    ]
+    .into_iter()
+    .chain(calibration(p))
+    .collect::<Vec<_>>();
     let matrices = run
         .matrices
         .iter()
@@ -117,6 +121,30 @@ pub fn run_page(run: &Run) -> RunPage {
     }
 }
 
+/// The calibration at the run's start and end and the drift between them; runs before it have none.
+fn calibration(p: &streamlab_record::provenance::Provenance) -> Vec<KeyValue> {
+    let Some(c) = &p.calibration else { return Vec::new() };
+    let show = |r: &streamlab_record::provenance::CalibrationResult| {
+        format!(
+            "CPU loop {:.0} M iterations/s; loopback produce {} records/s",
+            r.cpu_loop_per_s / 1e6,
+            format::table_value(r.produce_records_per_s)
+        )
+    };
+    let mut rows = Vec::new();
+    for (name, result) in [("Calibration at the start", &c.start), ("Calibration at the end", &c.end)] {
+        rows.push(kv(name, result.as_ref().map_or_else(|| "not measured".to_owned(), show)));
+    }
+    if let Some((cpu, produce)) = c.drift() {
+        rows.push(kv(
+            "Calibration drift (end over start)",
+            format!("CPU loop {:+.1}%; produce {:+.1}%", cpu * 100.0, produce * 100.0),
+        ));
+    }
+    rows.extend(c.errors.iter().map(|e| kv("Calibration failed", e.clone())));
+    rows
+}
+
 /// The distinct placements the records name, in the order first met: `client CPUs [0], broker CPUs [1]`.
 fn placement(records: &[Record]) -> Option<String> {
     let mut seen: Vec<&str> = Vec::new();
@@ -132,6 +160,31 @@ fn placement(records: &[Record]) -> Option<String> {
 mod tests {
     use super::*;
     use crate::site::fixtures;
+
+    #[test]
+    fn the_calibration_shows_both_ends_and_their_drift_or_why_one_is_missing() {
+        use streamlab_record::provenance::{Calibration, CalibrationResult};
+        let mut p = fixtures::provenance("run-a", 1_000);
+        assert!(calibration(&p).is_empty(), "runs before calibration show none");
+        let at = |cpu: f64, produce: f64| CalibrationResult {
+            ts_ms: 1,
+            cpu_loop_per_s: cpu,
+            produce_records_per_s: produce,
+        };
+        p.calibration = Some(Calibration {
+            start: Some(at(500e6, 400_000.0)),
+            end: Some(at(450e6, 420_000.0)),
+            errors: Vec::new(),
+        });
+        let rows: Vec<(String, String)> = calibration(&p).into_iter().map(|kv| (kv.key, kv.value)).collect();
+        assert_eq!(rows[2], ("Calibration drift (end over start)".into(), "CPU loop -10.0%; produce +5.0%".into()));
+        assert!(rows[0].1.starts_with("CPU loop 500 M iterations/s; loopback produce "), "{rows:?}");
+        p.calibration = Some(Calibration { start: Some(at(1.0, 1.0)), end: None, errors: vec!["end: refused".into()] });
+        let rows: Vec<(String, String)> = calibration(&p).into_iter().map(|kv| (kv.key, kv.value)).collect();
+        assert_eq!(rows.len(), 3, "no drift without an end: {rows:?}");
+        assert_eq!(rows[1].1, "not measured");
+        assert_eq!(rows[2], ("Calibration failed".into(), "end: refused".into()));
+    }
 
     #[test]
     fn placement_lists_each_distinct_value_once_and_old_records_have_none() {
