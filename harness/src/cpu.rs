@@ -1,4 +1,100 @@
-//! CPU time, to report client CPU seconds per million records: this process's own, or that of the tool
-//! processes it ran and waited for (read through the process layer).
+//! CPU time, to report CPU seconds per million records: this process's own, that of the tool processes it ran
+//! and waited for (read through the process layer), and the environment's brokers', so that a client that is
+//! fast because it burns the broker's share shows as such.
 
+use std::collections::BTreeMap;
+
+use streamlab_process::procfs::pid_cpu_seconds;
 pub use streamlab_process::procfs::{children_cpu_seconds, self_cpu_seconds as process_cpu_seconds};
+use streamlab_record::{EnvDescriptor, Metric};
+
+/// CPU seconds so far of every broker process of the environment (each broker of a cluster); `None` where the
+/// brokers are not this machine's processes (an external cluster) or one of them cannot be read.
+pub fn brokers_cpu_seconds(env: &EnvDescriptor) -> Option<f64> {
+    let pids = env.kafka.pids();
+    if pids.is_empty() {
+        return None;
+    }
+    pids.iter().map(|&pid| pid_cpu_seconds(pid)).sum()
+}
+
+/// The brokers' CPU over a span: read at its start, then [`BrokersCpu::spent`] at its end.
+#[derive(Debug, Clone)]
+pub struct BrokersCpu {
+    env: EnvDescriptor,
+    start: Option<f64>,
+}
+
+impl BrokersCpu {
+    pub fn start(env: &EnvDescriptor) -> BrokersCpu {
+        BrokersCpu { env: env.clone(), start: brokers_cpu_seconds(env) }
+    }
+
+    /// CPU seconds the brokers spent since the start; `None` if either reading failed.
+    pub fn spent(&self) -> Option<f64> {
+        Some(brokers_cpu_seconds(&self.env)? - self.start?)
+    }
+}
+
+/// The CPU metrics of `records` handled with `client_cpu_s` by the client and `broker_cpu_s` by the brokers:
+/// the brokers' seconds and per million records, both together per million records, and records per CPU
+/// second of every process. Without a broker reading only the client's are known, and nothing is added.
+pub fn add_broker_cpu(
+    metrics: &mut BTreeMap<String, Metric>,
+    records: u64,
+    client_cpu_s: f64,
+    broker_cpu_s: Option<f64>,
+) {
+    let Some(broker) = broker_cpu_s.filter(|b| b.is_finite() && *b >= 0.0) else { return };
+    metrics.insert("broker_cpu_s".into(), Metric::new(broker, "CPU s", false));
+    if records == 0 {
+        return;
+    }
+    let millions = records as f64 / 1e6;
+    let total = client_cpu_s + broker;
+    metrics.insert("broker_cpu_s_per_m_records".into(), Metric::new(broker / millions, "CPU s / 1M records", false));
+    metrics.insert("total_cpu_s_per_m_records".into(), Metric::new(total / millions, "CPU s / 1M records", false));
+    if total > 0.0 {
+        metrics.insert("records_per_cpu_s".into(), Metric::new(records as f64 / total, "records / CPU s", true));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_brokers_share_is_added_per_million_records_and_per_cpu_second_of_every_process() {
+        let mut m = BTreeMap::new();
+        add_broker_cpu(&mut m, 2_000_000, 3.0, Some(5.0));
+        let v = |k: &str| m[k].value;
+        assert_eq!((v("broker_cpu_s"), v("broker_cpu_s_per_m_records")), (5.0, 2.5));
+        assert_eq!((v("total_cpu_s_per_m_records"), v("records_per_cpu_s")), (4.0, 250_000.0));
+        assert!(m["records_per_cpu_s"].higher_is_better && !m["broker_cpu_s"].higher_is_better);
+        let mut none = BTreeMap::new();
+        add_broker_cpu(&mut none, 2_000_000, 3.0, None);
+        assert!(none.is_empty(), "an external cluster's brokers are not read: nothing, never a zero");
+    }
+
+    #[test]
+    fn this_process_reads_as_a_broker_whose_cpu_only_grows() {
+        let env: EnvDescriptor = serde_json::from_value(serde_json::json!({
+            "schema": 1, "id": "t", "backend": "native", "dir": "/tmp/x", "started_ts_ms": 0,
+            "kafka": {"version": "4.1.0", "listeners": {}, "pid": std::process::id()}
+        }))
+        .unwrap();
+        let span = BrokersCpu::start(&env);
+        let mut x = 0u64;
+        for i in 0..5_000_000u64 {
+            x = x.wrapping_mul(31).wrapping_add(i);
+        }
+        std::hint::black_box(x);
+        assert!(span.spent().is_some_and(|s| s >= 0.0), "{:?}", span.spent());
+        let gone: EnvDescriptor = serde_json::from_value(serde_json::json!({
+            "schema": 1, "id": "t", "backend": "native", "dir": "/tmp/x", "started_ts_ms": 0,
+            "kafka": {"version": "4.1.0", "listeners": {}, "pid": u32::MAX}
+        }))
+        .unwrap();
+        assert_eq!(BrokersCpu::start(&gone).spent(), None);
+    }
+}

@@ -246,7 +246,9 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str, tool: &CTool) -> Result
     let bootstrap = bootstrap(ctx, knobs)?;
     let call = Invocation::new(&tool.path, produce_args(knobs, topic, &bootstrap, &security.path), &security);
     let conf = effective(&tool.path, &call.args, &call.shown)?;
+    let brokers = crate::cpu::BrokersCpu::start(&ctx.env);
     let run = Cmd::new(&tool.path).args(&call.args).output(TOOL_TIMEOUT)?;
+    let broker_cpu_s = brokers.spent();
     drop(security);
     let s = summary::producer(&run.stdout)
         .with_context(|| format!("{} ({}) printed no producer summary\n{}", call.shown, run.status, run.tail(10)))?;
@@ -260,7 +262,8 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str, tool: &CTool) -> Result
             run.tail(10)
         );
     }
-    let produced = Produced { acked: s.delivered, failed: s.failed, elapsed: s.elapsed(), client_cpu_s: run.cpu_s };
+    let produced =
+        Produced { acked: s.delivered, failed: s.failed, elapsed: s.elapsed(), client_cpu_s: run.cpu_s, broker_cpu_s };
     let hw = super::topic_high_watermark(&ctx.env, topic)?;
     let mut note = vec![format!(
         "tool summary: {} produced, {} delivered, {} failed in {} ms ({} msgs/s, {:.2} MB/s); {} QUEUE_FULL \
@@ -309,7 +312,9 @@ fn fetch(ctx: &ArmContext, knobs: &Knobs, topic: &str, tool: &CTool) -> Result<M
     let bootstrap = bootstrap(ctx, knobs)?;
     let call = Invocation::new(&tool.path, fetch_args(knobs, topic, &bootstrap, &security.path, hw), &security);
     let conf = effective(&tool.path, &call.args, &call.shown)?;
+    let brokers = crate::cpu::BrokersCpu::start(&ctx.env);
     let run = Cmd::new(&tool.path).args(&call.args).output(TOOL_TIMEOUT)?;
+    let broker_cpu_s = brokers.spent();
     drop(security);
     ensure!(run.status.success(), "{} failed ({})\n{}", call.shown, run.status, run.tail(10));
     let s = summary::consumer(&run.stdout)
@@ -319,6 +324,7 @@ fn fetch(ctx: &ArmContext, knobs: &Knobs, topic: &str, tool: &CTool) -> Result<M
         bytes: s.bytes,
         elapsed: s.elapsed(),
         client_cpu_s: run.cpu_s,
+        broker_cpu_s,
         fetch_request_us: Vec::new(),
     };
     let mut note = vec![format!(
@@ -533,6 +539,8 @@ mod tests {
                 assert_eq!(m.integrity.status, IntegrityStatus::Verified, "{what}: {:?} {:?}", m.integrity, m.note);
                 assert_eq!(m.metrics["acked"].value, 20_000.0, "{what}");
                 assert!(m.metrics["records_per_s"].value > 0.0 && m.metrics["client_cpu_s"].value > 0.0, "{what}");
+                // The broker's CPU over the tool's run is read beside the tool's own.
+                assert!(m.metrics["broker_cpu_s"].value > 0.0 && m.metrics["records_per_cpu_s"].value > 0.0, "{what}");
                 let command = &m.details["command"];
                 assert!(command.contains(" -P -t ") && command.contains("file=<0600 temp file: "), "{what}: {command}");
                 if let Some(pw) = password(listener) {

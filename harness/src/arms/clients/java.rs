@@ -103,7 +103,9 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, tools: &JavaTools, topic: &str) -> R
     ];
     let cmd = jvm.command(PRODUCER_MAIN, &args);
     let command = format!("{}; producer.config: {}", jvm.describe(&cmd), config.describe());
+    let brokers = crate::cpu::BrokersCpu::start(&ctx.env);
     let run = jvm.run("producer", cmd, TOOL_DEADLINE)?;
+    let broker_cpu_s = brokers.spent();
     ensure_exited_ok("ProducerPerformance", &run)?;
     let total = output::producer_total(&run.stdout)?;
     let payloads = output::payloads_read(&run.stdout);
@@ -117,6 +119,7 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, tools: &JavaTools, topic: &str) -> R
         failed: knobs.count.saturating_sub(total.sent),
         elapsed: Duration::from_secs_f64(total.window_s().unwrap_or(0.0)),
         client_cpu_s: run.cpu_s,
+        broker_cpu_s,
     };
     let hw = super::topic_high_watermark(&ctx.env, topic)?;
     let values = output::config_values(&run.stderr, "ProducerConfig")
@@ -160,7 +163,9 @@ fn fetch(ctx: &ArmContext, knobs: &Knobs, tools: &JavaTools, topic: &str) -> Res
     ];
     let cmd = jvm.command(CONSUMER_MAIN, &args);
     let command = format!("{}; consumer.config: {}", jvm.describe(&cmd), config.describe());
+    let brokers = crate::cpu::BrokersCpu::start(&ctx.env);
     let run = jvm.run("consumer", cmd, TOOL_DEADLINE)?;
+    let broker_cpu_s = brokers.spent();
     ensure_exited_ok("ConsumerPerformance", &run)?;
     let total = output::consumer_total(&run.stdout)?;
     let fetched = Fetched {
@@ -168,6 +173,7 @@ fn fetch(ctx: &ArmContext, knobs: &Knobs, tools: &JavaTools, topic: &str) -> Res
         bytes: (total.mib * MIB).round() as u64,
         elapsed: Duration::from_millis(total.fetch_ms),
         client_cpu_s: run.cpu_s,
+        broker_cpu_s,
         fetch_request_us: Vec::new(),
     };
     let values = output::config_values(&run.stderr, "ConsumerConfig")
@@ -406,6 +412,7 @@ mod tests {
             assert_eq!(m.integrity.status, IntegrityStatus::Verified, "{listener}: {:?} {:?}", m.integrity, m.note);
             assert_eq!(m.metrics["acked"].value, 20000.0, "{listener}");
             assert!(m.metrics["records_per_s"].value > 0.0 && m.metrics["client_cpu_s"].value > 0.0, "{listener}");
+            assert!(m.metrics["broker_cpu_s_per_m_records"].value > 0.0, "{listener}: {:?}", m.metrics);
             assert!(m.details["command"].contains("--payload-file <private>/payload"), "{}", m.details["command"]);
             let protocol = &crate::test_env().kafka.listeners[listener].security_protocol;
             assert!(m.details["command"].contains(&format!("security.protocol={protocol}")), "{listener}");

@@ -157,6 +157,8 @@ pub struct Produced {
     pub elapsed: Duration,
     /// CPU seconds of the client (the harness process, or the tool process it ran).
     pub client_cpu_s: f64,
+    /// CPU seconds of the environment's brokers over the same span; `None` where they cannot be read.
+    pub broker_cpu_s: Option<f64>,
 }
 
 /// What an adapter measured for a fetch run.
@@ -166,6 +168,7 @@ pub struct Fetched {
     pub bytes: u64,
     pub elapsed: Duration,
     pub client_cpu_s: f64,
+    pub broker_cpu_s: Option<f64>,
     /// Per Fetch request latency samples in microseconds, where the client exposes a fetch call.
     pub fetch_request_us: Vec<f64>,
 }
@@ -204,6 +207,7 @@ pub fn produce_measurement(knobs: &Knobs, p: &Produced, high_watermark: u64, inf
             metric(p.client_cpu_s / (p.acked as f64 / 1e6), "CPU s / 1M records", false),
         );
     }
+    crate::cpu::add_broker_cpu(&mut metrics, p.acked, p.client_cpu_s, p.broker_cpu_s);
     let integrity = produce_integrity(knobs.count, p, high_watermark);
     finish("produce", metrics, integrity, info)
 }
@@ -245,6 +249,7 @@ pub fn fetch_measurement(f: &Fetched, high_watermark: u64, info: ClientInfo) -> 
             metric(f.client_cpu_s / (f.consumed as f64 / 1e6), "CPU s / 1M records", false),
         );
     }
+    crate::cpu::add_broker_cpu(&mut metrics, f.consumed, f.client_cpu_s, f.broker_cpu_s);
     add_percentiles(&mut metrics, "fetch_rpc", &f.fetch_request_us);
     let ok = f.consumed == high_watermark && high_watermark > 0;
     let integrity = Integrity {
@@ -382,7 +387,7 @@ mod tests {
     use super::*;
 
     fn produced(acked: u64, failed: u64) -> Produced {
-        Produced { acked, failed, elapsed: Duration::from_secs(1), client_cpu_s: 0.5 }
+        Produced { acked, failed, elapsed: Duration::from_secs(1), client_cpu_s: 0.5, broker_cpu_s: Some(1.5) }
     }
 
     #[test]
@@ -407,11 +412,14 @@ mod tests {
             bytes: consumed * 100,
             elapsed: Duration::from_millis(500),
             client_cpu_s: 0.1,
+            broker_cpu_s: Some(0.3),
             fetch_request_us: vec![],
         };
         let ok = fetch_measurement(&fetched(1000), 1000, ClientInfo::default());
         assert_eq!(ok.integrity.status, streamlab_record::IntegrityStatus::Verified);
         assert_eq!(ok.metrics["records_per_s"].value, 2000.0);
+        // The broker's share beside the client's: 0.4 CPU s for 1000 records.
+        assert!((ok.metrics["records_per_cpu_s"].value - 2500.0).abs() < 1e-6, "{:?}", ok.metrics);
         for consumed in [999, 1001] {
             let bad = fetch_measurement(&fetched(consumed), 1000, ClientInfo::default());
             assert_eq!(bad.integrity.status, streamlab_record::IntegrityStatus::Failed);
@@ -421,7 +429,14 @@ mod tests {
     #[test]
     fn an_empty_run_has_no_rate_rather_than_a_rate_of_zero() {
         let m = fetch_measurement(
-            &Fetched { consumed: 0, bytes: 0, elapsed: Duration::ZERO, client_cpu_s: 0.0, fetch_request_us: vec![] },
+            &Fetched {
+                consumed: 0,
+                bytes: 0,
+                elapsed: Duration::ZERO,
+                client_cpu_s: 0.0,
+                broker_cpu_s: None,
+                fetch_request_us: vec![],
+            },
             0,
             ClientInfo::default(),
         );

@@ -114,6 +114,7 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> 
         cfg.create_with_context(Counting::default()).context("cannot create the producer")?;
     let payload = super::payload(knobs.payload_bytes);
     let cpu_before = crate::cpu::process_cpu_seconds();
+    let brokers = crate::cpu::BrokersCpu::start(&ctx.env);
     let started = Instant::now();
     let mut sent = 0u64;
     while sent < knobs.count {
@@ -145,6 +146,7 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> 
         failed: deliveries.failed(),
         elapsed,
         client_cpu_s: crate::cpu::process_cpu_seconds() - cpu_before,
+        broker_cpu_s: brokers.spent(),
     };
     drop(producer);
     let hw = super::topic_high_watermark(&ctx.env, topic)?;
@@ -181,6 +183,7 @@ fn fetch(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
     }
     consumer.assign(&tpl)?;
     let cpu_before = crate::cpu::process_cpu_seconds();
+    let brokers = crate::cpu::BrokersCpu::start(&ctx.env);
     let (mut consumed, mut bytes) = (0u64, 0u64);
     let mut first: Option<Instant> = None;
     let mut last_progress = Instant::now();
@@ -203,6 +206,7 @@ fn fetch(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
         bytes,
         elapsed,
         client_cpu_s: crate::cpu::process_cpu_seconds() - cpu_before,
+        broker_cpu_s: brokers.spent(),
         fetch_request_us: Vec::new(),
     };
     let asymmetries = Asymmetries {

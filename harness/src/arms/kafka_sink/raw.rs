@@ -15,7 +15,7 @@ use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, T
 use rdkafka::statistics::Statistics;
 use rdkafka::types::RDKafkaErrorCode;
 use serde::Deserialize;
-use streamlab_record::{Integrity, Measurement, Metric};
+use streamlab_record::{EnvDescriptor, Integrity, Measurement, Metric};
 
 use crate::arms::ArmContext;
 use crate::arms::spec::ArmSpec;
@@ -110,7 +110,7 @@ pub fn run(ctx: &ArmContext) -> Result<Measurement> {
     // The feeder produces on this thread until the window's watcher says it is over; the watcher samples the
     // watermarks from its own client, so neither the producer nor its feeder waits on a sample.
     let (edges, fed) = std::thread::scope(|s| {
-        let watcher = s.spawn(|| watch_window(&context, &sampler, &knobs, produce_start, &done));
+        let watcher = s.spawn(|| watch_window(&context, &sampler, &ctx.env, &knobs, produce_start, &done));
         let fed = feed(&producer, &topic, &payload, &done, &mut queue_full_sleeps);
         done.store(true, Ordering::Release);
         (watcher.join().map_err(|_| anyhow::anyhow!("the window's watcher panicked")), fed)
@@ -120,6 +120,7 @@ pub fn run(ctx: &ArmContext) -> Result<Measurement> {
     let window = WatermarkWindow { open: edges.open.hw, close: edges.close.hw };
     let acks = edges.close.delivered - edges.open.delivered;
     let cpu_s = edges.close.cpu_s - edges.open.cpu_s;
+    let brokers_cpu_s = edges.close.brokers_cpu_s.zip(edges.open.brokers_cpu_s).map(|(close, open)| close - open);
 
     producer.flush(Duration::from_secs(60)).context("flush did not complete within 60 s")?;
     let delivered = context.delivered.load(Ordering::Relaxed);
@@ -134,6 +135,7 @@ pub fn run(ctx: &ArmContext) -> Result<Measurement> {
     metrics.insert("delivered_total".into(), Metric::new(delivered as f64, "records", true));
     let per_m = cpu_s / (window.records() as f64 / 1e6);
     metrics.insert("client_cpu_s_per_m_records".into(), Metric::new(per_m, "CPU s / 1M records", false));
+    crate::cpu::add_broker_cpu(&mut metrics, window.records(), cpu_s, brokers_cpu_s);
     if let Some(p) = context.latency.percentiles(&[50.0, 99.0]) {
         metrics.insert("e2e_p50_ms".into(), Metric::new(p[0], "ms", false));
         metrics.insert("e2e_p99_ms".into(), Metric::new(p[1], "ms", false));
@@ -203,11 +205,12 @@ fn feed(
     Ok(())
 }
 
-/// One edge of the window: the broker's count, and the arm's own, and the process's CPU.
+/// One edge of the window: the broker's count, and the arm's own, and the process's and the brokers' CPU.
 struct Edge {
     hw: WatermarkSample,
     delivered: u64,
     cpu_s: f64,
+    brokers_cpu_s: Option<f64>,
 }
 
 struct Edges {
@@ -222,6 +225,7 @@ struct Edges {
 fn watch_window(
     context: &Context_,
     sampler: &WatermarkSampler,
+    env: &EnvDescriptor,
     knobs: &Knobs,
     produce_start: Instant,
     done: &AtomicBool,
@@ -251,6 +255,7 @@ fn watch_window(
                 hw,
                 delivered: context.delivered.load(Ordering::Relaxed),
                 cpu_s: crate::cpu::process_cpu_seconds(),
+                brokers_cpu_s: crate::cpu::brokers_cpu_seconds(env),
             })
         };
         let open = edge()?;
@@ -320,6 +325,8 @@ mod tests {
         let (hw_rate, acked_rate) = (m.metrics["records_per_s"].value, m.metrics["acked_records_per_s"].value);
         assert!((hw_rate / acked_rate - 1.0).abs() < 0.25, "{hw_rate} vs {acked_rate}");
         assert!(m.metrics["watermark_timing_error_pct"].value < 5.0, "{:?}", m.metrics);
+        // The broker's CPU over the same window, beside the client's.
+        assert!(m.metrics["broker_cpu_s"].value > 0.0 && m.metrics["records_per_cpu_s"].value > 0.0, "{:?}", m.metrics);
         assert_eq!(m.applied["producer.acks"], "-1");
         assert_eq!(m.applied["producer.max.in.flight.requests.per.connection"], "5");
         assert_eq!(m.applied["workload"], "produce 256 B records to 4 partitions for 1.5 s after 0.5 s warm-up");

@@ -111,9 +111,11 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> 
         .producer(producer_applied(&cfg, &security))
         .build();
     let rt = runtime()?;
+    let brokers = crate::cpu::BrokersCpu::start(&ctx.env);
     let outcome = rt.block_on(produce_async(cfg, record, knobs.count));
     stop(rt);
-    let outcome = outcome?;
+    let mut outcome = outcome?;
+    outcome.produced.broker_cpu_s = brokers.spent();
     let hw = super::topic_high_watermark(&ctx.env, topic)?;
     let mut notes: Vec<String> = outcome.setup_note.iter().cloned().collect();
     if let Some(queued) = outcome.stalled_at {
@@ -240,7 +242,13 @@ async fn produce_async(cfg: ProducerConfig, record: ProduceRecord, count: u64) -
     let m = producer.metrics();
     let close_error = producer.close_timeout(CLOSE_TIMEOUT).await.err().map(|e| e.to_string());
     Ok(ProduceOutcome {
-        produced: Produced { acked: m.records_acked, failed: m.produce_errors, elapsed, client_cpu_s },
+        produced: Produced {
+            acked: m.records_acked,
+            failed: m.produce_errors,
+            elapsed,
+            client_cpu_s,
+            broker_cpu_s: None,
+        },
         first_queued,
         setup_note,
         stalled_at: stalled.then_some(queued),
@@ -280,9 +288,11 @@ fn fetch(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
     );
     let cfg_applied = cfg.clone();
     let rt = runtime()?;
+    let brokers = crate::cpu::BrokersCpu::start(&ctx.env);
     let fetched = rt.block_on(fetch_async(cfg, topic, hw));
     stop(rt);
-    let (fetched, stalled, first_round_records) = fetched?;
+    let (mut fetched, stalled, first_round_records) = fetched?;
+    fetched.broker_cpu_s = brokers.spent();
     let asymmetries = Asymmetries {
         connections: "1 per broker (plus the bootstrap connection, not counted)".into(),
         in_flight: "1 Fetch per broker at a time (one fetch() round)".into(),
@@ -357,6 +367,7 @@ async fn fetch_async(cfg: ConsumerConfig, topic: &str, high_watermark: u64) -> R
         bytes,
         elapsed,
         client_cpu_s: crate::cpu::process_cpu_seconds() - cpu_before,
+        broker_cpu_s: None,
         fetch_request_us,
     };
     Ok((fetched, stalled, first_round_records))
@@ -518,7 +529,13 @@ pub(super) mod tests {
 
     #[test]
     fn records_the_broker_holds_but_the_client_failed_are_named_in_the_note() {
-        let produced = |acked, failed| Produced { acked, failed, elapsed: Duration::from_secs(1), client_cpu_s: 0.1 };
+        let produced = |acked, failed| Produced {
+            acked,
+            failed,
+            elapsed: Duration::from_secs(1),
+            client_cpu_s: 0.1,
+            broker_cpu_s: None,
+        };
         let landed = failed_note(&produced(19691, 309), 20000, 20000);
         assert!(landed.starts_with("309 records failed") && landed.contains("yet the topic holds 20000"), "{landed}");
         let lost = failed_note(&produced(19691, 309), 20000, 19691);
@@ -541,6 +558,7 @@ pub(super) mod tests {
     fn idempotent_produce_is_verified() {
         let m = run_with(serde_json::json!({"acks": -1, "idempotence": true}));
         assert_produced_all(&m, 20000);
+        assert!(m.metrics["total_cpu_s_per_m_records"].value > m.metrics["client_cpu_s_per_m_records"].value);
         assert!(m.details["command"].contains("acks=-1") && m.details["in_flight"].starts_with("5 "));
         assert_eq!(m.applied["producer.max.in.flight.requests.per.connection"], "5");
         assert_eq!(m.applied["clock_start"], "before connect");

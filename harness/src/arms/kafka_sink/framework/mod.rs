@@ -50,7 +50,7 @@ pub fn run(ctx: &ArmContext) -> Result<Measurement> {
     let producer = config::sink_producer_config(&yaml)?;
     let applied =
         super::window::applied(knobs.payload_bytes, knobs.partitions, knobs.warmup_s, knobs.window_s, &producer)?;
-    let outcome = pipeline::run_pipeline(&yaml, &knobs, &sampler)?;
+    let outcome = pipeline::run_pipeline(&yaml, &knobs, &sampler, &ctx.env)?;
     let observed = high_watermark_sum(&base, &topic)?;
     report::measurement(&knobs, &outcome, observed, applied)
 }
@@ -81,6 +81,7 @@ mod tests {
         assert!(m.note.as_deref().unwrap_or("").contains("budget 2064 MiB"), "{:?}", m.note);
         assert!(m.metrics["acks_in_window"].value >= 10.0, "{:?}", m.metrics);
         assert!(m.metrics["watermark_timing_error_pct"].value < 5.0, "{:?}", m.metrics);
+        assert!(m.metrics["broker_cpu_s_per_m_records"].value > 0.0, "{:?}", m.metrics);
         assert_eq!(
             (m.applied["producer.acks"].as_str(), m.applied["producer.enable.idempotence"].as_str()),
             ("-1", "true")

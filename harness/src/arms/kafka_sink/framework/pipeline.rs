@@ -11,6 +11,7 @@ use spate::config::PipelineConfig;
 use spate::ops::chain;
 use spate::pipeline::{ExitReport, ExitState, Pipeline, RuntimeOptions, SinkOptions};
 use spate::sink::KeyHashRouter;
+use streamlab_record::EnvDescriptor;
 
 use super::SAMPLE_EVERY;
 use super::config::{GeneratorConfig, Knobs};
@@ -46,7 +47,12 @@ impl Drain {
     }
 }
 
-pub(super) fn run_pipeline(yaml: &str, knobs: &Knobs, sampler: &WatermarkSampler) -> Result<Outcome> {
+pub(super) fn run_pipeline(
+    yaml: &str,
+    knobs: &Knobs,
+    sampler: &WatermarkSampler,
+    env: &EnvDescriptor,
+) -> Result<Outcome> {
     let config = PipelineConfig::from_str(yaml).context("spate refused the pipeline config")?;
     let generator_config: GeneratorConfig =
         config.source.deserialize_into().context("spate refused the generator section")?;
@@ -76,7 +82,7 @@ pub(super) fn run_pipeline(yaml: &str, knobs: &Knobs, sampler: &WatermarkSampler
     let shutdown = runtime.shutdown_handle();
     let started = Instant::now();
     let running = std::thread::Builder::new().name("spate-runtime".into()).spawn(move || runtime.run())?;
-    let observed = observe_window(&observer, sampler, &baseline, started, knobs, &running);
+    let observed = observe_window(&observer, sampler, env, &baseline, started, knobs, &running);
     shutdown.trigger();
     let report = running
         .join()
@@ -99,13 +105,15 @@ pub(super) fn run_pipeline(yaml: &str, knobs: &Knobs, sampler: &WatermarkSampler
 }
 
 /// The exposition at the window's open, every [`SAMPLE_EVERY`] through it (the last sample is the close),
-/// the topic's high watermarks at both edges, and the client CPU spent in it.
+/// the topic's high watermarks at both edges, and the client's and brokers' CPU spent in it.
 pub(super) struct Window {
     pub open: Snapshot,
     pub samples: Vec<Snapshot>,
     pub watermarks: WatermarkWindow,
     /// Process CPU seconds over the window, minus this sampling thread's own.
     pub client_cpu_s: f64,
+    /// The brokers' CPU seconds over the window, where they can be read.
+    pub brokers_cpu_s: Option<f64>,
 }
 
 impl Window {
@@ -120,6 +128,7 @@ impl Window {
 fn observe_window<T>(
     observer: &Observer,
     sampler: &WatermarkSampler,
+    env: &EnvDescriptor,
     baseline: &Snapshot,
     started: Instant,
     knobs: &Knobs,
@@ -129,6 +138,7 @@ fn observe_window<T>(
     sleep_until(first_ack + Duration::from_secs_f64(knobs.warmup_s), running)?;
     let cpu_open = crate::cpu::process_cpu_seconds();
     let sampler_open = streamlab_process::procfs::thread_cpu_seconds();
+    let brokers = crate::cpu::BrokersCpu::start(env);
     // The broker's count at each edge, from the sampler's own client (this thread is not spate's).
     let hw_open = sampler.sample()?;
     let open = observer.snapshot();
@@ -141,8 +151,10 @@ fn observe_window<T>(
     let hw_close = sampler.sample()?;
     let sampler_s = streamlab_process::procfs::thread_cpu_seconds() - sampler_open;
     let client_cpu_s = crate::cpu::process_cpu_seconds() - cpu_open - sampler_s;
+    let brokers_cpu_s = brokers.spent();
     let watermarks = WatermarkWindow { open: hw_open, close: hw_close };
-    Ok((Window { open, samples, watermarks, client_cpu_s }, first_ack.duration_since(started).as_secs_f64()))
+    let window = Window { open, samples, watermarks, client_cpu_s, brokers_cpu_s };
+    Ok((window, first_ack.duration_since(started).as_secs_f64()))
 }
 
 fn wait_for_first_ack<T>(

@@ -109,6 +109,12 @@ pub(super) fn measurement(knobs: &Knobs, outcome: &Outcome, observed: u64, appli
     if window.client_cpu_s.is_finite() {
         let per_m = window.client_cpu_s / (window.watermarks.records() as f64 / 1e6);
         metrics.insert("client_cpu_s_per_m_records".into(), Metric::new(per_m, "CPU s / 1M records", false));
+        crate::cpu::add_broker_cpu(
+            &mut metrics,
+            window.watermarks.records(),
+            window.client_cpu_s,
+            window.brokers_cpu_s,
+        );
     }
     let e2e = bucket_delta(&window.open.e2e_buckets, &window.close().e2e_buckets);
     let e2e_batches = e2e.last().map_or(0.0, |b| b.1);
@@ -266,6 +272,7 @@ mod tests {
             samples: vec![held.clone(), held, rejected, running],
             watermarks: WatermarkWindow { open: hw, close: hw },
             client_cpu_s: 1.0,
+            brokers_cpu_s: None,
         };
         let mut k = seed_knobs();
         k.pipeline_threads = 1;
