@@ -82,12 +82,17 @@ fn series_view(r: &Reference) -> SeriesView {
 }
 
 /// Every sweep's charts, in the matrix's sweep order. A run made with --point/--arm may hold nothing for a
-/// sweep or a metric: a chart with no row (no record, no published figure) is left out rather than drawn empty.
+/// sweep or a metric: a chart with no row (no record, no published figure) is left out rather than drawn empty,
+/// and so is a metric no record of the run reports (runs from before the metric existed) and no seed published.
 pub fn sections(data: &MatrixData, cfg: &SiteConfig) -> Vec<Section> {
     let mut chart_no = 0;
     let mut out = Vec::new();
     for sweep in &data.info.sweeps {
-        let metrics = data.sweep_metrics(cfg, sweep);
+        let metrics: Vec<String> = data
+            .sweep_metrics(cfg, sweep)
+            .into_iter()
+            .filter(|m| data.metric_meta(m).is_some() || !cfg.references(&data.info.name, &sweep.name, m).is_empty())
+            .collect();
         let charts: Vec<ChartView> = metrics
             .iter()
             .filter_map(|metric| {
@@ -280,4 +285,30 @@ pub fn metrics_table(data: &MatrixData) -> (MetricsTable, Vec<String>) {
         })
         .collect();
     (MetricsTable { columns: header, rows }, unchecked)
+}
+
+#[cfg(test)]
+mod tests {
+    use streamlab_record::Metric;
+
+    use super::*;
+    use crate::site::fixtures;
+
+    #[test]
+    fn a_configured_metric_that_no_record_reports_gets_no_chart() {
+        let headlines = "[kafka_sink.sweep_metrics]\nmode = [\"records_per_s\", \"records_per_cpu_s\"]\n";
+        let cfg = SiteConfig::parse(headlines, "series = []").unwrap();
+        let info = fixtures::kafka_sink_info();
+        let charts_of_mode = |records: &[streamlab_record::Record]| {
+            let data = MatrixData::for_site("kafka_sink", Some(&info), records, &cfg);
+            let mode = sections(&data, &cfg).into_iter().find(|s| s.anchor == "sweep-mode").unwrap();
+            mode.charts.iter().map(|c| c.metric.clone()).collect::<Vec<_>>()
+        };
+        let mut records = fixtures::kafka_sink_records("run-a");
+        assert_eq!(charts_of_mode(&records), ["Records per second"], "an older run: no empty chart");
+        for r in &mut records {
+            r.measurement.metrics.insert("records_per_cpu_s".into(), Metric::new(1e5, "records / CPU s", true));
+        }
+        assert_eq!(charts_of_mode(&records), ["Records per second", "Records per CPU second, client and brokers"]);
+    }
 }
