@@ -44,7 +44,7 @@ fn loopback_produce(env: &EnvDescriptor) -> Result<f64> {
     let cfg = default_client_config(env)?;
     let topic = format!("streamlab-calibration-{}", std::process::id());
     fresh_topic(&cfg, &topic, 1, &[])?;
-    let fill = || crate::arms::clients::rdkafka_arm::fill(&cfg, &topic, PRODUCE_RECORDS, PRODUCE_BYTES);
+    let fill = || crate::kafka::fill::fill(&cfg, &topic, PRODUCE_RECORDS, PRODUCE_BYTES);
     let warm = fill();
     let started = Instant::now();
     let filled = warm.and_then(|()| fill());

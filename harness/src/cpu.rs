@@ -11,7 +11,10 @@ use streamlab_record::{EnvDescriptor, Metric};
 /// CPU seconds so far of every broker process of the environment (each broker of a cluster); `None` where the
 /// brokers are not this machine's processes (an external cluster) or one of them cannot be read.
 pub fn brokers_cpu_seconds(env: &EnvDescriptor) -> Option<f64> {
-    let pids = env.kafka.pids();
+    pids_cpu_seconds(&env.kafka.pids())
+}
+
+fn pids_cpu_seconds(pids: &[u32]) -> Option<f64> {
     if pids.is_empty() {
         return None;
     }
@@ -21,18 +24,20 @@ pub fn brokers_cpu_seconds(env: &EnvDescriptor) -> Option<f64> {
 /// The brokers' CPU over a span: read at its start, then [`BrokersCpu::spent`] at its end.
 #[derive(Debug, Clone)]
 pub struct BrokersCpu {
-    env: EnvDescriptor,
+    pids: Vec<u32>,
     start: Option<f64>,
 }
 
 impl BrokersCpu {
     pub fn start(env: &EnvDescriptor) -> BrokersCpu {
-        BrokersCpu { env: env.clone(), start: brokers_cpu_seconds(env) }
+        let pids = env.kafka.pids();
+        let start = pids_cpu_seconds(&pids);
+        BrokersCpu { pids, start }
     }
 
     /// CPU seconds the brokers spent since the start; `None` if either reading failed.
     pub fn spent(&self) -> Option<f64> {
-        Some(brokers_cpu_seconds(&self.env)? - self.start?)
+        Some(pids_cpu_seconds(&self.pids)? - self.start?)
     }
 }
 

@@ -137,6 +137,13 @@ pub struct Listener {
     pub ca_file: Option<PathBuf>,
 }
 
+impl Listener {
+    /// The listener's password, read from its owner-only file; `None` for a listener without one.
+    pub fn password(&self) -> Result<Option<String>, DescriptorError> {
+        self.password_file.as_deref().map(read_secret).transpose()
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct MysqlEnv {

@@ -3,7 +3,7 @@
 use anyhow::{Context, Result};
 use rdkafka::ClientConfig;
 use streamlab_record::EnvDescriptor;
-use streamlab_record::descriptor::{Listener, read_secret};
+use streamlab_record::descriptor::Listener;
 
 /// A `ClientConfig` that reaches `listener` of the environment with its credentials.
 pub fn client_config(env: &EnvDescriptor, listener: &str) -> Result<ClientConfig> {
@@ -11,11 +11,7 @@ pub fn client_config(env: &EnvDescriptor, listener: &str) -> Result<ClientConfig
         let known: Vec<_> = env.kafka.listeners.keys().cloned().collect();
         format!("the environment has no listener {listener:?}; it has {known:?}")
     })?;
-    let password = match &l.password_file {
-        Some(p) => Some(read_secret(p)?),
-        None => None,
-    };
-    Ok(config_for(l, password.as_deref()))
+    Ok(config_for(l, l.password()?.as_deref()))
 }
 
 /// A `ClientConfig` that reaches the environment's default listener (what an arm uses unless a point names

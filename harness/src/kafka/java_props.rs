@@ -5,7 +5,7 @@
 
 use anyhow::{Context, Result, bail};
 use streamlab_record::EnvDescriptor;
-use streamlab_record::descriptor::{Listener, read_secret};
+use streamlab_record::descriptor::Listener;
 
 /// Ordered `key=value` pairs; `secret` is masked wherever [`Properties::describe`] shows a value.
 #[derive(Debug, Clone, Default)]
@@ -53,8 +53,7 @@ impl Properties {
     pub fn for_default_listener(env: &EnvDescriptor) -> Result<Properties> {
         let name = env.default_listener();
         let listener = env.listener(name).context("the environment has no default listener")?;
-        let password = listener.password_file.as_ref().map(|p| read_secret(p)).transpose()?;
-        Properties::for_listener(name, listener, password.as_deref())
+        Properties::for_listener(name, listener, listener.password()?.as_deref())
     }
 
     /// The pairs in the order they were set.

@@ -5,6 +5,7 @@ pub mod admin;
 pub mod config;
 pub mod deliveries;
 pub mod effective;
+pub mod fill;
 pub mod java_props;
 pub mod stats;
 pub mod watermarks;

@@ -170,8 +170,8 @@ pub fn compare(a: &Run, b: &Run, metric: &str) -> Vec<Row> {
             let medians = (side_a.and_then(|s| median(&s.values)), side_b.and_then(|s| median(&s.values)));
             let mut row = Row::unjudged(key, medians);
             row.why = match (side_a, side_b) {
-                (None, _) => format!("only run B measured it ({})", run_of(b)),
-                (_, None) => format!("only run A measured it ({})", run_of(a)),
+                (None, _) => format!("only run B measured it ({})", b.id),
+                (_, None) => format!("only run A measured it ({})", a.id),
                 _ if hardware.0 != hardware.1 => format!("different hardware: {} vs {}", hardware.0, hardware.1),
                 (Some(x), Some(y)) => match config_difference(&x.config, &y.config) {
                     Some(diff) => format!("different configuration: {diff}"),
@@ -184,10 +184,6 @@ pub fn compare(a: &Run, b: &Run, metric: &str) -> Vec<Row> {
             row
         })
         .collect()
-}
-
-fn run_of(run: &Run) -> &str {
-    &run.id
 }
 
 /// (matrix, arm, sweep point).
@@ -277,7 +273,6 @@ fn judge(row: &mut Row, a: &Side, b: &Side) {
         (true, Some(_)) => Verdict::Faster,
         _ => Verdict::NoSignificantChange,
     };
-    let _ = b.higher_is_better;
 }
 
 /// The smallest two-sided p the rank test can give for samples of `n` and `m`: 2 / C(n+m, n).

@@ -111,8 +111,8 @@ impl<'a> Session<'a> {
         let descriptor = self.env.descriptor().dir.join(DESCRIPTOR_FILE);
         let result = harness::calibrate(self.setup.harness, &descriptor);
         let calibration = self.prov.calibration.get_or_insert_with(Default::default);
-        match (result, at) {
-            (Ok(c), _) => {
+        match result {
+            Ok(c) => {
                 phase(
                     "calibration",
                     &format!(
@@ -127,7 +127,7 @@ impl<'a> Session<'a> {
                     Moment::End => calibration.end = Some(c),
                 }
             }
-            (Err(e), _) => {
+            Err(e) => {
                 phase("calibration", &format!("failed at the {}: {e:#}", at.name()));
                 calibration.errors.push(format!("{}: {e:#}", at.name()));
             }

@@ -32,7 +32,7 @@ use anyhow::{Context, Result};
 use rdkafka::ClientConfig;
 use serde::Deserialize;
 use streamlab_record::applied::Applied;
-use streamlab_record::descriptor::{Listener, read_secret};
+use streamlab_record::descriptor::Listener;
 use streamlab_record::{EnvDescriptor, Integrity, Measurement, Metric};
 
 use crate::arms::ArmContext;
@@ -341,7 +341,7 @@ pub fn listener<'e>(env: &'e EnvDescriptor, knobs: &Knobs) -> Result<(&'e Listen
         let known: Vec<_> = env.kafka.listeners.keys().cloned().collect();
         format!("the environment has no listener {:?}; it has {known:?}", knobs.listener)
     })?;
-    let password = l.password_file.as_ref().map(|p| read_secret(p)).transpose()?;
+    let password = l.password()?;
     Ok((l, password))
 }
 
@@ -371,7 +371,7 @@ pub fn topic_high_watermark(env: &EnvDescriptor, topic: &str) -> Result<u64> {
 /// Fill `topic` with `knobs.count` records of `knobs.payload_bytes` for a fetch run (untimed; rust-rdkafka on
 /// the plaintext listener, acks=1, no compression). Fails unless the broker holds exactly `count` records.
 pub fn preload(env: &EnvDescriptor, topic: &str, knobs: &Knobs) -> Result<u64> {
-    rdkafka_arm::fill(&admin_config(env)?, topic, knobs.count, knobs.payload_bytes)?;
+    crate::kafka::fill::fill(&admin_config(env)?, topic, knobs.count, knobs.payload_bytes)?;
     let hw = topic_high_watermark(env, topic)?;
     anyhow::ensure!(hw == knobs.count, "preloading {topic} left {hw} records, not {}", knobs.count);
     Ok(hw)

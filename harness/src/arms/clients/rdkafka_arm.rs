@@ -6,10 +6,9 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use rdkafka::config::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
-use rdkafka::producer::{BaseProducer, BaseRecord, Producer, ThreadedProducer};
+use rdkafka::producer::{BaseProducer, BaseRecord, Producer};
 use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{Offset, TopicPartitionList};
 use streamlab_record::Measurement;
@@ -285,34 +284,6 @@ fn latency(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> 
     Ok(super::latency_measurement(knobs, &samples, hw, info))
 }
 
-/// Fill `topic` with `count` records (acks=1, linger 5 ms, 32768-record / 1 MB batches): the fetch
-/// workload's preload. Fails unless every record was acknowledged.
-pub fn fill(cfg: &ClientConfig, topic: &str, count: u64, payload_bytes: usize) -> Result<()> {
-    let mut cfg = cfg.clone();
-    cfg.set("acks", "1")
-        .set("linger.ms", "5")
-        .set("batch.num.messages", "32768")
-        .set("batch.size", "1000000")
-        .set("queue.buffering.max.messages", "1000000");
-    let producer: ThreadedProducer<Counting> =
-        cfg.create_with_context(Counting::default()).context("cannot create the loader")?;
-    let payload = super::payload(payload_bytes);
-    let mut sent = 0u64;
-    while sent < count {
-        match producer.send(BaseRecord::<(), [u8]>::to(topic).payload(&payload)) {
-            Ok(()) => sent += 1,
-            Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
-                std::thread::sleep(Duration::from_millis(1))
-            }
-            Err((e, _)) => bail!("preloading {topic} failed after {sent} records: {e}"),
-        }
-    }
-    producer.flush(Duration::from_secs(300)).context("preload flush")?;
-    let (acked, failed) = (producer.context().0.acked(), producer.context().0.failed());
-    anyhow::ensure!(acked == count && failed == 0, "preload acknowledged {acked} of {count} ({failed} failed)");
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use streamlab_record::applied::AppliedBuilder;
@@ -333,7 +304,7 @@ mod tests {
     }
 
     fn applied_for(knobs: &Knobs) -> streamlab_record::applied::Applied {
-        let mut cfg = ClientConfig::new();
+        let mut cfg = rdkafka::config::ClientConfig::new();
         cfg.set("bootstrap.servers", "127.0.0.1:1").set("security.protocol", "plaintext");
         for (k, v) in producer_properties(knobs) {
             cfg.set(k, v);

@@ -9,7 +9,6 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use partitionline::{Acks, ProduceRecord, ProducerConfig};
 use streamlab_record::Measurement;
-use streamlab_record::descriptor::read_secret;
 use tokio::task::JoinSet;
 
 use super::fault::FirstSend;
@@ -33,7 +32,7 @@ type Answer = (usize, Result<(i32, i64), String>, u64);
 
 fn producer_config(ctx: &ArmContext, knobs: &Knobs) -> Result<ProducerConfig> {
     let listener = ctx.env.listener(ctx.env.default_listener()).context("the environment has no default listener")?;
-    let password = listener.password_file.as_ref().map(|p| read_secret(p)).transpose()?;
+    let password = listener.password()?;
     let security = Security::of(listener, password)?;
     let acks = i16::try_from(knobs.acks).ok().and_then(Acks::from_i16).context("acks is not 0, 1 or -1")?;
     let cfg = ProducerConfig::bootstrap(servers(&listener.bootstrap))

@@ -129,7 +129,7 @@ fn franz_client(env: &EnvDescriptor) -> Result<FranzClient> {
             ))
             .into());
         }
-        let secret = l.password_file.as_ref().map(|p| read_secret(p)).transpose()?.unwrap_or_default();
+        let secret = l.password()?.unwrap_or_default();
         fields.push_str(&format!(
             "    sasl:\n      - mechanism: {mechanism}\n        username: {}\n        password: {}\n",
             quoted(l.username.as_deref().unwrap_or_default()),
