@@ -237,9 +237,19 @@ fn capped(r: &Record) -> bool {
     matches!((metric(r, "sent"), cap), (Some(sent), Some(cap)) if sent >= cap && !window_measured)
 }
 
-/// Records per second, or why a capped record has none.
+/// Records per second, or why a capped record has none; a rate measured over less than the window asked (the
+/// producer sent its max_records early) says over how long.
 fn rate(r: &Record) -> String {
-    if capped(r) { format!("– (capped: {} sent)", num(r, "sent")) } else { num(r, "records_per_s") }
+    if capped(r) {
+        return format!("– (capped: {} sent)", num(r, "sent"));
+    }
+    let asked = r.variant.knobs.get("window_s").and_then(|v| v.as_f64());
+    match (metric(r, "window_s"), asked) {
+        (Some(measured), Some(asked)) if measured < asked => {
+            format!("{} (over {measured:.1} of {asked} s: max_records sent)", num(r, "records_per_s"))
+        }
+        _ => num(r, "records_per_s"),
+    }
 }
 
 fn fault_row(r: &Record, title: &dyn Fn(&str) -> String) -> FaultRow {
@@ -332,9 +342,11 @@ mod tests {
         assert_eq!(rows[0].rf3, format::table_value(2.5e5));
         assert!(!rows[0].comparable && rows[0].ratio.contains("counts an idle tail"), "{:?}", rows[0].ratio);
         let measured = [("records_per_s", 3e5), ("sent", 4e6), ("window_s", 28.9)];
-        let shortened = rec("java", "rf_acks_1", "RF 1", knobs(1), &measured);
+        let mut shortened = rec("java", "rf_acks_1", "RF 1", knobs(1), &measured);
+        shortened.variant.knobs.insert("window_s".into(), serde_json::json!(30.0));
         let rows = replication(&[&shortened, &three], &|a: &str| a.to_owned());
-        assert_eq!(rows[0].rf1, format::table_value(3e5), "measured up to its last send: a rate");
+        let over = format!("{} (over 28.9 of 30 s: max_records sent)", format::table_value(3e5));
+        assert_eq!(rows[0].rf1, over, "measured up to its last send: a rate, and over how long");
         assert!(rows[0].comparable, "{:?}", rows[0].ratio);
     }
 
