@@ -6,6 +6,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use streamlab_process::files::log_tail;
 use streamlab_process::procfs::{self, Sig};
 use streamlab_process::{Child, Cmd};
 use streamlab_record::{IntegrityStatus, Record, Status};
@@ -33,6 +34,16 @@ fn lines(path: &Path) -> Vec<String> {
     std::fs::read_to_string(path).map(|t| t.lines().map(str::to_owned).collect()).unwrap_or_default()
 }
 
+/// The run's output goes here, beside its run directory, so that a run that ends too early can say why.
+fn run_log(out: &Path) -> PathBuf {
+    out.join("run.log")
+}
+
+/// `cmd` started with its stdout and stderr in [`run_log`].
+fn spawn_logged(cmd: Cmd, out: &Path) -> Child {
+    cmd.log_to(run_log(out)).spawn().unwrap()
+}
+
 /// Wait (polling while `child` runs) until a run directory under `out` has a kafka_sink.jsonl with at least
 /// `records` lines; returns that file.
 fn wait_for_records(child: &mut Child, out: &Path, records: usize, within: Duration) -> PathBuf {
@@ -47,8 +58,15 @@ fn wait_for_records(child: &mut Child, out: &Path, records: usize, within: Durat
         if let Some(p) = found {
             return p;
         }
-        assert!(child.try_wait().unwrap().is_none(), "the run ended before it was interrupted");
-        assert!(Instant::now() < deadline, "fewer than {records} records after {} s", within.as_secs());
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("the run ended ({status}) before it was interrupted:\n{}", log_tail(&run_log(out), 40));
+        }
+        assert!(
+            Instant::now() < deadline,
+            "fewer than {records} records after {} s:\n{}",
+            within.as_secs(),
+            log_tail(&run_log(out), 40)
+        );
         std::thread::sleep(Duration::from_millis(200));
     }
 }
@@ -71,7 +89,7 @@ fn resume_counts(stdout: &str) -> (usize, usize) {
 fn sigint_leaves_nothing_running_and_resume_finishes_only_what_is_missing() {
     let out = tempfile::tempdir().unwrap();
     // The raw arm's points only: enough tasks to interrupt between, without the framework's twenty-odd.
-    let mut child = raw_quick_run("native", &[], out.path()).spawn().unwrap();
+    let mut child = spawn_logged(raw_quick_run("native", &[], out.path()), out.path());
     let jsonl = wait_for_records(&mut child, out.path(), 2, Duration::from_secs(240));
     ctrl_c(&mut child);
 
@@ -235,7 +253,7 @@ fn containers_of(run_id: &str) -> Vec<String> {
 #[ignore = "starts Kafka in Docker and runs arms: cargo xtask test"]
 fn a_quick_arm_runs_on_docker_verified_and_sigint_leaves_no_container() {
     let out = tempfile::tempdir().unwrap();
-    let mut child = raw_quick_run("docker", &[], out.path()).spawn().unwrap();
+    let mut child = spawn_logged(raw_quick_run("docker", &[], out.path()), out.path());
     let jsonl = wait_for_records(&mut child, out.path(), 1, Duration::from_secs(600));
     ctrl_c(&mut child);
     let run_id = run_id_of(&jsonl);
