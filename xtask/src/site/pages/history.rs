@@ -1,6 +1,7 @@
-//! Each headline figure across every run that has it, one series per configuration: a figure's identity is
-//! its id and the hash of the knobs and applied settings it was measured with, so a change of default
-//! configuration starts a new series, and the page says what changed. Within a series, E-Divisive change-point
+//! Each headline figure across every run that has it, one series per configuration and machine: a figure's
+//! identity is its id and the hash of the knobs and applied settings it was measured with, so a change of
+//! default configuration starts a new series, and the page says what changed; runs on another machine (its
+//! hardware fingerprint: CPU, cores, memory, kernel, backend) start one too. Within a series, E-Divisive change-point
 //! detection (the record crate's `stats::change_points`) marks where the figure shifted by more than the runs'
 //! noise, with the commits on either side and the size of the shift.
 
@@ -42,10 +43,12 @@ pub struct HistoryFigure {
     pub published: Vec<Published>,
 }
 
-/// The runs of one figure measured with one configuration.
+/// The runs of one figure measured with one configuration on one machine.
 #[derive(Debug, Clone, Serialize)]
 pub struct HistorySeries {
     pub hash: String,
+    /// The machine's hardware fingerprint.
+    pub hardware: String,
     /// What differs from the previous series' configuration; empty for the first.
     pub changes: Vec<String>,
     pub rows: Vec<HistoryRow>,
@@ -107,15 +110,19 @@ pub fn history_page(runs: &[Run], cfg: &SiteConfig) -> HistoryPage {
     HistoryPage { matrices }
 }
 
-/// The runs that have figure `id`, grouped into series by configuration, series in the order they first
-/// appeared and runs oldest first within each.
-fn series_of<'a>(per_run: &'a [(&'a Run, Vec<Figure>)], id: &str) -> Vec<(String, Vec<(&'a Run, &'a Figure)>)> {
-    let mut out: Vec<(String, Vec<(&Run, &Figure)>)> = Vec::new();
+/// A series' identity: the configuration hash and the hardware fingerprint.
+type SeriesKey = (String, String);
+
+/// The runs that have figure `id`, grouped into series by configuration and machine, series in the order they
+/// first appeared and runs oldest first within each.
+fn series_of<'a>(per_run: &'a [(&'a Run, Vec<Figure>)], id: &str) -> Vec<(SeriesKey, Vec<(&'a Run, &'a Figure)>)> {
+    let mut out: Vec<(SeriesKey, Vec<(&Run, &Figure)>)> = Vec::new();
     for (run, figs) in per_run {
         let Some(f) = figs.iter().find(|f| f.id == id) else { continue };
-        match out.iter_mut().find(|(hash, _)| *hash == f.config_hash) {
+        let key = (f.config_hash.clone(), run.provenance.hardware_fingerprint());
+        match out.iter_mut().find(|(k, _)| *k == key) {
             Some((_, runs)) => runs.push((run, f)),
-            None => out.push((f.config_hash.clone(), vec![(run, f)])),
+            None => out.push((key, vec![(run, f)])),
         }
     }
     out
@@ -154,10 +161,14 @@ fn history_figure(per_run: &[(&Run, Vec<Figure>)], id: &str, title: &str, chart_
     let mut published: Vec<Published> = Vec::new();
     let mut unit = String::new();
     let mut hib = None;
-    let mut previous: Option<&Figure> = None;
-    for (n, (hash, runs)) in groups.iter().enumerate() {
+    let mut previous: Option<(&Figure, &str)> = None;
+    for (n, ((hash, hardware), runs)) in groups.iter().enumerate() {
         let first = runs[0].1;
-        let mut changes = previous.map(|p| config_changes(&p.config_items, &first.config_items)).unwrap_or_default();
+        let mut changes =
+            previous.map(|(p, _)| config_changes(&p.config_items, &first.config_items)).unwrap_or_default();
+        if let Some((_, machine)) = previous.filter(|(_, m)| m != hardware) {
+            changes.insert(0, format!("machine: {machine} → {hardware}"));
+        }
         if changes.len() > CHANGES_SHOWN {
             let more = changes.len() - CHANGES_SHOWN;
             changes.truncate(CHANGES_SHOWN);
@@ -165,7 +176,13 @@ fn history_figure(per_run: &[(&Run, Vec<Figure>)], id: &str, title: &str, chart_
         }
         if several {
             chart_rows.push(Row {
-                label: format!("configuration {} of {} ({hash}), from run {}", n + 1, groups.len(), runs[0].0.id),
+                label: format!(
+                    "series {} of {}: configuration {hash} on {}, from run {}",
+                    n + 1,
+                    groups.len(),
+                    runs[0].0.provenance.host.cpu_brand,
+                    runs[0].0.id
+                ),
                 group_start: n > 0,
                 kind: RowKind::Heading,
             });
@@ -199,8 +216,8 @@ fn history_figure(per_run: &[(&Run, Vec<Figure>)], id: &str, title: &str, chart_
                 change,
             });
         }
-        series.push(HistorySeries { hash: hash.clone(), changes, rows });
-        previous = runs.last().map(|(_, f)| *f);
+        series.push(HistorySeries { hash: hash.clone(), hardware: hardware.clone(), changes, rows });
+        previous = runs.last().map(|(_, f)| (*f, hardware.as_str()));
     }
     for p in &published {
         chart_rows.push(Row {
@@ -253,11 +270,36 @@ mod tests {
         assert_eq!(runs, [vec!["a-old", "b-old"], vec!["c-new"]]);
         assert!(fig.series[0].changes.is_empty());
         assert_eq!(fig.series[1].changes, ["framework: knob pipeline_threads 1 → 4"]);
-        assert!(fig.svg.contains("configuration 2 of 2"), "the chart heads each series");
+        assert!(fig.svg.contains("series 2 of 2: configuration"), "the chart heads each series");
         // raw's configuration did not change: one series.
         let raw = page.matrices[0].figures.iter().find(|f| f.anchor == "median-mode-raw-records-per-s").unwrap();
         assert_eq!(raw.series.len(), 1);
-        assert!(!raw.svg.contains("configuration 1 of"));
+        assert!(!raw.svg.contains("series 1 of"));
+    }
+
+    #[test]
+    fn runs_on_another_machine_start_a_series_of_their_own_and_say_so() {
+        let dir = tempfile::tempdir().unwrap();
+        for (id, ts, cpu) in [("a", 1_000, "AMD EPYC 7B13"), ("b", 2_000, "AMD EPYC 7B13"), ("c", 3_000, "Intel Xeon")]
+        {
+            let path =
+                crate::site::fixtures::write_run(dir.path(), id, ts, &crate::site::fixtures::kafka_sink_records(id));
+            let prov_path = path.join(streamlab_record::provenance::PROVENANCE_FILE);
+            let prov = std::fs::read_to_string(&prov_path).unwrap().replace("AMD EPYC 7B13", cpu);
+            std::fs::write(prov_path, prov).unwrap();
+        }
+        let page = history_page(&load_results(dir.path()).unwrap(), &SiteConfig::builtin().unwrap());
+        let raw = page.matrices[0].figures.iter().find(|f| f.anchor == "median-mode-raw-records-per-s").unwrap();
+        let runs: Vec<Vec<&str>> =
+            raw.series.iter().map(|s| s.rows.iter().map(|r| r.run.id.as_str()).collect()).collect();
+        assert_eq!(runs, [vec!["a", "b"], vec!["c"]]);
+        assert_eq!(raw.series[0].hash, raw.series[1].hash, "the same configuration");
+        assert!(
+            raw.series[1].changes[0].starts_with("machine: AMD EPYC 7B13, 2 logical cores"),
+            "{:?}",
+            raw.series[1].changes
+        );
+        assert!(raw.series[1].changes[0].contains("→ Intel Xeon, 2 logical cores"), "{:?}", raw.series[1].changes);
     }
 
     #[test]
