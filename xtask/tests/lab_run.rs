@@ -133,19 +133,32 @@ fn run_lab(args: &[String], out: &Path) -> Vec<Record> {
 
 #[test]
 #[ignore = "starts Kafka and runs arms: cargo xtask test"]
-fn a_records_reproduce_command_reruns_exactly_its_point() {
+fn a_precision_target_adds_reps_until_met_or_spent_and_a_records_reproduce_command_reruns_exactly_its_point() {
     let (first_out, second_out) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let quiet_before = procfs::loadavg_1m().is_some_and(|l| l < 0.3);
+    // A target six reps meet unless a rep is twice as fast as the median: the quick profile's budget (6 reps,
+    // 1 minute per point) ends the point either way.
     let args = ["lab", "run", "--env", "native", "--profile", "quick", "--matrix", "kafka_sink", "--arm", "raw"]
         .into_iter()
         .chain(["--point", "broker_cores=1 core", "--set", "warmup_s=0.5", "--set", "window_s=1.0"])
+        .chain(["--precision", "90%"])
         .map(str::to_owned)
         .collect::<Vec<_>>();
     let first = run_lab(&args, first_out.path());
-    assert_eq!(first.len(), 1, "the filters select one task");
+    let reps: Vec<u32> = first.iter().map(|r| r.rep).collect();
+    assert_eq!(reps, (1..=reps.len() as u32).collect::<Vec<_>>(), "one point, its reps in order");
+    assert!(first.iter().all(|r| r.run.precision_target == Some(0.9)), "every record says the target");
+    let spent_s: f64 = first.iter().map(|r| r.conditions.as_ref().unwrap().wall_s).sum();
+    if first.len() < 6 {
+        // Stopped short of six reps: only because another would not fit in the point's minute.
+        let mean_s = spent_s / first.len() as f64;
+        assert!(spent_s + mean_s > 60.0, "{} reps in {spent_s:.0} s: the budget allowed more", first.len());
+    }
+    assert!(first.len() >= 2, "one rep is never a precision");
     let reproduce = &first[0].reproduce;
     let words = shlex::split(reproduce).unwrap();
     assert_eq!(&words[..2], ["cargo", "xtask"], "{reproduce}");
+    assert!(reproduce.contains("--reps 1 --precision off"), "a rerun is one rep, whatever the target: {reproduce}");
     eprintln!("rerunning: {reproduce}");
     let second = run_lab(&words[2..], second_out.path());
     assert_eq!(second.len(), 1);

@@ -110,6 +110,7 @@ mod tests {
                 kafka_version: None,
                 mysql_flavour: None,
                 mysql_version: None,
+                precision_target: None,
             },
             arm: "raw".into(),
             variant: Variant {

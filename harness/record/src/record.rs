@@ -85,6 +85,10 @@ pub struct RunInfo {
     /// That server's `SELECT VERSION()`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mysql_version: Option<String>,
+    /// The precision the run aimed for at this task's point (0.05 for ±5% of the median), from `--precision` or
+    /// the matrix's profile; absent when the run had no target (fixed reps).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub precision_target: Option<f64>,
 }
 
 impl RunInfo {

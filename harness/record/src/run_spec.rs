@@ -94,6 +94,32 @@ named_enum!(
     }
 );
 
+/// `--precision` as given: aim for a target, or run fixed reps whatever the profile says.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum PrecisionChoice {
+    Off,
+    /// A fraction of the median: 0.05 for ±5%.
+    Target(f64),
+}
+
+impl FromStr for PrecisionChoice {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Ok(crate::stats::precision::parse_target(s)?.map_or(PrecisionChoice::Off, PrecisionChoice::Target))
+    }
+}
+
+impl fmt::Display for PrecisionChoice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            PrecisionChoice::Off => f.write_str("off"),
+            // Rounded to hundredths of a percent: 0.07 * 100 is 7.000000000000001.
+            PrecisionChoice::Target(t) => write!(f, "{}%", (t * 1e4).round() / 1e2),
+        }
+    }
+}
+
 /// What one run was asked to do.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -111,6 +137,9 @@ pub struct RunSpec {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub kafka_config: Option<PathBuf>,
     pub reps: Option<u32>,
+    /// `--precision`: a target or off; absent: each matrix's profile decides.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub precision: Option<PrecisionChoice>,
     #[serde(default)]
     pub arms: Vec<String>,
     /// `SWEEP=LABEL` points.
@@ -171,6 +200,7 @@ impl RunSpec {
                     mysql_dsn: old.mysql_dsn,
                     kafka_config: None,
                     reps: old.reps,
+                    precision: None,
                     arms: Vec::new(),
                     points: Vec::new(),
                     sets: old.sets,

@@ -90,9 +90,27 @@ pub struct Knob {
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ProfileKnobs {
+    /// Reps of every point; with a precision target, the reps every point gets before more are added.
     pub reps: u32,
     #[serde(default)]
     pub knobs: BTreeMap<String, toml::Value>,
+    /// The precision target this profile aims for by default (`--precision` overrides it) and each point's
+    /// budget for it; absent: fixed reps.
+    #[serde(default)]
+    pub precision: Option<PrecisionBudget>,
+}
+
+/// How precisely a profile wants each point's median, and what a point may spend to get there.
+#[derive(Debug, Clone, Copy, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PrecisionBudget {
+    /// The default target, a fraction of the median (0.05 for ±5%); absent: fixed reps unless `--precision`.
+    #[serde(default)]
+    pub target: Option<f64>,
+    /// Reps a point may reach, counting the profile's own.
+    pub max_reps: u32,
+    /// Minutes of task time a point may take, counting its first reps.
+    pub max_minutes: f64,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -212,6 +230,22 @@ pub fn load_all(dir: &Path) -> Result<Vec<Matrix>> {
     paths.iter().map(|p| load(p)).collect()
 }
 
+/// A precision budget that can be spent: a target between 0 and 1, at least the profile's reps, some minutes.
+fn check_budget(b: &PrecisionBudget, reps: u32) -> std::result::Result<(), String> {
+    if let Some(t) = b.target
+        && !(t > 0.0 && t < 1.0)
+    {
+        return Err(format!("target = {t}: a fraction of the median between 0 and 1 (0.05 for ±5%)"));
+    }
+    if b.max_reps < reps || b.max_reps > 100 {
+        return Err(format!("max_reps = {}: allowed {reps}..=100 (at least the profile's reps)", b.max_reps));
+    }
+    if !(b.max_minutes > 0.0 && b.max_minutes.is_finite()) {
+        return Err(format!("max_minutes = {}: a positive number of minutes per point", b.max_minutes));
+    }
+    Ok(())
+}
+
 fn validate(m: &Matrix) -> std::result::Result<(), String> {
     let stem_ok = m.file.file_stem().is_some_and(|s| s == m.name.as_str());
     if !stem_ok {
@@ -238,6 +272,9 @@ fn validate(m: &Matrix) -> std::result::Result<(), String> {
     for (pname, profile) in &m.profiles {
         if profile.reps == 0 || profile.reps > 100 {
             return Err(format!("profiles.{pname}.reps = {}: allowed 1..=100", profile.reps));
+        }
+        if let Some(b) = &profile.precision {
+            check_budget(b, profile.reps).map_err(|e| format!("profiles.{pname}.precision: {e}"))?;
         }
         for (k, v) in &profile.knobs {
             let knob = m.knobs.get(k).ok_or_else(|| unknown_knob(m, &format!("profiles.{pname}.knobs.{k}")))?;
@@ -337,6 +374,29 @@ mod tests {
     fn an_unknown_key_is_refused_with_file_and_key() {
         let text = load_err(&toy().replace("kind = \"produce\"", "kind = \"produce\"\nsweeeps = 1"));
         assert!(text.contains("toy.toml") && text.contains("sweeeps"), "{text}");
+    }
+
+    #[test]
+    fn a_precision_budget_that_cannot_be_spent_is_refused_naming_the_key() {
+        let with = |budget: &str| {
+            toy().replace(
+                "[profiles.standard]\nreps = 3\n",
+                &format!("[profiles.standard]\nreps = 3\nprecision = {{ {budget} }}\n"),
+            )
+        };
+        let m = load_text(&with("target = 0.05, max_reps = 10, max_minutes = 2.5")).unwrap();
+        let budget = m.profiles[&Profile::Standard].precision.unwrap();
+        assert_eq!((budget.target, budget.max_reps, budget.max_minutes), (Some(0.05), 10, 2.5));
+        let no_target = load_text(&with("max_reps = 6, max_minutes = 1")).unwrap();
+        assert_eq!(no_target.profiles[&Profile::Standard].precision.unwrap().target, None);
+        let err = load_err(&with("target = 5, max_reps = 10, max_minutes = 2"));
+        assert!(err.contains("profiles.standard.precision: target = 5: a fraction"), "{err}");
+        let err = load_err(&with("target = 0.05, max_reps = 2, max_minutes = 2"));
+        assert!(err.contains("max_reps = 2: allowed 3..=100"), "{err}");
+        let err = load_err(&with("target = 0.05, max_reps = 10, max_minutes = 0"));
+        assert!(err.contains("max_minutes = 0"), "{err}");
+        let err = load_err(&with("target = 0.05, max_reps = 10"));
+        assert!(err.contains("max_minutes"), "{err}");
     }
 
     #[test]

@@ -3,7 +3,7 @@
 //! environment and the run's provenance (session), with the machine's conditions beside each (conditions),
 //! records written as each task ends (results), each with the command that reruns it (reproduce), what the
 //! terminal shows (ui), and a summary at the end (summary). Two runs are set side by side point by point with a
-//! verdict (compare).
+//! verdict (compare). A precision target adds interleaved reps where the noise is (precision).
 
 pub mod compare;
 pub mod conditions;
@@ -11,6 +11,7 @@ pub mod faults;
 pub mod harness;
 pub mod matrix;
 pub mod plan;
+pub mod precision;
 pub mod registry;
 pub mod reproduce;
 pub mod results;
@@ -24,7 +25,7 @@ pub mod ui;
 use std::path::PathBuf;
 
 use anyhow::Result;
-use streamlab_record::run_spec::{BackendChoice, Profile, RUN_SPEC_SCHEMA, RunSpec};
+use streamlab_record::run_spec::{BackendChoice, PrecisionChoice, Profile, RUN_SPEC_SCHEMA, RunSpec};
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct RunArgs {
@@ -48,9 +49,14 @@ pub struct RunArgs {
     /// ssl.truststore.type=PEM, ssl.truststore.location, bootstrap.servers); implies --env external.
     #[arg(long, value_name = "FILE")]
     pub kafka_config: Option<PathBuf>,
-    /// Repetitions per arm (default: the profile's).
+    /// Repetitions per arm (default: the profile's); with a precision target, the reps before more are added.
     #[arg(long)]
     pub reps: Option<u32>,
+    /// Add interleaved reps to each point until its median's 95% interval is within this of it (and each
+    /// headline ratio's), or the profile's budget per point is spent: 5%, 0.05, or off (fixed reps).
+    /// Default: the profile's (standard and seed: 5%; quick: off).
+    #[arg(long, value_name = "TARGET")]
+    pub precision: Option<PrecisionChoice>,
     /// Run only this arm (repeatable).
     #[arg(long = "arm", value_name = "NAME")]
     pub arms: Vec<String>,
@@ -89,6 +95,7 @@ impl RunArgs {
             mysql_dsn: self.mysql_dsn.as_deref().map(reproduce::redact_dsn),
             kafka_config: self.kafka_config.clone(),
             reps: self.reps,
+            precision: self.precision,
             arms: self.arms.clone(),
             points: self.points.clone(),
             sets: self.sets.clone(),

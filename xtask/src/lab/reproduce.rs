@@ -13,7 +13,8 @@ pub fn reproduce_command(args: &RunSpec, m: &Matrix, task: &Task) -> String {
     let mut words =
         words(&["cargo", "xtask", "lab", "run", "--matrix", &task.bench, "--profile", args.profile.as_str()]);
     words.extend(["--arm".into(), task.arm.clone(), "--point".into(), format!("{}={}", task.sweep, task.label)]);
-    words.extend(["--reps".into(), "1".into()]);
+    // Once: a precision target would add reps.
+    words.extend(["--reps".into(), "1".into(), "--precision".into(), "off".into()]);
     words.extend(environment_flags(args));
     // Only this matrix's knobs: another matrix's --set would be refused by a run of this one alone.
     for set in args.sets.iter().filter(|s| s.split_once('=').is_some_and(|(k, _)| m.knobs.contains_key(k))) {
@@ -33,6 +34,7 @@ pub fn run_command(args: &RunSpec) -> String {
     words.extend(repeated("--point", &args.points));
     words.extend(environment_flags(args));
     words.extend(args.reps.map(|r| ["--reps".into(), r.to_string()]).into_iter().flatten());
+    words.extend(args.precision.map(|p| ["--precision".into(), p.to_string()]).into_iter().flatten());
     words.extend(repeated("--set", &args.sets));
     shell_join(&words)
 }
@@ -120,7 +122,7 @@ pub(crate) mod tests {
         let cmd = reproduce_command(&args.spec(), &m, &t);
         assert_eq!(
             cmd,
-            "cargo xtask lab run --matrix toy --profile quick --arm fast --point 'broker_cores=1 core' --reps 1 \
+            "cargo xtask lab run --matrix toy --profile quick --arm fast --point 'broker_cores=1 core' --reps 1 --precision off \
              --bootstrap 127.0.0.1:9092 --mysql-dsn mysql://u:PASSWORD@127.0.0.1:3306 --set 'window_s=1.5'"
         );
         // What a shell would hand back parses as the same flags.

@@ -31,6 +31,7 @@ pub fn run_info(run_id: &str, prov: &Provenance) -> RunInfo {
         kafka_version: None,
         mysql_flavour: None,
         mysql_version: None,
+        precision_target: None,
     }
 }
 

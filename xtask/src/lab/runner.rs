@@ -14,6 +14,7 @@ use super::RunArgs;
 use super::harness;
 use super::matrix::{self, Matrix};
 use super::plan::{self, Task};
+use super::precision;
 use super::registry::{self, Registry};
 use super::reproduce::reproduce_command;
 use super::results::{self, RunDir};
@@ -21,6 +22,7 @@ use super::session::{RunSetup, Session};
 use super::summary;
 use super::ui::{self, phase};
 use crate::env::pins;
+use crate::site::config::SiteConfig;
 use crate::{interrupt, paths};
 
 pub fn run(args: RunArgs) -> Result<()> {
@@ -32,12 +34,13 @@ pub fn run(args: RunArgs) -> Result<()> {
     let backend =
         crate::env::choose(spec.env, spec.bootstrap.as_deref(), dsn.as_deref(), spec.kafka_config.as_deref())?;
     let tasks = plan::for_run(&matrices, &spec, backend.as_ref())?;
+    let goals = precision::goals(&matrices, &spec)?;
     let run_dir = RunDir::new(out_root.join(&run_id));
     let written = run_dir.records(&matrices.iter().map(|m| m.name.clone()).collect::<Vec<_>>())?;
-    let todo = unfinished(tasks, &written);
+    let todo = unfinished(tasks.clone(), &written);
     if args.resume.is_some() {
         println!("resuming {run_id}: {} tasks finished, {} to run", results::finished(&written).len(), todo.len());
-        if todo.is_empty() {
+        if todo.is_empty() && !needs_more_reps(&goals, &tasks, &written, &matrices)? {
             // Nothing to measure: no build, no environment.
             return Ok(());
         }
@@ -68,9 +71,13 @@ pub fn run(args: RunArgs) -> Result<()> {
         harness: &harness,
         logs: &logs,
         tools,
+        precision_targets: goals.iter().map(|(m, g)| (m.clone(), g.target)).collect(),
     };
     let mut session = Session::start(setup, RunDir::new(run_dir.path.clone()), written, first_kafka)?;
-    run_tasks(&mut session, &todo, &matrices, &spec, &run_dir)?;
+    let title = format!("{} tasks, one harness process each; records go to {}", todo.len(), run_dir.path.display());
+    phase("tasks", &title);
+    run_tasks(&mut session, &todo, &matrices, &spec)?;
+    reach_precision(&mut session, &goals, &tasks, &matrices, &spec)?;
     let (written, stopped) = session.finish()?;
     report(&run_id, &matrices, &written, &run_dir, started)?;
     if let Some(reason) = stopped {
@@ -80,17 +87,7 @@ pub fn run(args: RunArgs) -> Result<()> {
 }
 
 /// Every task in order, each record written (and summarised above the progress bar) as its task ends.
-fn run_tasks(
-    session: &mut Session,
-    todo: &[Task],
-    matrices: &[Matrix],
-    spec: &RunSpec,
-    run_dir: &RunDir,
-) -> Result<()> {
-    phase(
-        "tasks",
-        &format!("{} tasks, one harness process each; records go to {}", todo.len(), run_dir.path.display()),
-    );
+fn run_tasks(session: &mut Session, todo: &[Task], matrices: &[Matrix], spec: &RunSpec) -> Result<()> {
     let bar = ui::progress_bar(todo.len());
     for task in todo {
         interrupt::check()?;
@@ -102,6 +99,52 @@ fn run_tasks(
     }
     bar.finish_and_clear();
     Ok(())
+}
+
+/// Rounds of one more rep of every point short of its precision goal, until none is or every such point has
+/// spent its budget.
+fn reach_precision(
+    session: &mut Session,
+    goals: &BTreeMap<String, precision::Goal>,
+    planned: &[Task],
+    matrices: &[Matrix],
+    spec: &RunSpec,
+) -> Result<()> {
+    if goals.is_empty() {
+        return Ok(());
+    }
+    let cfg = SiteConfig::builtin()?;
+    for round_no in 1.. {
+        let round = precision::next_round(goals, planned, session.written(), matrices, &cfg);
+        if round.tasks.is_empty() {
+            break;
+        }
+        let title = format!("round {round_no}: one more rep of {} points short of their target", round.tasks.len());
+        phase("precision", &title);
+        // The first few reasons say what the round is for; every one of them is in the records' reps.
+        for why in round.why.iter().take(ROUND_REASONS_SHOWN) {
+            println!("  {why}");
+        }
+        if round.why.len() > ROUND_REASONS_SHOWN {
+            println!("  and {} more", round.why.len() - ROUND_REASONS_SHOWN);
+        }
+        run_tasks(session, &round.tasks, matrices, spec)?;
+    }
+    Ok(())
+}
+
+/// How many points' reasons a precision round prints before "and N more".
+const ROUND_REASONS_SHOWN: usize = 4;
+
+/// Whether a resumed run still has reps to add for its precision goals.
+fn needs_more_reps(
+    goals: &BTreeMap<String, precision::Goal>,
+    planned: &[Task],
+    written: &[Record],
+    matrices: &[Matrix],
+) -> Result<bool> {
+    Ok(!goals.is_empty()
+        && !precision::next_round(goals, planned, written, matrices, &SiteConfig::builtin()?).tasks.is_empty())
 }
 
 /// The run's id, its spec (what run.json keeps) and the DSN: a new run's from the arguments, a resumed run's

@@ -59,6 +59,8 @@ pub struct RunSetup<'a> {
     pub logs: &'a Path,
     /// The tools file every harness process gets as STREAMLAB_TOOLS, and the tools' versions.
     pub tools: Option<(PathBuf, BTreeMap<String, String>)>,
+    /// Matrix -> the precision its points aim for (each record says it).
+    pub precision_targets: BTreeMap<String, f64>,
 }
 
 pub struct Session<'a> {
@@ -143,16 +145,22 @@ impl<'a> Session<'a> {
         if runs && self.stopped.is_none() {
             self.switch_kafka_for(task, bar)?;
         }
-        let record = match (&task.not_run, &self.stopped) {
+        let mut record = match (&task.not_run, &self.stopped) {
             (Some(reason), _) | (None, Some(reason)) => not_run_record(task, &self.run_info, reproduce, reason),
             (None, None) => self.measure(task, reproduce, bar)?,
         };
+        record.run.precision_target = self.setup.precision_targets.get(&task.bench).copied();
         self.run_dir.append(&record)?;
         if record.status != Status::NotRun {
             write_provenance(&self.run_dir, &self.prov)?;
         }
         self.written.push(record);
         Ok(self.written.last().expect("just pushed"))
+    }
+
+    /// Every record of the run so far.
+    pub fn written(&self) -> &[Record] {
+        &self.written
     }
 
     /// Note the end in provenance and bring the environment down; returns every record of the run and, if the

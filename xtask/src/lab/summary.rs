@@ -1,7 +1,9 @@
 //! The end-of-run summary: per matrix and point (arm, sweep, label), the median of the headline metric,
-//! n and the rep-to-rep coefficient of variation, then how many records were ok, failed, not run or
+//! n, the rep-to-rep coefficient of variation and the precision of the median (against the run's target), then how many records were ok, failed, not run or
 //! withdrawn for integrity.
 
+use streamlab_record::stats::Summary;
+use streamlab_record::stats::precision::{MIN_SAMPLES, precision_text};
 use streamlab_record::{IntegrityStatus, Record, Status};
 
 /// The line printed as each task ends.
@@ -56,13 +58,29 @@ pub fn lines(bench: &str, records: &[Record]) -> Vec<String> {
                     .stddev
                     .filter(|_| s.mean != 0.0)
                     .map_or("—".to_owned(), |sd| format!("{:.1}%", 100.0 * sd / s.mean));
-                format!("{what} {:>14.1}  n={}  CV {cv}", s.median, s.n)
+                let target = records
+                    .iter()
+                    .find(|r| r.arm == arm && r.variant.label == label)
+                    .and_then(|r| r.run.precision_target);
+                format!("{what} {:>14.1}  n={}  CV {cv}  {}", s.median, s.n, precision_cell(&s, target))
             }
             None => format!("{what} {:>14}  n=0", "—"),
         });
     }
     out.push(counts(&records));
     out
+}
+
+/// `precision ±3.2% (target ±5%: met)`: how precisely the median is known, and whether the run's target was met.
+fn precision_cell(s: &Summary, target: Option<f64>) -> String {
+    let reached = s.precision();
+    let text = reached
+        .map_or_else(|| format!("precision — (n < {MIN_SAMPLES})"), |p| format!("precision {}", precision_text(p)));
+    match target {
+        None => text,
+        Some(t) if reached.is_some_and(|p| p <= t) => format!("{text} (target {}: met)", precision_text(t)),
+        Some(t) => format!("{text} (target {}: NOT met)", precision_text(t)),
+    }
 }
 
 /// Records that failed or failed their integrity check; a not-run record with its reason is not a failure.
@@ -120,5 +138,24 @@ mod tests {
         assert!(out[2].contains("slow arm") && out[2].contains("n=1  CV —"), "{out:?}");
         assert!(out[3].contains("batch") && out[3].contains("n=0"), "{out:?}");
         assert_eq!(out[4], "  ok 4, failed 1, not run 1, integrity failed 0");
+        assert!(out[1].ends_with("precision — (n < 6)"), "{out:?}");
+    }
+
+    #[test]
+    fn a_point_says_how_precisely_its_median_is_known_and_whether_the_target_was_met() {
+        let with_target = |value: f64, rep: u32| {
+            let mut r = record("fast", "mode", "fast arm", rep, Some(value), "ok");
+            r.run.precision_target = Some(0.05);
+            r
+        };
+        // Six reps: the interval is [min, max] = [98, 103] around the median 100.
+        let tight: Vec<Record> =
+            [100.0, 98.0, 103.0, 101.0, 99.0, 100.0].iter().zip(1..).map(|(v, rep)| with_target(*v, rep)).collect();
+        let out = lines("toy", &tight);
+        assert!(out[1].ends_with("precision ±3.0% (target ±5.0%: met)"), "{out:?}");
+        let loose: Vec<Record> =
+            [100.0, 80.0, 103.0, 101.0, 99.0, 100.0].iter().zip(1..).map(|(v, rep)| with_target(*v, rep)).collect();
+        let out = lines("toy", &loose);
+        assert!(out[1].ends_with("precision ±20.0% (target ±5.0%: NOT met)"), "{out:?}");
     }
 }

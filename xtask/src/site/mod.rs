@@ -6,7 +6,7 @@
 
 mod chart;
 mod check;
-mod config;
+pub(crate) mod config;
 mod durability;
 #[cfg(test)]
 pub(crate) mod fixtures;
@@ -14,9 +14,9 @@ mod forest;
 mod format;
 mod headline;
 pub(crate) mod load;
-mod model;
+pub(crate) mod model;
 mod pages;
-mod parity;
+pub(crate) mod parity;
 mod render;
 mod words;
 

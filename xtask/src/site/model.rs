@@ -154,6 +154,11 @@ pub struct MatrixData<'r> {
 }
 
 impl<'r> MatrixData<'r> {
+    /// The precision the run aimed for at this matrix's points, if it set a target.
+    pub fn precision_target(&self) -> Option<f64> {
+        self.records.iter().find_map(|r| r.run.precision_target)
+    }
+
     /// `info` from provenance when the run lists the matrix, otherwise inferred from the records.
     pub fn new(name: &str, info: Option<&MatrixInfo>, records: &'r [Record]) -> Self {
         let mut info = info.cloned().unwrap_or_else(|| MatrixInfo {
@@ -375,6 +380,29 @@ pub fn label_number(label: &str) -> Option<f64> {
 /// `[lo, hi]` of a summary's 95% CI, or — when n < 2.
 pub fn ci_text(s: &Summary) -> String {
     s.ci95.map_or_else(|| "—".into(), |[lo, hi]| format!("{} – {}", format::table_value(lo), format::table_value(hi)))
+}
+
+/// How precisely a median (or a ratio's per-rep-pair median) is known, and whether the run's target was met.
+#[derive(Debug, Clone, Default, PartialEq, serde::Serialize)]
+pub struct Precision {
+    /// `±3.1%`, or `— (n < 6)` without an interval.
+    pub text: String,
+    /// `target ±5.0%: met` or `target ±5.0%: not met`; empty when the run set no target.
+    pub note: String,
+    /// A target was set and not met: the figure says so next to its number.
+    pub short: bool,
+}
+
+pub fn precision(s: &Summary, target: Option<f64>) -> Precision {
+    use streamlab_record::stats::precision::{MIN_SAMPLES, precision_text};
+    let reached = s.precision();
+    let text = reached.map_or_else(|| format!("— (n < {MIN_SAMPLES})"), precision_text);
+    let met = |t: f64| reached.is_some_and(|p| p <= t);
+    match target {
+        None => Precision { text, note: String::new(), short: false },
+        Some(t) if met(t) => Precision { text, note: format!("target {}: met", precision_text(t)), short: false },
+        Some(t) => Precision { text, note: format!("target {}: not met", precision_text(t)), short: true },
+    }
 }
 
 /// `CV 4.2%`, the rep-to-rep noise of a summary, or `CV —` when n < 2.

@@ -17,6 +17,7 @@
 use serde::{Deserialize, Serialize};
 
 pub mod change_points;
+pub mod precision;
 pub mod rank_test;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -34,6 +35,17 @@ pub struct Summary {
     /// Coefficient of variation, stddev / mean; absent for n < 2 or a zero mean.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cv: Option<f64>,
+    /// Distribution-free 95% interval of the median ([`precision`]); absent for n < 6.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub median_ci95: Option<[f64; 2]>,
+}
+
+impl Summary {
+    /// How precisely the median is known: the farther bound of its 95% interval from it, relative to it (0.05
+    /// for ±5%); `None` without an interval (n < 6) or for a zero median.
+    pub fn precision(&self) -> Option<f64> {
+        precision::relative_half_width(self.median, self.median_ci95?)
+    }
 }
 
 /// How the site describes [`Summary`]: the median, the interval and the CV.
@@ -64,7 +76,8 @@ pub fn summarize(samples: &[f64]) -> Option<Summary> {
     } else {
         (None, None, None)
     };
-    Some(Summary { n, median, mean, min: xs[0], max: xs[n - 1], stddev, ci95, cv })
+    let median_ci95 = precision::median_interval(&xs);
+    Some(Summary { n, median, mean, min: xs[0], max: xs[n - 1], stddev, ci95, cv, median_ci95 })
 }
 
 /// The finite samples, sorted ascending.

@@ -52,6 +52,8 @@ pub struct Figure {
     pub ci: Option<(f64, f64)>,
     /// A comparison the data cannot tell from 1.0 (its interval spans it, or the arms' intervals overlap).
     pub within_noise: bool,
+    /// How precisely the figure (a median, or a ratio's per-rep-pair median) is known, against the run's target.
+    pub precision: Option<crate::site::model::Precision>,
     /// Which configuration the figure ran under: the default point, or the knobs of a best point.
     pub config: String,
     pub detail: String,
@@ -88,6 +90,7 @@ impl Figure {
             interval: String::new(),
             ci: None,
             within_noise: false,
+            precision: None,
             config: String::new(),
             detail: String::new(),
             direction: String::new(),
@@ -187,7 +190,7 @@ fn arm_figures(data: &MatrixData, cfg: &SiteConfig, sweep: &SweepInfo, metric: &
         } else {
             format!("ran at point “{variant}” of sweep “{}”", sweep.title)
         };
-        set_median(&mut f, &outcome(&point.records, metric), metric, &unit);
+        set_median(&mut f, &outcome(&point.records, metric), metric, &unit, data.precision_target());
         let best = best::best_point(data, arm, metric, hib, point);
         match &best {
             None if f.value.is_some() && best::workload(point).is_none() => {
@@ -213,6 +216,7 @@ fn arm_figures(data: &MatrixData, cfg: &SiteConfig, sweep: &SweepInfo, metric: &
                 &Outcome::Measured { summary: best.summary.clone(), excluded: Vec::new() },
                 metric,
                 &unit,
+                data.precision_target(),
             );
             b.config = best::knob_changes(point, &best.point);
             b.detail = format!("{} · {}", b.detail, best.place());
@@ -223,9 +227,10 @@ fn arm_figures(data: &MatrixData, cfg: &SiteConfig, sweep: &SweepInfo, metric: &
 }
 
 /// A median figure's value, text and detail, or why there is none.
-fn set_median(f: &mut Figure, o: &Outcome, metric: &str, unit: &str) {
+fn set_median(f: &mut Figure, o: &Outcome, metric: &str, unit: &str, target: Option<f64>) {
     match o {
         Outcome::Measured { summary: s, .. } => {
+            f.precision = Some(crate::site::model::precision(s, target));
             f.value = Some(s.median);
             f.text = format!("{} {unit}", format::compact(s.median));
             f.detail = format!("median {metric}, n = {}, 95% CI {}, {}", s.n, ci_text(s), cv_text(s));

@@ -268,6 +268,7 @@ fn compute(data: &MatrixData, contract: &Contract, metric: &str, sides: (&Point,
         (r, None, arms_overlap.unwrap_or(false), "ratio of medians (no rep has both arms)".to_owned())
     };
     set_ratio(f, value, summary.as_ref(), within_noise);
+    f.precision = summary.as_ref().map(|s| crate::site::model::precision(s, data.precision_target()));
     f.detail = format!(
         "{how} ({num_title} over {den_title} of the same rep); medians {} / {} {unit}, n = {} and {}",
         format::compact(sa.median),

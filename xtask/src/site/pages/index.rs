@@ -16,6 +16,7 @@ pub struct IndexPage {
     pub runs: Vec<RunLink>,
     pub ci_method: &'static str,
     pub ratio_method: &'static str,
+    pub precision_method: &'static str,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -62,5 +63,6 @@ pub fn index_page(runs: &[Run], cfg: &SiteConfig) -> IndexPage {
         runs: runs.iter().rev().map(run_link).collect(),
         ci_method: CI_METHOD,
         ratio_method: RATIO_METHOD,
+        precision_method: streamlab_record::stats::precision::PRECISION_METHOD,
     }
 }

@@ -46,6 +46,7 @@ pub struct MatrixPage {
     pub counts: Counts,
     pub ci_method: &'static str,
     pub ratio_method: &'static str,
+    pub precision_method: &'static str,
     pub references: Vec<SeriesView>,
 }
 
@@ -102,6 +103,7 @@ pub fn matrix_page(run: &Run, name: &str, runs: &[Run], cfg: &SiteConfig, latest
         counts: model::counts(&file.records),
         ci_method: CI_METHOD,
         ratio_method: RATIO_METHOD,
+        precision_method: streamlab_record::stats::precision::PRECISION_METHOD,
         references,
     }
 }

@@ -22,6 +22,8 @@ pub struct TableRow {
     /// `CV 4.2%` under the median: the rep-to-rep noise; empty when n < 2.
     pub cv: String,
     pub ci: String,
+    /// How precisely the median is known, against the run's target.
+    pub precision: model::Precision,
     pub range: String,
     pub n: String,
     /// Shown under the status: the verdict once, and why any rep is not drawn (never folded away).
@@ -65,6 +67,10 @@ pub(super) fn measured_row(
     let mut records = records.to_vec();
     records.sort_by_key(|r| r.rep);
     let mut lines: Vec<String> = verdict_line(&records).into_iter().collect();
+    let precision = match o {
+        Outcome::Measured { summary, .. } => model::precision(summary, data.precision_target()),
+        Outcome::NotDrawn { .. } => model::Precision { text: "—".into(), ..Default::default() },
+    };
     let (status, median, cv, ci, range, n) = match o {
         Outcome::Measured { summary: s, .. } => {
             // A ratio metric is a comparison measured per rep pair: say when it cannot be told from 1.0.
@@ -114,6 +120,7 @@ pub(super) fn measured_row(
         median,
         cv,
         ci,
+        precision,
         range,
         n,
         lines,
@@ -196,6 +203,7 @@ pub(super) fn reference_row(data: &MatrixData, label: &str, arm: &str, unit: &st
         median: if r.series.unit == unit { value } else { format!("{value} {}", r.series.unit) },
         cv: String::new(),
         ci: "—".into(),
+        precision: model::Precision { text: "—".into(), ..Default::default() },
         range: "—".into(),
         n: r.figure.n.map_or_else(|| "—".into(), |n| n.to_string()),
         // The full series (title, hardware, file) is listed under the table; here the machine in short.
@@ -243,6 +251,32 @@ mod tests {
             ["rep 1: window 8 s; 4000 acked", "rep 2: window 8 s; 4800 acked", "rep 3: window 8 s; 5600 acked"]
         );
         assert_eq!(row.notes_summary, "notes (3 reps)");
+    }
+
+    #[test]
+    fn a_row_says_how_precisely_its_median_is_known_and_whether_the_run_met_its_target() {
+        let values = [1000.0, 1010.0, 990.0, 1005.0, 995.0, 1200.0];
+        let with_target = |target: Option<f64>| -> Vec<Record> {
+            values
+                .iter()
+                .zip(1..)
+                .map(|(v, n)| {
+                    let mut r = rep(n, *v, &[], "");
+                    r.run.precision_target = target;
+                    r
+                })
+                .collect()
+        };
+        // Six reps: the interval is [990, 1200] around the median 1000.
+        let row = row_of(&with_target(Some(0.05)));
+        assert_eq!(row.precision.text, "±20.0%");
+        assert_eq!((row.precision.note.as_str(), row.precision.short), ("target ±5.0%: not met", true));
+        let row = row_of(&with_target(Some(0.25)));
+        assert_eq!((row.precision.note.as_str(), row.precision.short), ("target ±25.0%: met", false));
+        let row = row_of(&with_target(None));
+        assert_eq!((row.precision.note.as_str(), row.precision.short), ("", false));
+        let row = row_of(&with_target(None)[..5]);
+        assert_eq!(row.precision.text, "— (n < 6)");
     }
 
     #[test]
