@@ -53,6 +53,8 @@ enum LabCommand {
     List(lab::ListArgs),
     /// Compare two runs point by point: ratio of medians, its interval, a rank test and a verdict.
     Compare(lab::compare::CompareArgs),
+    /// Every seed's headline claim with its verdict from the committed results: reproduces, does not, cannot tell.
+    Verdicts(lab::verdicts::VerdictsArgs),
 }
 
 #[derive(Subcommand)]
@@ -108,6 +110,7 @@ fn run() -> Result<()> {
         Command::Lab(LabCommand::Run(args)) => lab::run(*args),
         Command::Lab(LabCommand::List(args)) => lab::list(args),
         Command::Lab(LabCommand::Compare(args)) => lab::compare::compare_cmd(args),
+        Command::Lab(LabCommand::Verdicts(args)) => lab::verdicts::verdicts_cmd(args),
         Command::Site(SiteCommand::Build(args)) => site::build(args),
         Command::Site(SiteCommand::Check(args)) => site::check(args),
         Command::Env(EnvCommand::Up(args)) => env::up(args),

@@ -3,7 +3,8 @@
 //! environment and the run's provenance (session), with the machine's conditions beside each (conditions),
 //! records written as each task ends (results), each with the command that reruns it (reproduce), what the
 //! terminal shows (ui), and a summary at the end (summary). Two runs are set side by side point by point with a
-//! verdict (compare). A precision target adds interleaved reps where the noise is (precision).
+//! verdict (compare). A precision target adds interleaved reps where the noise is (precision). The seeds' claims
+//! get their verdicts in the terminal (verdicts).
 
 pub mod compare;
 pub mod conditions;
@@ -21,6 +22,7 @@ pub mod session;
 pub mod summary;
 pub mod task;
 pub mod ui;
+pub mod verdicts;
 
 use std::path::PathBuf;
 

@@ -1,5 +1,6 @@
-//! The site's own data: how each matrix is summarised (site/headlines.toml) and the seeds' published
-//! figures (site/seeds.toml). Both are compiled in, so a build reads nothing but results/ at run time.
+//! The site's own data: how each matrix is summarised (site/headlines.toml), the seeds' published figures
+//! (site/seeds.toml) and their headline claims (site/claims.toml). All are compiled in, so a build reads nothing
+//! but results/ at run time.
 
 use std::collections::BTreeMap;
 
@@ -128,6 +129,8 @@ impl Reference<'_> {
 pub struct SiteConfig {
     pub headlines: BTreeMap<String, MatrixHeadline>,
     pub series: Vec<Series>,
+    /// The seeds' headline claims (site/claims.toml), each judged on the index.
+    pub claims: Vec<crate::site::claims::Claim>,
 }
 
 #[derive(Deserialize)]
@@ -139,7 +142,9 @@ struct SeedsFile {
 impl SiteConfig {
     /// The configuration compiled into this build.
     pub fn builtin() -> Result<Self> {
-        Self::parse(HEADLINES_TOML, SEEDS_TOML)
+        let mut cfg = Self::parse(HEADLINES_TOML, SEEDS_TOML)?;
+        cfg.claims = crate::site::claims::builtin()?;
+        Ok(cfg)
     }
 
     pub fn parse(headlines: &str, seeds: &str) -> Result<Self> {
@@ -155,7 +160,7 @@ impl SiteConfig {
                 ensure!(f.value.is_finite(), "site/seeds.toml: series {:?} has a non-finite value", s.title);
             }
         }
-        Ok(SiteConfig { headlines, series: seeds.series })
+        Ok(SiteConfig { headlines, series: seeds.series, claims: Vec::new() })
     }
 
     pub fn headline(&self, matrix: &str) -> Option<&MatrixHeadline> {

@@ -6,6 +6,7 @@
 
 mod chart;
 mod check;
+pub(crate) mod claims;
 pub(crate) mod config;
 mod durability;
 #[cfg(test)]
@@ -337,7 +338,7 @@ mod tests {
         let run = text(&files, "runs/20261128T130000Z-4f1c2d3/index.html");
         assert!(run.contains("<td>switched to Kafka 4.1.0</td>"), "provenance lists every environment");
         let history = text(&files, "history.html");
-        assert!(history.contains("configuration 2 of 2"), "a new configuration starts a new series");
+        assert!(history.contains("Series 2 of 2: configuration"), "a new configuration starts a new series");
         assert!(history.contains("<code>framework: knob pipeline_threads 1 → 4</code>"));
     }
 

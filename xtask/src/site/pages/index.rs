@@ -4,6 +4,7 @@ use serde::Serialize;
 use streamlab_record::stats::{CI_METHOD, RATIO_METHOD};
 
 use super::{RunLink, latest_matrix_href, latest_runs, run_link};
+use crate::site::claims::{self, ClaimVerdict};
 use crate::site::config::SiteConfig;
 use crate::site::forest;
 use crate::site::headline::{Figure, headline_figures};
@@ -12,6 +13,8 @@ use crate::site::model::{self, Counts, MatrixData};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct IndexPage {
+    /// The first screen: every seed's headline claim with its verdict.
+    pub claims: Vec<ClaimVerdict>,
     pub matrices: Vec<IndexMatrix>,
     pub runs: Vec<RunLink>,
     pub ci_method: &'static str,
@@ -59,6 +62,7 @@ pub fn index_page(runs: &[Run], cfg: &SiteConfig) -> IndexPage {
         })
         .collect();
     IndexPage {
+        claims: claims::verdicts(runs, &cfg.claims),
         matrices,
         runs: runs.iter().rev().map(run_link).collect(),
         ci_method: CI_METHOD,
