@@ -79,8 +79,17 @@ struct PointSoFar<'a> {
     spent_s: f64,
     /// The reps that enter its median, by rep.
     drawn: BTreeMap<u32, &'a Record>,
-    /// Whether its newest rep failed: more of the same would fail too, or say nothing about noise.
-    newest_failed: bool,
+    /// Its records, and how many of them failed or were withdrawn.
+    records: u32,
+    failed: u32,
+}
+
+impl PointSoFar<'_> {
+    /// Half or more of its reps failed: more of the same would fail too, and say nothing about noise. A rare
+    /// failure (a stalled request in one rep of ten) does not stop a point.
+    fn mostly_failing(&self) -> bool {
+        2 * self.failed >= self.records
+    }
 }
 
 /// A round of added reps: the tasks, and one line per point saying why it gets one.
@@ -126,7 +135,7 @@ pub fn next_round(
         seen.push(key.clone());
         let (Some(p), Some(why)) = (points.get(&key), wanted.get(&key)) else { continue };
         let goal = &goals[&key.0];
-        if p.newest_failed || !within_budget(p, goal) {
+        if p.mostly_failing() || !within_budget(p, goal) {
             continue;
         }
         round.tasks.push(Task { rep: p.reps + 1, ..p.template.clone() });
@@ -149,7 +158,8 @@ fn so_far<'a>(
             reps: 0,
             spent_s: 0.0,
             drawn: BTreeMap::new(),
-            newest_failed: false,
+            records: 0,
+            failed: 0,
         });
     }
     for r in written {
@@ -157,10 +167,9 @@ fn so_far<'a>(
         let Some(p) = points.get_mut(&key) else { continue };
         let metric_ok = |m: &str| r.measurement.metrics.get(m).is_some_and(|v| v.value.is_finite());
         p.spent_s += r.conditions.as_ref().map_or(0.0, |c| c.wall_s);
-        if r.rep >= p.reps {
-            p.reps = r.rep;
-            p.newest_failed = !r.is_publishable();
-        }
+        p.reps = p.reps.max(r.rep);
+        p.records += 1;
+        p.failed += u32::from(!r.is_publishable());
         if set_apart(r).is_none() && metric_ok(&headline_metric(cfg, &r.bench)) {
             p.drawn.insert(r.rep, r);
         }
@@ -324,10 +333,18 @@ mod tests {
     }
 
     #[test]
-    fn a_point_whose_newest_rep_failed_gets_no_more() {
+    fn a_point_that_mostly_fails_gets_no_more_and_one_failed_rep_does_not_stop_it() {
         let (matrices, tasks, cfg) = setup();
         let mut written = [reps(&tasks, "raw", &TIGHT[..3]), reps(&tasks, "framework", &TIGHT[..3])].concat();
+        // framework's rep 3 failed: one of three.
         written[5].status = Status::Failed;
+        let round = next_round(&goal(0.05, 10, 10.0), &tasks, &written, &matrices, &cfg);
+        assert_eq!(
+            round.tasks.iter().map(|t| (t.arm.as_str(), t.rep)).collect::<Vec<_>>(),
+            [("raw", 4), ("framework", 4)]
+        );
+        // Its rep 2 too: two of three.
+        written[4].status = Status::Failed;
         let round = next_round(&goal(0.05, 10, 10.0), &tasks, &written, &matrices, &cfg);
         assert_eq!(round.tasks.iter().map(|t| t.arm.as_str()).collect::<Vec<_>>(), ["raw"]);
     }
