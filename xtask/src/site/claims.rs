@@ -4,7 +4,7 @@
 //! stand to the published figure, what differs between the publisher's setup and ours, and the CPU the two
 //! sides cost here where the records measured it.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use anyhow::{Context, Result, ensure};
 use serde::{Deserialize, Serialize};
@@ -14,7 +14,7 @@ use streamlab_record::stats::{self, Summary, precision::precision_text};
 use crate::site::config::DEFAULT_TOLERANCE;
 use crate::site::format;
 use crate::site::load::Run;
-use crate::site::model::{Missing, Outcome, outcome, set_apart};
+use crate::site::model::{Missing, Outcome, drawn_by_rep, outcome, set_apart};
 use crate::site::parity::{self, Contract, Verdict};
 
 const CLAIMS_TOML: &str = include_str!("../../../site/claims.toml");
@@ -214,7 +214,7 @@ fn judge(c: &Claim, runs: &[Run], v: &mut ClaimVerdict) -> (Kind, String) {
             return (kind, format!("{} has no {} in run {}: {reasons}.", side.describe(), c.metric, run.id));
         }
     }
-    let (a, b) = (drawn(&num_records, &c.metric), drawn(&den_records, &c.metric));
+    let (a, b) = (drawn_by_rep(&num_records, &c.metric), drawn_by_rep(&den_records, &c.metric));
     let contract = Contract {
         differs: c.differs.clone(),
         tolerance: DEFAULT_TOLERANCE.iter().map(|(k, t)| ((*k).to_owned(), *t)).collect(),
@@ -272,15 +272,6 @@ fn judge(c: &Claim, runs: &[Run], v: &mut ClaimVerdict) -> (Kind, String) {
 /// The records of `matrix` in `run` at `side`'s point.
 fn records_at<'r>(run: &'r Run, matrix: &str, side: &Side) -> Vec<&'r Record> {
     run.matrices.get(matrix).map(|f| f.records.iter().filter(|r| side.holds(r)).collect()).unwrap_or_default()
-}
-
-/// The records that enter a point's statistics and carry `metric`, by rep.
-fn drawn<'r>(records: &[&'r Record], metric: &str) -> BTreeMap<u32, &'r Record> {
-    records
-        .iter()
-        .filter(|r| set_apart(r).is_none() && r.measurement.metrics.get(metric).is_some_and(|m| m.value.is_finite()))
-        .map(|r| (r.rep, *r))
-        .collect()
 }
 
 /// The verdict of our per-rep-pair ratios `s` on a published ratio, and how ours stands to it (a phrase). An

@@ -109,6 +109,16 @@ impl Outcome {
     }
 }
 
+/// The records that enter a point's statistics (not set apart) and carry a finite `metric`, by rep: what a
+/// ratio pairs rep by rep.
+pub fn drawn_by_rep<'r>(records: &[&'r Record], metric: &str) -> BTreeMap<u32, &'r Record> {
+    records
+        .iter()
+        .filter(|r| set_apart(r).is_none() && r.measurement.metrics.get(metric).is_some_and(|m| m.value.is_finite()))
+        .map(|r| (r.rep, *r))
+        .collect()
+}
+
 /// Summarise `metric` over the publishable records of one point.
 pub fn outcome(records: &[&Record], metric: &str) -> Outcome {
     let mut values = Vec::new();

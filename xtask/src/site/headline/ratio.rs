@@ -12,7 +12,7 @@ use super::identity::render_title;
 use super::{Figure, Published, arm_point, interval_text};
 use crate::site::config::{BestMode, RatioSpec, Reference, SiteConfig};
 use crate::site::format;
-use crate::site::model::{MatrixData, Point, outcome, set_apart};
+use crate::site::model::{MatrixData, Point, drawn_by_rep, outcome};
 use crate::site::parity::{self, Contract, Difference, Verdict};
 
 /// The ratio at every point of its sweep that both arms ran. A sweep the run does not have gives nothing
@@ -165,16 +165,6 @@ fn fixed_knobs(fixed: &[String]) -> BTreeMap<String, serde_json::Value> {
         .collect()
 }
 
-/// The records of a point that enter its statistics and carry `metric`, by rep.
-fn drawn<'r>(point: &Point<'r>, metric: &str) -> BTreeMap<u32, &'r Record> {
-    point
-        .records
-        .iter()
-        .filter(|r| set_apart(r).is_none() && r.measurement.metrics.get(metric).is_some_and(|m| m.value.is_finite()))
-        .map(|r| (r.rep, *r))
-        .collect()
-}
-
 /// Fill `f` with the ratio of two points: from the rep pairs (same rep of both) that satisfy `contract`,
 /// or, with no rep in common, from the medians of the records whose pairings satisfy it. Without any
 /// pair that satisfies it, no number, and why.
@@ -193,7 +183,7 @@ fn compute(data: &MatrixData, contract: &Contract, metric: &str, sides: (&Point,
         f.detail = why.join(" — ");
         return;
     };
-    let (a, b) = (drawn(num_point, metric), drawn(den_point, metric));
+    let (a, b) = (drawn_by_rep(&num_point.records, metric), drawn_by_rep(&den_point.records, metric));
     let rep_pairs: Vec<(&Record, &Record)> = a.iter().filter_map(|(rep, x)| b.get(rep).map(|y| (*x, *y))).collect();
     let paired = !rep_pairs.is_empty();
     let candidates: Vec<(&Record, &Record)> =
