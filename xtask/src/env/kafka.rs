@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use streamlab_process::Cmd;
+use streamlab_process::{Cmd, Output};
 use streamlab_record::descriptor::{BrokerEnv, KafkaEnv, Listener};
 
 use super::host::{Role, ServiceHost};
@@ -20,6 +20,8 @@ use crate::paths::repo_root;
 pub const SCRAM_USER: &str = "streamlab";
 /// The principal of the unsecured OAUTHBEARER token.
 pub const OAUTH_SUBJECT: &str = "admin";
+/// How long every listener has, after the brokers logged their start, to answer a client.
+const LISTENER_READY_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// Loopback ports of every broker listener.
 #[derive(Debug, Clone, Copy, serde::Serialize)]
@@ -415,9 +417,45 @@ impl Launched<'_> {
             })?;
         }
         tracing::debug!("brokers logged their start after {:.1} s", started.elapsed().as_secs_f64());
+        // A broker that has just logged its start can still time out the first SASL handshake on a loaded
+        // machine (CI saw one SCRAM listener do so), so a listener that did not answer is probed again until
+        // the deadline; the last answer is the error.
+        let deadline = Instant::now() + LISTENER_READY_TIMEOUT;
+        let mut pending: Vec<(&String, &Listener)> = listeners.iter().collect();
+        loop {
+            let answers = self.probe_listeners(&pending)?;
+            let mut failed = Vec::new();
+            for (name, l, out) in answers {
+                let missing: Vec<u32> =
+                    self.nodes.iter().map(|n| n.id).filter(|id| !out.stdout.contains(&format!("(id: {id} "))).collect();
+                if !out.status.success() || !missing.is_empty() {
+                    failed.push((name, l, missing, out));
+                }
+            }
+            let Some((name, l, missing, out)) = failed.first() else { return Ok(()) };
+            if Instant::now() >= deadline {
+                bail!(
+                    "listener {name} ({}) did not answer ApiVersions from broker(s) {missing:?} within {} s:\n{}{}",
+                    l.bootstrap,
+                    LISTENER_READY_TIMEOUT.as_secs(),
+                    out.stdout,
+                    out.stderr
+                );
+            }
+            tracing::debug!("listener {name} did not answer yet; probing it again");
+            pending = failed.iter().map(|(name, l, _, _)| (*name, *l)).collect();
+            std::thread::sleep(Duration::from_secs(1));
+        }
+    }
+
+    /// One Java ApiVersions probe per listener, all at once.
+    fn probe_listeners<'l>(
+        &self,
+        listeners: &[(&'l String, &'l Listener)],
+    ) -> Result<Vec<(&'l String, &'l Listener, Output)>> {
         let dir = self.nodes[0].dir.clone();
         let mut probes = Vec::new();
-        for (name, l) in listeners {
+        for &(name, l) in listeners {
             let props = dir.join(format!("client-{name}.properties"));
             secrets::write_secret(&props, &java_client_properties(l, &self.password))?;
             let cmd = Cmd::new(self.host.java())
@@ -438,20 +476,7 @@ impl Launched<'_> {
                 .collect();
             running.into_iter().map(|(name, l, probe)| (name, l, probe.join().expect("probe thread"))).collect()
         });
-        for (name, l, out) in answers {
-            let out = out.context("cannot run java")?;
-            let missing: Vec<u32> =
-                self.nodes.iter().map(|n| n.id).filter(|id| !out.stdout.contains(&format!("(id: {id} "))).collect();
-            if !out.status.success() || !missing.is_empty() {
-                bail!(
-                    "listener {name} ({}) did not answer ApiVersions from broker(s) {missing:?}:\n{}{}",
-                    l.bootstrap,
-                    out.stdout,
-                    out.stderr
-                );
-            }
-        }
-        Ok(())
+        answers.into_iter().map(|(name, l, out)| Ok((name, l, out.context("cannot run java")?))).collect()
     }
 }
 
