@@ -6,6 +6,7 @@ use std::path::Path;
 use anyhow::Result;
 
 use crate::clients::redpanda_connect;
+use crate::env::disk;
 use crate::env::pins::{self, FetchRoute};
 use crate::tools::first_line_of;
 
@@ -153,6 +154,12 @@ fn checks() -> Vec<Check> {
             required: false,
         },
         Check {
+            what: "free disk for the lab's services",
+            found: free_disk(),
+            fix: "free space on the filesystem of target/streamlab/envs: a lab run needs 5 GiB there",
+            required: true,
+        },
+        Check {
             what: "debootstrap (local docker images)",
             found: first_line_of("debootstrap", &["--version"]),
             fix: "apt-get install -y debootstrap (only where no registry answers: `cargo xtask env images` builds the \
@@ -160,6 +167,13 @@ fn checks() -> Vec<Check> {
             required: false,
         },
     ]
+}
+
+/// `17.2 GiB free under /work/main/target/streamlab/envs`, if that is enough for a run.
+fn free_disk() -> Option<String> {
+    let dir = crate::paths::envs_dir();
+    let free = disk::ensure_free(&dir, disk::RUN_NEEDS_BYTES).ok()?;
+    Some(format!("{:.1} GiB free under {}", disk::gib(free), dir.display()))
 }
 
 /// `java -version` reports e.g. `openjdk version "17.0.15"`; 17 or newer passes.

@@ -24,13 +24,50 @@ pub struct ServiceDown {
     pub service: String,
     /// `was killed by SIGKILL`, `exited with status 1`, `does not answer: ...`.
     pub how: String,
+    /// The last error its log gives (`java.io.IOException: No space left on device`), which a tail of a Java
+    /// stack trace often does not.
+    pub last_error: Option<String>,
     pub log_tail: String,
 }
 
 impl std::fmt::Display for ServiceDown {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "the {} {}", self.service, self.how)
+        write!(f, "the {} {}", self.service, self.how)?;
+        match &self.last_error {
+            Some(e) => write!(f, " (its log's last error: {e})"),
+            None => Ok(()),
+        }
     }
+}
+
+/// How far back in a service's log to look for its last error.
+const ERROR_SEARCH_LINES: usize = 400;
+/// The longest error line a reason quotes.
+const ERROR_QUOTE_CHARS: usize = 300;
+
+/// The last error `log` gives: its last exception (`java.io.IOException: No space left on device`, with or
+/// without `Caused by: `), else its last ERROR or FATAL line; stack frames never count.
+fn last_error(log: &str) -> Option<String> {
+    let exception = |l: &str| {
+        let l = l.strip_prefix("Caused by: ").unwrap_or(l);
+        l.split_once(": ").is_some_and(|(class, _)| {
+            !class.contains(char::is_whitespace)
+                && class.contains('.')
+                && (class.ends_with("Exception") || class.ends_with("Error"))
+        })
+    };
+    let lines: Vec<&str> = log.lines().map(str::trim).collect();
+    let found = lines
+        .iter()
+        .rev()
+        .find(|l| exception(l))
+        .or_else(|| lines.iter().rev().find(|l| l.contains("] ERROR ") || l.contains("] FATAL ")))?;
+    let found = found.strip_prefix("Caused by: ").unwrap_or(found);
+    Some(found.chars().take(ERROR_QUOTE_CHARS).collect())
+}
+
+fn log_error(log: Option<&Path>) -> Option<String> {
+    last_error(&process::log_tail(log?, ERROR_SEARCH_LINES))
 }
 
 /// The first service whose process has ended (cheap: no network).
@@ -40,6 +77,7 @@ pub fn dead_process(env: &EnvDescriptor) -> Option<ServiceDown> {
         (!process::is_alive(pid)).then(|| ServiceDown {
             service: s.name.clone(),
             how: how_it_ended(pid),
+            last_error: log_error(s.log),
             log_tail: s.log.map(|l| process::log_tail(l, 20)).unwrap_or_default(),
         })
     })
@@ -72,6 +110,7 @@ pub fn check_with(
             return Err(ServiceDown {
                 service: s.name.clone(),
                 how: format!("does not answer: {e}"),
+                last_error: log_error(s.log),
                 log_tail: s.log.map(|l| process::log_tail(l, 20)).unwrap_or_default(),
             });
         }
@@ -221,6 +260,34 @@ fn mysql_answers(m: &MysqlEnv) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_dead_brokers_reason_names_the_last_error_its_log_gives_not_a_stack_frame() {
+        let log = "[2026-12-01 19:52:15,101] INFO [Partition t-3 broker=1] Log loaded (kafka.cluster.Partition)
+[2026-12-01 19:52:15,790] ERROR Error while appending records to t-3 in dir /data (org.apache.kafka.storage.internals.log.LogDirFailureChannel)
+java.io.IOException: No space left on device
+\tat java.base/sun.nio.ch.FileDispatcherImpl.write0(Native Method)
+\tat org.apache.kafka.storage.internals.log.UnifiedLog.append(UnifiedLog.java:1103) ~[kafka-storage-4.1.0.jar:?]
+\t... 12 more
+";
+        assert_eq!(last_error(log).as_deref(), Some("java.io.IOException: No space left on device"));
+        let caused = "java.lang.RuntimeException: wrapper\nCaused by: java.nio.file.AccessDeniedException: /data/x\n\tat a.b(C.java:1)\n";
+        assert_eq!(last_error(caused).as_deref(), Some("java.nio.file.AccessDeniedException: /data/x"));
+        // No exception: the last ERROR line; nothing wrong: nothing.
+        let plain = "[t] INFO started\n[t] ERROR Shutdown broker because all log dirs in /data have failed (kafka.log.LogManager)\n";
+        assert!(last_error(plain).unwrap().contains("all log dirs in /data have failed"));
+        assert_eq!(last_error("[t] INFO Kafka Server started\n"), None);
+        let down = ServiceDown {
+            service: "kafka broker".into(),
+            how: "exited with status 1".into(),
+            last_error: last_error(log),
+            log_tail: String::new(),
+        };
+        assert_eq!(
+            down.to_string(),
+            "the kafka broker exited with status 1 (its log's last error: java.io.IOException: No space left on device)"
+        );
+    }
 
     #[test]
     fn the_api_versions_request_is_well_formed() {

@@ -6,6 +6,7 @@
 
 pub mod backend;
 pub mod certs;
+pub mod disk;
 pub mod docker;
 pub mod external;
 pub mod fault;
@@ -154,6 +155,7 @@ pub fn up(args: UpArgs) -> Result<()> {
     let broker_cpus = broker_cpus(args.broker_cores).map_err(|e| anyhow::anyhow!("--broker-cores: {e}"))?;
     let kafka = pins::pin(&args.kafka).map_err(|e| anyhow::anyhow!("--kafka: {e}"))?;
     let backend = choose(args.env, None, None, None)?;
+    disk::ensure_free(&crate::paths::envs_dir(), disk::RUN_NEEDS_BYTES)?;
     let spec = EnvSpec {
         with_mysql: args.mysql,
         brokers: usize::from(args.brokers),

@@ -7,6 +7,7 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use streamlab_record::Record;
+use streamlab_record::descriptor::BackendKind;
 use streamlab_record::run_spec::{Need, RunSpec};
 use streamlab_record::tools::RedpandaConnect;
 
@@ -35,6 +36,10 @@ pub fn run(args: RunArgs) -> Result<()> {
         crate::env::choose(spec.env, spec.bootstrap.as_deref(), dsn.as_deref(), spec.kafka_config.as_deref())?;
     let tasks = plan::for_run(&matrices, &spec, backend.as_ref())?;
     let goals = precision::goals(&matrices, &spec)?;
+    // The lab's own services write their data under envs/ (an external cluster's brokers do not).
+    if backend.kind() != BackendKind::External {
+        crate::env::disk::ensure_free(&paths::envs_dir(), crate::env::disk::RUN_NEEDS_BYTES)?;
+    }
     let run_dir = RunDir::new(out_root.join(&run_id));
     let written = run_dir.records(&matrices.iter().map(|m| m.name.clone()).collect::<Vec<_>>())?;
     let todo = unfinished(tasks.clone(), &written);
