@@ -1,5 +1,6 @@
 //! `harness`: one benchmark arm per process. Started by `cargo xtask lab run`, never by hand in normal use.
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
@@ -73,6 +74,8 @@ fn run() -> Result<()> {
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::try_from_env("STREAMLAB_LOG").unwrap_or_else(|_| "info".into()))
         .with_writer(std::io::stderr)
+        // The lab writes stderr to a log file, whose tail goes into failed records and onto the site: no colour.
+        .with_ansi(std::io::stderr().is_terminal())
         .init();
     match Cli::parse().command {
         Command::Run { bench, arm, env, knobs } => {

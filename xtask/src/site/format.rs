@@ -124,6 +124,12 @@ pub fn xml_escape(s: &str) -> String {
     out
 }
 
+/// A log's text as a page can show it: terminal colour codes (a harness log written with them) and other control
+/// characters, which HTML does not allow, removed; lines and tabs kept.
+pub fn plain_text(s: &str) -> String {
+    anstream::adapter::strip_str(s).to_string()
+}
+
 /// Shorten `s` to at most `max` characters, ending with an ellipsis when cut.
 pub fn truncate(s: &str, max: usize) -> String {
     if s.chars().count() <= max {
@@ -150,6 +156,13 @@ pub fn slug(s: &str) -> String {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_coloured_log_line_loses_its_colour_codes_and_keeps_its_text() {
+        let line = "\u{1b}[2m2026-12-01T19:52:15Z\u{1b}[0m \u{1b}[31mERROR\u{1b}[0m librdkafka: FAIL\u{7}\n\tnext";
+        assert_eq!(super::plain_text(line), "2026-12-01T19:52:15Z ERROR librdkafka: FAIL\n\tnext");
+        assert_eq!(super::plain_text("a\u{0}b\r\n"), "ab\r\n", "no control character but whitespace reaches a page");
+    }
+
     use super::*;
 
     #[test]

@@ -182,7 +182,11 @@ fn chart_view(
             rows.push(Row { label: name.clone(), group_start, kind: row_kind(&o, point.default) });
             table.push(measured_row(data, (label, arm), &unit, point.default, &o, &point.records));
             for r in point.records.iter().filter(|r| r.log_tail.is_some() && classify(r).is_some()) {
-                logs.push(LogView { label: name.clone(), rep: r.rep, tail: r.log_tail.clone().unwrap_or_default() });
+                logs.push(LogView {
+                    label: name.clone(),
+                    rep: r.rep,
+                    tail: format::plain_text(r.log_tail.as_deref().unwrap_or_default()),
+                });
             }
         }
         for r in refs.iter().filter(|r| &r.figure.label == label && &r.figure.arm == arm) {
