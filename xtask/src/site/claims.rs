@@ -11,7 +11,7 @@ use serde::{Deserialize, Serialize};
 use streamlab_record::Record;
 use streamlab_record::stats::{self, Summary, precision::precision_text};
 
-use crate::site::config::DEFAULT_TOLERANCE;
+use crate::site::config::default_tolerances;
 use crate::site::format;
 use crate::site::load::Run;
 use crate::site::model::{Missing, Outcome, drawn_by_rep, outcome, set_apart};
@@ -53,6 +53,23 @@ pub struct Claim {
     /// Why the lab has no point for this claim.
     #[serde(default)]
     pub unmapped: Option<String>,
+    /// What the lab measured that bounds the figure here: a ratio of two points of the same run.
+    #[serde(default)]
+    pub bound: Option<Bound>,
+}
+
+/// A ratio the lab measures beside a claim to show what holds its figure back here, e.g. spate's 500 ms
+/// backpressure pause floor: the framework path at min_pause 10 ms over it at 500 ms.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Bound {
+    /// What bounds the figure, in a few words (`spate's 500 ms backpressure pause floor`).
+    pub what: String,
+    pub numerator: Side,
+    pub denominator: Side,
+    /// Settings its two points may differ in (the sweep's own knob).
+    #[serde(default)]
+    pub differs: Vec<String>,
 }
 
 fn yes() -> bool {
@@ -214,26 +231,13 @@ fn judge(c: &Claim, runs: &[Run], v: &mut ClaimVerdict) -> (Kind, String) {
             return (kind, format!("{} has no {} in run {}: {reasons}.", side.describe(), c.metric, run.id));
         }
     }
-    let (a, b) = (drawn_by_rep(&num_records, &c.metric), drawn_by_rep(&den_records, &c.metric));
     let contract = Contract {
         differs: c.differs.clone(),
-        tolerance: DEFAULT_TOLERANCE.iter().map(|(k, t)| ((*k).to_owned(), *t)).collect(),
+        tolerance: default_tolerances(),
         // Two points of one sweep differ in its knob only; across sweeps the knobs differ by design.
         equal_knobs: num.sweep == den.sweep,
     };
-    let mut pairs: Vec<(f64, f64)> = Vec::new();
-    let mut undeclared: BTreeSet<String> = BTreeSet::new();
-    let mut not_applied = false;
-    for (rep, x) in &a {
-        let Some(y) = b.get(rep) else { continue };
-        match parity::check(&contract, x, y) {
-            Verdict::Holds { .. } => {
-                pairs.push((x.measurement.metrics[&c.metric].value, y.measurement.metrics[&c.metric].value))
-            }
-            Verdict::NotApplied => not_applied = true,
-            Verdict::Breaks { undeclared: u } => undeclared.extend(u.into_iter().map(|d| d.key)),
-        }
-    }
+    let Pairing { pairs, undeclared, not_applied } = pair_reps(&num_records, &den_records, &c.metric, &contract);
     if pairs.is_empty() {
         return if !undeclared.is_empty() {
             let keys = undeclared.into_iter().collect::<Vec<_>>().join(", ");
@@ -258,15 +262,58 @@ fn judge(c: &Claim, runs: &[Run], v: &mut ClaimVerdict) -> (Kind, String) {
     let (kind, how) = decide(c.published, &s, target, c.tolerance);
     let setup = our_setup(run, &num_records);
     let cpu = cpu_here(&num_records, &den_records, num, den, run);
+    let bound = c.bound.as_ref().map_or_else(String::new, |b| bound_here(b, c, run));
     let whose = if c.like_for_like { "Our" } else { "As the seed compared them (unlike work), our" };
     let why = format!(
-        "{whose} {} {how} the published {}; published on {} with {}, measured here {setup}{cpu}.",
+        "{whose} {} {how} the published {}; published on {} with {}, measured here {setup}{cpu}.{bound}",
         v.measured,
         v.published_text,
         c.hardware.trim_end_matches('.'),
         c.versions.trim_end_matches('.'),
     );
     (kind, why)
+}
+
+/// The rep pairs of two points that did the same work under `contract`, and why the others were left out.
+struct Pairing {
+    pairs: Vec<(f64, f64)>,
+    /// Settings the two sides differed in that the contract does not allow.
+    undeclared: BTreeSet<String>,
+    /// A pair whose records do not say what they applied.
+    not_applied: bool,
+}
+
+fn pair_reps(num_records: &[&Record], den_records: &[&Record], metric: &str, contract: &Contract) -> Pairing {
+    let (a, b) = (drawn_by_rep(num_records, metric), drawn_by_rep(den_records, metric));
+    let mut p = Pairing { pairs: Vec::new(), undeclared: BTreeSet::new(), not_applied: false };
+    for (rep, x) in &a {
+        let Some(y) = b.get(rep) else { continue };
+        match parity::check(contract, x, y) {
+            Verdict::Holds { .. } => {
+                p.pairs.push((x.measurement.metrics[metric].value, y.measurement.metrics[metric].value))
+            }
+            Verdict::NotApplied => p.not_applied = true,
+            Verdict::Breaks { undeclared } => p.undeclared.extend(undeclared.into_iter().map(|d| d.key)),
+        }
+    }
+    p
+}
+
+/// ` What bounds it here, spate's 500 ms pause floor: framework at min_pause_ms 10 ms over framework at
+/// min_pause_ms 500 ms is 3.90× (95% CI …) in the same run.`; empty when the run lacks a pair of the two points.
+fn bound_here(b: &Bound, c: &Claim, run: &Run) -> String {
+    let (num, den) = (records_at(run, &c.matrix, &b.numerator), records_at(run, &c.matrix, &b.denominator));
+    let contract = Contract { differs: b.differs.clone(), tolerance: default_tolerances(), equal_knobs: true };
+    let pairs = pair_reps(&num, &den, &c.metric, &contract).pairs;
+    let Some(s) = stats::paired_ratios(&pairs) else { return String::new() };
+    format!(
+        " What bounds it here, {}: {} over {} is {} ({}) in the same run.",
+        b.what.trim_end_matches('.'),
+        b.numerator.describe(),
+        b.denominator.describe(),
+        format::ratio(s.median),
+        interval_text(&s)
+    )
 }
 
 /// The records of `matrix` in `run` at `side`'s point.
@@ -479,6 +526,51 @@ tolerance = 0.15
     }
 
     #[test]
+    fn a_claims_bound_is_measured_in_the_same_run_and_said_in_its_sentence() {
+        let pause = |label: &str, rep: u32, rate: f64| {
+            let mut r = fixtures::record("r1", "framework", label, &["min_pause_ms"], false, rep, rate);
+            r.variant.knobs.insert(
+                "min_pause_ms".into(),
+                serde_json::json!(label.trim_end_matches(" ms").parse::<u64>().unwrap()),
+            );
+            r
+        };
+        let (_dir, runs) = run_with(&[0.50, 0.52, 0.48], |_| {});
+        let mut bounded = claim(0.49);
+        bounded.bound = Some(Bound {
+            what: "spate's 500 ms backpressure pause floor".into(),
+            numerator: Side { sweep: "min_pause_ms".into(), arm: "framework".into(), label: "10 ms".into() },
+            denominator: Side { sweep: "min_pause_ms".into(), arm: "framework".into(), label: "500 ms".into() },
+            differs: vec!["knob min_pause_ms".into()],
+        });
+        // The run has no min_pause points: the sentence says nothing of a bound.
+        let without = &verdicts(&runs, std::slice::from_ref(&bounded))[0];
+        assert!(!without.why.contains("What bounds it here"), "{}", without.why);
+        let dir = tempfile::tempdir().unwrap();
+        let mut records: Vec<Record> = runs[0].matrices["kafka_sink"].records.clone();
+        for (rep, fast) in (1..).zip([3900.0, 4000.0, 4100.0]) {
+            records.push(pause("10 ms", rep, fast));
+            records.push(pause("500 ms", rep, 1000.0));
+        }
+        fixtures::write_run(dir.path(), "r1", 1_000, &records);
+        let runs = load_results(dir.path()).unwrap();
+        let with = &verdicts(&runs, std::slice::from_ref(&bounded))[0];
+        assert_eq!(with.verdict, Kind::Reproduces, "the bound does not change the verdict: {}", with.why);
+        assert!(
+            with.why.contains(
+                "What bounds it here, spate's 500 ms backpressure pause floor: framework at min_pause_ms 10 ms over \
+                 framework at min_pause_ms 500 ms is 4.00× (95% CI"
+            ),
+            "{}",
+            with.why
+        );
+        // A bound whose points break its contract (the knob not declared) is left out, not divided.
+        bounded.bound.as_mut().unwrap().differs.clear();
+        let undeclared = &verdicts(&runs, &[bounded])[0];
+        assert!(!undeclared.why.contains("What bounds it here"), "{}", undeclared.why);
+    }
+
+    #[test]
     fn the_shipped_claims_parse_and_name_points_of_the_matrices() {
         let claims = builtin().unwrap();
         let matrices = crate::lab::matrix::load_all(&crate::paths::matrices_dir()).unwrap();
@@ -487,7 +579,8 @@ tolerance = 0.15
         }
         for c in &claims {
             let m = matrices.iter().find(|m| m.name == c.matrix).unwrap_or_else(|| panic!("{}: matrix", c.id));
-            for side in [&c.numerator, &c.denominator].into_iter().flatten() {
+            let bound = c.bound.iter().flat_map(|b| [&b.numerator, &b.denominator]);
+            for side in [&c.numerator, &c.denominator].into_iter().flatten().chain(bound) {
                 let sweep = m.sweeps.iter().find(|s| s.name == side.sweep);
                 let sweep = sweep.unwrap_or_else(|| panic!("{}: no sweep {}", c.id, side.sweep));
                 assert!(sweep.arms.contains(&side.arm), "{}: sweep {} has no arm {}", c.id, side.sweep, side.arm);

@@ -60,15 +60,20 @@ pub struct RatioSpec {
 }
 
 /// Metrics compared within a tolerance rather than exactly, and the default relative tolerance of each.
-pub const DEFAULT_TOLERANCE: &[(&str, f64)] = &[("bytes_per_record", 0.05), ("key_bytes_per_record", 0.05)];
+const DEFAULT_TOLERANCE: &[(&str, f64)] = &[("bytes_per_record", 0.05), ("key_bytes_per_record", 0.05)];
 
 impl RatioSpec {
     /// The relative tolerance of each compared metric: the defaults, overridden by the spec's own.
     pub fn tolerances(&self) -> BTreeMap<String, f64> {
-        let mut out: BTreeMap<String, f64> = DEFAULT_TOLERANCE.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect();
+        let mut out = default_tolerances();
         out.extend(self.tolerance.clone());
         out
     }
+}
+
+/// [`DEFAULT_TOLERANCE`] as a contract takes it.
+pub fn default_tolerances() -> BTreeMap<String, f64> {
+    DEFAULT_TOLERANCE.iter().map(|(k, v)| ((*k).to_owned(), *v)).collect()
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
