@@ -15,7 +15,7 @@ use crate::site::config::default_tolerances;
 use crate::site::format;
 use crate::site::load::Run;
 use crate::site::model::{Missing, Outcome, drawn_by_rep, outcome, set_apart};
-use crate::site::parity::{self, Contract, Verdict};
+use crate::site::parity::{self, Contract};
 
 const CLAIMS_TOML: &str = include_str!("../../../site/claims.toml");
 
@@ -237,17 +237,19 @@ fn judge(c: &Claim, runs: &[Run], v: &mut ClaimVerdict) -> (Kind, String) {
         // Two points of one sweep differ in its knob only; across sweeps the knobs differ by design.
         equal_knobs: num.sweep == den.sweep,
     };
-    let Pairing { pairs, undeclared, not_applied } = pair_reps(&num_records, &den_records, &c.metric, &contract);
+    let sorted = pair_reps(&num_records, &den_records, &c.metric, &contract);
+    let pairs = values(&sorted, &c.metric);
     if pairs.is_empty() {
-        return if !undeclared.is_empty() {
-            let keys = undeclared.into_iter().collect::<Vec<_>>().join(", ");
+        return if !sorted.undeclared.is_empty() {
+            let keys: BTreeSet<&str> = sorted.undeclared.iter().map(|d| d.key.as_str()).collect();
+            let keys = keys.into_iter().collect::<Vec<_>>().join(", ");
             let why = format!(
                 "No verdict: the two sides did not do the same work in run {}: they differ in {keys}, which the \
                  claim's contract does not allow.",
                 run.id
             );
             (Kind::NoVerdict, why)
-        } else if not_applied {
+        } else if sorted.not_applied {
             (Kind::NoVerdict, format!("No verdict: {}.", parity::NOT_APPLIED))
         } else {
             (Kind::CannotTell, format!("No rep of run {} measured both sides.", run.id))
@@ -275,28 +277,20 @@ fn judge(c: &Claim, runs: &[Run], v: &mut ClaimVerdict) -> (Kind, String) {
 }
 
 /// The rep pairs of two points that did the same work under `contract`, and why the others were left out.
-struct Pairing {
-    pairs: Vec<(f64, f64)>,
-    /// Settings the two sides differed in that the contract does not allow.
-    undeclared: BTreeSet<String>,
-    /// A pair whose records do not say what they applied.
-    not_applied: bool,
+fn pair_reps<'r>(
+    num_records: &[&'r Record],
+    den_records: &[&'r Record],
+    metric: &str,
+    contract: &Contract,
+) -> parity::Sorted<'r> {
+    let (a, b) = (drawn_by_rep(num_records, metric), drawn_by_rep(den_records, metric));
+    parity::sort(contract, a.iter().filter_map(|(rep, x)| b.get(rep).map(|y| (*x, *y))))
 }
 
-fn pair_reps(num_records: &[&Record], den_records: &[&Record], metric: &str, contract: &Contract) -> Pairing {
-    let (a, b) = (drawn_by_rep(num_records, metric), drawn_by_rep(den_records, metric));
-    let mut p = Pairing { pairs: Vec::new(), undeclared: BTreeSet::new(), not_applied: false };
-    for (rep, x) in &a {
-        let Some(y) = b.get(rep) else { continue };
-        match parity::check(contract, x, y) {
-            Verdict::Holds { .. } => {
-                p.pairs.push((x.measurement.metrics[metric].value, y.measurement.metrics[metric].value))
-            }
-            Verdict::NotApplied => p.not_applied = true,
-            Verdict::Breaks { undeclared } => p.undeclared.extend(undeclared.into_iter().map(|d| d.key)),
-        }
-    }
-    p
+/// The metric's values of each holding pair.
+fn values(sorted: &parity::Sorted, metric: &str) -> Vec<(f64, f64)> {
+    let value = |r: &Record| r.measurement.metrics[metric].value;
+    sorted.holding.iter().map(|(x, y)| (value(x), value(y))).collect()
 }
 
 /// ` What bounds it here, spate's 500 ms pause floor: framework at min_pause_ms 10 ms over framework at
@@ -304,7 +298,7 @@ fn pair_reps(num_records: &[&Record], den_records: &[&Record], metric: &str, con
 fn bound_here(b: &Bound, c: &Claim, run: &Run) -> String {
     let (num, den) = (records_at(run, &c.matrix, &b.numerator), records_at(run, &c.matrix, &b.denominator));
     let contract = Contract { differs: b.differs.clone(), tolerance: default_tolerances(), equal_knobs: true };
-    let pairs = pair_reps(&num, &den, &c.metric, &contract).pairs;
+    let pairs = values(&pair_reps(&num, &den, &c.metric, &contract), &c.metric);
     let Some(s) = stats::paired_ratios(&pairs) else { return String::new() };
     format!(
         " What bounds it here, {}: {} over {} is {} ({}) in the same run.",

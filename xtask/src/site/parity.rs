@@ -5,7 +5,7 @@
 //! their bytes per record (and key bytes) agree within a tolerance, and the knobs both carry are equal. A
 //! ratio of records that do not say what they applied has no number at all.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use streamlab_record::Record;
 use streamlab_record::applied::{differing_keys, matches};
@@ -122,6 +122,42 @@ pub fn check(contract: &Contract, num: &Record, den: &Record) -> Verdict {
     let (declared, undeclared): (Vec<Difference>, Vec<Difference>) =
         diffs.into_iter().partition(|d| contract.declares(&d.key));
     if undeclared.is_empty() { Verdict::Holds { declared } } else { Verdict::Breaks { undeclared } }
+}
+
+/// Candidate pairs (numerator's record, denominator's) sorted by [`check`]: those that may be divided, and why
+/// the others may not.
+#[derive(Debug, Default)]
+pub struct Sorted<'r> {
+    pub holding: Vec<(&'r Record, &'r Record)>,
+    /// The declared differences the holding pairs have.
+    pub declared: BTreeSet<Difference>,
+    /// The differences the contract does not allow, over the pairs that break it.
+    pub undeclared: BTreeSet<Difference>,
+    /// A pair had a side that does not say what it applied.
+    pub not_applied: bool,
+    /// The numerator's rep of every pair left out.
+    pub left_out: Vec<u32>,
+}
+
+pub fn sort<'r>(contract: &Contract, candidates: impl IntoIterator<Item = (&'r Record, &'r Record)>) -> Sorted<'r> {
+    let mut s = Sorted::default();
+    for (x, y) in candidates {
+        match check(contract, x, y) {
+            Verdict::Holds { declared } => {
+                s.holding.push((x, y));
+                s.declared.extend(declared);
+            }
+            Verdict::NotApplied => {
+                s.not_applied = true;
+                s.left_out.push(x.rep);
+            }
+            Verdict::Breaks { undeclared } => {
+                s.undeclared.extend(undeclared);
+                s.left_out.push(x.rep);
+            }
+        }
+    }
+    s
 }
 
 fn metric_value(r: &Record, metric: &str) -> Option<f64> {

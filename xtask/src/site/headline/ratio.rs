@@ -13,7 +13,7 @@ use super::{Figure, Published, arm_point, interval_text};
 use crate::site::config::{BestMode, RatioSpec, Reference, SiteConfig};
 use crate::site::format;
 use crate::site::model::{MatrixData, Point, drawn_by_rep, outcome};
-use crate::site::parity::{self, Contract, Difference, Verdict};
+use crate::site::parity::{self, Contract, Difference};
 
 /// The ratio at every point of its sweep that both arms ran. A sweep the run does not have gives nothing
 /// (the run predates it); a sweep without a shared point gives one figure saying so.
@@ -188,27 +188,8 @@ fn compute(data: &MatrixData, contract: &Contract, metric: &str, sides: (&Point,
     let paired = !rep_pairs.is_empty();
     let candidates: Vec<(&Record, &Record)> =
         if paired { rep_pairs } else { a.values().flat_map(|x| b.values().map(move |y| (*x, *y))).collect() };
-    let mut holding: Vec<(&Record, &Record)> = Vec::new();
-    let mut declared: BTreeSet<Difference> = BTreeSet::new();
-    let mut undeclared: BTreeSet<Difference> = BTreeSet::new();
-    let mut left_out: Vec<u32> = Vec::new();
-    let mut not_applied = false;
-    for (x, y) in candidates {
-        match parity::check(contract, x, y) {
-            Verdict::Holds { declared: d } => {
-                holding.push((x, y));
-                declared.extend(d);
-            }
-            Verdict::NotApplied => {
-                not_applied = true;
-                left_out.push(x.rep);
-            }
-            Verdict::Breaks { undeclared: u } => {
-                undeclared.extend(u);
-                left_out.push(x.rep);
-            }
-        }
-    }
+    let parity::Sorted { holding, declared, undeclared, not_applied, mut left_out } =
+        parity::sort(contract, candidates);
     let texts = |ds: &BTreeSet<Difference>| -> Vec<String> {
         ds.iter().map(|d| d.text(&num_title, &den_title)).collect::<BTreeSet<_>>().into_iter().collect()
     };
