@@ -1,6 +1,7 @@
 //! The precision target (`--precision`, or each profile's): after the planned reps, rounds of one more rep of
 //! every point whose median is not yet known within the target, or that is a side of a headline ratio whose
-//! per-rep-pair median is not, until it is or the point has spent its budget of reps and minutes. Each round
+//! per-rep-pair median is not, until it is or the point's budget of reps and minutes cannot reach the next
+//! count of reps whose interval is narrower (6, then 9, 12, ...: a seventh or eighth rep cannot narrow it). Each round
 //! runs its points in the plan's order, so the added reps stay interleaved across arms as the first ones are
 //! (Kalibera and Jones: spend reps where the variance is).
 
@@ -109,19 +110,25 @@ pub fn next_round(
     cfg: &SiteConfig,
 ) -> Round {
     let points = so_far(goals, planned, written, cfg);
-    let mut wanted: BTreeMap<PointKey, String> = BTreeMap::new();
+    let mut wanted: BTreeMap<PointKey, Want> = BTreeMap::new();
     for (key, p) in &points {
         let goal = &goals[&key.0];
         let metric = headline_metric(cfg, &key.0);
         let values: Vec<f64> = p.drawn.values().map(|r| r.measurement.metrics[&metric].value).collect();
         if let Some(why) = short_of(&values, goal.target) {
-            wanted.insert(key.clone(), format!("median {why}"));
+            wanted.insert(key.clone(), Want::new(format!("median {why}"), values.len()));
         }
     }
     for m in matrices.iter().filter(|m| goals.contains_key(&m.name)) {
-        for (num, den, why) in unmet_ratios(m, goals[&m.name].target, &points, cfg) {
+        for (num, den, want) in unmet_ratios(m, goals[&m.name].target, &points, cfg) {
             for side in [num, den] {
-                wanted.entry(side).or_insert_with(|| why.clone());
+                // The side that needs the fewest more reps to narrow an interval decides whether one is worth it.
+                match wanted.get(&side) {
+                    Some(w) if w.more <= want.more => {}
+                    _ => {
+                        wanted.insert(side, want.clone());
+                    }
+                }
             }
         }
     }
@@ -133,13 +140,13 @@ pub fn next_round(
             continue;
         }
         seen.push(key.clone());
-        let (Some(p), Some(why)) = (points.get(&key), wanted.get(&key)) else { continue };
+        let (Some(p), Some(want)) = (points.get(&key), wanted.get(&key)) else { continue };
         let goal = &goals[&key.0];
-        if p.mostly_failing() || !within_budget(p, goal) {
+        if p.mostly_failing() || !within_budget(p, goal, want.more) {
             continue;
         }
         round.tasks.push(Task { rep: p.reps + 1, ..p.template.clone() });
-        round.why.push(format!("{} {} [{} {}]: {why}", key.0, key.1, key.2, key.3));
+        round.why.push(format!("{} {} [{} {}]: {}", key.0, key.1, key.2, key.3, want.why));
     }
     round
 }
@@ -179,11 +186,27 @@ fn so_far<'a>(
     points
 }
 
-/// Whether one more rep fits: under the rep budget, and its expected time (the point's mean so far) within the
-/// minutes.
-fn within_budget(p: &PointSoFar, goal: &Goal) -> bool {
+/// Why a point gets another rep, and how many more it needs before its interval can narrow.
+#[derive(Debug, Clone)]
+struct Want {
+    why: String,
+    more: u32,
+}
+
+impl Want {
+    /// For values of `n` samples: reps short of six give no interval, and between the counts at which the
+    /// interval moves one order statistic inward (6, 9, 12, ...) a rep cannot narrow it.
+    fn new(why: String, n: usize) -> Self {
+        let more = stats::precision::samples_for_narrower(n) - n;
+        Want { why, more: u32::try_from(more).unwrap_or(u32::MAX) }
+    }
+}
+
+/// Whether the `more` reps that could narrow the point's interval fit: under the rep budget, and their expected
+/// time (the point's mean so far) within the minutes. A rep that cannot reach them buys no precision.
+fn within_budget(p: &PointSoFar, goal: &Goal, more: u32) -> bool {
     let mean_s = p.spent_s / f64::from(p.reps.max(1));
-    p.reps < goal.max_reps && p.spent_s + mean_s <= goal.max_minutes * 60.0
+    p.reps.saturating_add(more) <= goal.max_reps && p.spent_s + f64::from(more) * mean_s <= goal.max_minutes * 60.0
 }
 
 /// Why `values` do not yet meet `target`, or `None` if they do.
@@ -200,14 +223,14 @@ fn short_of(values: &[f64], target: f64) -> Option<String> {
 }
 
 /// The headline ratios of matrix `m` whose per-rep-pair median misses `target`: (numerator point, denominator
-/// point, why). Pairs are the same rep of both sides, under the ratio's parity contract, as the site divides
+/// point, why and how many more pairs it needs). Pairs are the same rep of both sides, under the ratio's parity contract, as the site divides
 /// them; a ratio whose contract no pair satisfies has no number to make precise.
 fn unmet_ratios(
     m: &Matrix,
     target: f64,
     points: &BTreeMap<PointKey, PointSoFar>,
     cfg: &SiteConfig,
-) -> Vec<(PointKey, PointKey, String)> {
+) -> Vec<(PointKey, PointKey, Want)> {
     let bench = m.name.as_str();
     let Some(headline) = cfg.headline(bench) else { return Vec::new() };
     let mut out = Vec::new();
@@ -242,7 +265,7 @@ fn unmet_ratios(
             }
             if let Some(why) = short_of(&ratios, target) {
                 let num_key = (b.clone(), arm.clone(), sweep.clone(), label.clone());
-                out.push((num_key, den_key, format!("ratio {} {why}", spec.id)));
+                out.push((num_key, den_key, Want::new(format!("ratio {} {why}", spec.id), ratios.len())));
             }
         }
     }
@@ -327,9 +350,21 @@ mod tests {
         );
         assert!(round.why[0].contains("ratio framework-over-raw known to"), "raw is precise itself: {:?}", round.why);
         assert!(round.why[1].contains("median known to ±30.0%, target ±5.0%"), "{:?}", round.why);
-        // Six reps of 12 s each: a seventh does not fit in 1.3 minutes, nor in a budget of six reps.
-        assert!(next_round(&goal(0.05, 10, 1.3), &tasks, &written, &matrices, &cfg).tasks.is_empty());
-        assert!(next_round(&goal(0.05, 6, 10.0), &tasks, &written, &matrices, &cfg).tasks.is_empty());
+        // Six reps of 12 s each: the nine a narrower interval needs do not fit in 1.7 minutes, nor in a budget of
+        // eight reps (seven and eight still give [min, max]); they fit in 1.8 minutes.
+        assert!(next_round(&goal(0.05, 10, 1.7), &tasks, &written, &matrices, &cfg).tasks.is_empty());
+        assert!(next_round(&goal(0.05, 8, 10.0), &tasks, &written, &matrices, &cfg).tasks.is_empty());
+        assert_eq!(next_round(&goal(0.05, 9, 1.8), &tasks, &written, &matrices, &cfg).tasks.len(), 2);
+    }
+
+    #[test]
+    fn a_point_gets_no_rep_when_its_budget_cannot_reach_the_six_an_interval_needs() {
+        let (matrices, tasks, cfg) = setup();
+        let written = [reps(&tasks, "raw", &NOISY[..3]), reps(&tasks, "framework", &NOISY[..3])].concat();
+        assert!(next_round(&goal(0.05, 5, 10.0), &tasks, &written, &matrices, &cfg).tasks.is_empty());
+        // Three reps took 36 s: three more need 36 s again, so 1.25 minutes is enough and 1.1 is not.
+        assert!(next_round(&goal(0.05, 10, 1.1), &tasks, &written, &matrices, &cfg).tasks.is_empty());
+        assert_eq!(next_round(&goal(0.05, 10, 1.25), &tasks, &written, &matrices, &cfg).tasks.len(), 2);
     }
 
     #[test]

@@ -18,12 +18,19 @@ pub const PRECISION_METHOD: &str = "Precision is how far the 95% interval of the
 to it: ±5% means the true median lies within 5% of the one shown, 19 times in 20. The interval is distribution-free \
 (order statistics of the reps: [x(k), x(n+1−k)] with the binomial coverage of the median at least 95%), so it needs \
 at least 6 reps. A run with a precision target adds interleaved reps to every point, and to both sides of every \
-headline ratio, until the target is met or the point's budget of reps and minutes is spent; a figure whose target \
-was not met says so.";
+headline ratio, until the target is met or the point's budget of reps and minutes cannot buy a narrower interval \
+(six reps first, then nine, twelve, ...: seven and eight still give [min, max]); a figure whose target was not met \
+says so.";
 
 /// The 95% interval of the median of samples already sorted ascending; `None` for fewer than [`MIN_SAMPLES`].
 pub fn median_interval(sorted: &[f64]) -> Option<[f64; 2]> {
     let n = sorted.len();
+    let k = interval_rank(n)?;
+    Some([sorted[k - 1], sorted[n - k]])
+}
+
+/// The rank k of the interval [x(k), x(n+1−k)] for n samples; `None` for fewer than [`MIN_SAMPLES`].
+fn interval_rank(n: usize) -> Option<usize> {
     if n < MIN_SAMPLES {
         return None;
     }
@@ -41,7 +48,16 @@ pub fn median_interval(sorted: &[f64]) -> Option<[f64; 2]> {
         k += 1;
     }
     debug_assert!(1.0 - 2.0 * below >= CONFIDENCE);
-    Some([sorted[k - 1], sorted[n - k]])
+    Some(k)
+}
+
+/// The fewest samples, more than `n`, whose interval can be narrower than that of `n` samples: 6 below six, then
+/// the next count at which the interval moves one order statistic inward (9, 12, ...). Between them an added
+/// sample can only keep or widen the interval (seven and eight samples still give [min, max]), so a rep that
+/// does not reach this count buys no precision.
+pub fn samples_for_narrower(n: usize) -> usize {
+    let Some(k) = interval_rank(n) else { return MIN_SAMPLES };
+    (n + 1..).find(|&m| interval_rank(m).is_some_and(|r| r > k)).expect("the rank grows without bound")
 }
 
 /// The precision of `median` given its interval: the farther bound's distance from it, over it. `None` for a
@@ -95,6 +111,20 @@ mod tests {
             let k = lo as usize;
             assert!(coverage(n, k) >= CONFIDENCE, "n {n} k {k}: {}", coverage(n, k));
             assert!(coverage(n, k + 1) < CONFIDENCE, "n {n}: k {} would do", k + 1);
+        }
+    }
+
+    #[test]
+    fn a_narrower_interval_needs_six_samples_then_the_next_rank_up() {
+        assert_eq!(samples_for_narrower(0), 6);
+        assert_eq!(samples_for_narrower(5), 6);
+        assert_eq!(samples_for_narrower(6), 9, "seven and eight samples still give [min, max]");
+        assert_eq!(samples_for_narrower(8), 9);
+        assert_eq!(samples_for_narrower(9), 12);
+        for n in MIN_SAMPLES..=100 {
+            let next = samples_for_narrower(n);
+            assert_eq!(interval_rank(next), interval_rank(n).map(|k| k + 1), "n {n}");
+            assert_eq!(interval_rank(next - 1), interval_rank(n), "n {n}: {} would do", next - 1);
         }
     }
 
