@@ -15,6 +15,9 @@ use super::fault::{Happened, Isr};
 use super::ledger::{Comparison, PartitionLog, compare};
 use super::metrics::{Window, latency_metrics, timeline_text, timing};
 
+/// A record's detail when its longest gap ran to the window's end (the site shows such a gap as "at least").
+pub const GAP_OPEN: &str = "no acknowledgement ended it before the window's end: it is at least this long";
+
 /// Lost offsets named in a reason at most.
 const NAMED_OFFSETS: usize = 20;
 
@@ -87,12 +90,8 @@ pub fn measurement(i: Inputs) -> Result<Measurement> {
         ("key_bytes_per_record".to_owned(), metric(0.0, "B", false)),
     ]);
     latency_metrics(&t.latencies_ms, &mut m);
-    if let Some((gap_ms, _)) = t.max_gap {
-        m.insert("max_ack_gap_ms".into(), metric(gap_ms, "ms", false));
-    }
-    if let Some((gap_ms, _)) = t.max_gap_p0 {
-        m.insert("max_ack_gap_p0_ms".into(), metric(gap_ms, "ms", false));
-    }
+    m.insert("max_ack_gap_ms".into(), metric(t.max_gap.ms, "ms", false));
+    m.insert("max_ack_gap_p0_ms".into(), metric(t.max_gap_p0.ms, "ms", false));
     let acked_m = c.acked as f64 / 1e6;
     if acked_m > 0.0 {
         m.insert(
@@ -119,10 +118,13 @@ pub fn measurement(i: Inputs) -> Result<Measurement> {
         ("topic".to_owned(), topic_text(i.topic, i.initial)),
         ("delivery_timeout_ms".to_owned(), k.delivery_timeout_ms.to_string()),
     ]);
-    if let Some((_, from_us)) = t.max_gap {
-        // Where the longest gap starts, ms into the window (negative: before it), for the timeline.
-        let at_ms = (from_us as f64 - window.start_us as f64) / 1e3;
-        details.insert("max_ack_gap_at_ms".into(), format!("{at_ms:.0}"));
+    // Where the longest gap starts, ms into the window (negative: before it), for the timeline.
+    let at_ms = (t.max_gap.from_us as f64 - window.start_us as f64) / 1e3;
+    details.insert("max_ack_gap_at_ms".into(), format!("{at_ms:.0}"));
+    for (key, gap) in [("max_ack_gap_open", t.max_gap), ("max_ack_gap_p0_open", t.max_gap_p0)] {
+        if gap.open {
+            details.insert(key.into(), GAP_OPEN.into());
+        }
     }
     if !ledger.errors.is_empty() {
         details.insert("client_errors".into(), client_errors(&ledger.errors));

@@ -1,5 +1,6 @@
 //! What a durability run's ledger says over time: the window's rate, produce latency, the longest gap between
-//! acknowledgements (after the fault, or in the window when there is none), and acknowledgements per 100 ms.
+//! acknowledgements (after the fault, or in the window when there is none, through the window's end), and
+//! acknowledgements per 100 ms.
 
 use std::collections::BTreeMap;
 
@@ -48,17 +49,27 @@ pub struct Timing {
     pub records_per_s: f64,
     /// Sent in the window and acknowledged: ack time minus send time, ms, sorted.
     pub latencies_ms: Vec<f64>,
-    /// The longest time without any acknowledgement: from the last one before `since` through the last one
-    /// (ms), and where it began (epoch µs). `None` when nothing was acknowledged after `since`.
-    pub max_gap: Option<(f64, u64)>,
+    /// The longest time without any acknowledgement, from the last one before `since` through the window's end.
+    pub max_gap: Gap,
     /// The same, for partition 0's acknowledgements only.
-    pub max_gap_p0: Option<(f64, u64)>,
+    pub max_gap_p0: Gap,
     /// Acknowledgements per [`BUCKET_US`] from the window's start.
     pub per_bucket: Vec<u64>,
 }
 
+/// The longest time without an acknowledgement.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Gap {
+    pub ms: f64,
+    /// Where it began, epoch µs: an acknowledgement, or `since` when none came before it.
+    pub from_us: u64,
+    /// No acknowledgement ended it before the window's end: the producer was still sending, nothing was
+    /// acknowledged, and the gap is at least this long.
+    pub open: bool,
+}
+
 /// The times of `ledger` over `w`; gaps are measured from `since` (the fault's first step, or the window's
-/// start when there is no fault).
+/// start when there is no fault) through the window's end.
 pub fn timing(ledger: &Ledger, w: Window, since_us: u64) -> Timing {
     let mut acks: Vec<(u64, i32)> = Vec::new();
     let mut latencies_ms = Vec::new();
@@ -87,31 +98,37 @@ pub fn timing(ledger: &Ledger, w: Window, since_us: u64) -> Timing {
         acked_in_window,
         records_per_s: acked_in_window as f64 / w.secs(),
         latencies_ms,
-        max_gap: longest_gap(&times, since_us),
-        max_gap_p0: longest_gap(&p0, since_us),
+        max_gap: longest_gap(&times, since_us, w.end_us),
+        max_gap_p0: longest_gap(&p0, since_us, w.end_us),
         per_bucket,
     }
 }
 
-/// The longest gap between consecutive times from the last one before `since` on (ms, and its start);
-/// `None` if no time is at or after `since`.
-pub fn longest_gap(sorted: &[u64], since: u64) -> Option<(f64, u64)> {
+/// The longest gap between consecutive times from the last one before `since` (or `since` itself when none
+/// came before it) through `until`: a silence that no time ends before `until` counts up to it, as open. A client
+/// that stops acknowledging for good has the longest gap of all, not none.
+pub fn longest_gap(sorted: &[u64], since: u64, until: u64) -> Gap {
     let first_after = sorted.partition_point(|&t| t < since);
-    if first_after == sorted.len() {
-        return None;
-    }
-    let from = first_after.saturating_sub(1);
-    let mut best = (0u64, sorted[from]);
-    for pair in sorted[from..].windows(2) {
-        if pair[1] - pair[0] > best.0 {
-            best = (pair[1] - pair[0], pair[0]);
+    // The points the gaps lie between: where the silence may begin, then every time after `since`.
+    let start = match first_after {
+        0 => since,
+        i => sorted[i - 1],
+    };
+    let mut best = Gap { ms: 0.0, from_us: start, open: false };
+    let mut longest = 0;
+    let mut prev = start;
+    for &t in &sorted[first_after..] {
+        if t - prev > longest {
+            longest = t - prev;
+            best = Gap { ms: 0.0, from_us: prev, open: false };
         }
+        prev = t;
     }
-    // No acknowledgement before `since`: the gap from `since` to the first one counts too.
-    if first_after == 0 && sorted[0] - since > best.0 {
-        best = (sorted[0] - since, since);
+    if until > prev && until - prev > longest {
+        longest = until - prev;
+        best = Gap { ms: 0.0, from_us: prev, open: true };
     }
-    Some((best.0 as f64 / 1e3, best.1))
+    Gap { ms: longest as f64 / 1e3, ..best }
 }
 
 /// Nearest-rank percentiles of sorted latencies, ms: `produce_latency_p50_ms`, `_p99_ms`, `_p99_9_ms`.
@@ -161,13 +178,27 @@ mod tests {
         assert!(Window::of(&Ledger::default(), 1.0, 2.0).is_none());
     }
 
+    fn gap(ms: f64, from_us: u64, open: bool) -> Gap {
+        Gap { ms, from_us, open }
+    }
+
     #[test]
     fn the_longest_gap_starts_at_the_last_acknowledgement_before_the_fault() {
         let times = [100, 200, 300, 2_300, 2_400, 2_450];
-        assert_eq!(longest_gap(&times, 1_000), Some((2.0, 300)), "300 µs -> 2300 µs");
-        assert_eq!(longest_gap(&times, 2_400), Some((0.1, 2_300)), "gaps before the fault's last ack do not count");
-        assert_eq!(longest_gap(&times, 5_000), None, "nothing acknowledged after it");
-        assert_eq!(longest_gap(&[4_000, 4_100], 1_000), Some((3.0, 1_000)), "from the fault to the first ack");
+        assert_eq!(longest_gap(&times, 1_000, 2_500), gap(2.0, 300, false), "300 µs -> 2300 µs");
+        assert_eq!(longest_gap(&times, 2_400, 2_500), gap(0.1, 2_300, false), "gaps before the fault do not count");
+        assert_eq!(longest_gap(&[4_000, 4_100], 1_000, 5_000), gap(3.0, 1_000, false), "from the fault to the first");
+        assert_eq!(longest_gap(&times, 1_000, 2_000), gap(2.0, 300, false), "acks after the window's end end a gap");
+    }
+
+    #[test]
+    fn a_silence_that_lasts_to_the_windows_end_is_the_longest_gap_and_open() {
+        // Acknowledgements every 10 µs until 3,200 µs, then none: a 32 µs blip after the fault is not the gap.
+        let times: Vec<u64> = (0..=320).map(|i| i * 10).collect();
+        assert_eq!(longest_gap(&times, 3_000, 14_000), gap(10.8, 3_200, true));
+        assert_eq!(longest_gap(&times, 5_000, 14_000), gap(10.8, 3_200, true), "nothing after the fault at all");
+        assert_eq!(longest_gap(&[], 1_000, 4_000), gap(3.0, 1_000, true), "nothing acknowledged ever");
+        assert_eq!(longest_gap(&[1_000, 3_990], 1_000, 4_000), gap(2.99, 1_000, false), "a short tail stays shut");
     }
 
     #[test]
@@ -175,8 +206,8 @@ mod tests {
         let l = ledger(&[(0, 100_000, 0), (0, 150_000, 1), (0, 200_000, 1), (0, 900_000, 0)]);
         let w = Window { start_us: 0, end_us: 1_000_000 };
         let t = timing(&l, w, 120_000);
-        assert_eq!(t.max_gap, Some((700.0, 200_000)));
-        assert_eq!(t.max_gap_p0, Some((800.0, 100_000)));
+        assert_eq!(t.max_gap, Gap { ms: 700.0, from_us: 200_000, open: false });
+        assert_eq!(t.max_gap_p0, Gap { ms: 800.0, from_us: 100_000, open: false });
         assert_eq!(timeline_text(&t.per_bucket), "0,2,1,0,0,0,0,0,0,1");
     }
 

@@ -112,6 +112,15 @@ fn ms(r: &Record, name: &str) -> String {
     metric(r, name).map_or_else(|| "–".to_owned(), |v| format!("{} ms", format::table_value(v.round())))
 }
 
+/// A longest gap in ms, as "≥ N ms (not ended in the window)" when no acknowledgement ended it before the
+/// window's end (the record's `open_key` detail).
+fn gap_ms(r: &Record, name: &str, open_key: &str) -> String {
+    match r.measurement.details.contains_key(open_key) {
+        true => format!("≥ {} (not ended in the window)", ms(r, name)),
+        false => ms(r, name),
+    }
+}
+
 fn arm_titles(run: &Run) -> BTreeMap<String, String> {
     run.provenance
         .matrices
@@ -269,8 +278,8 @@ fn fault_row(r: &Record, title: &dyn Fn(&str) -> String) -> FaultRow {
         status,
         bad,
         rate: rate(r),
-        gap: ms(r, "max_ack_gap_ms"),
-        gap_p0: ms(r, "max_ack_gap_p0_ms"),
+        gap: gap_ms(r, "max_ack_gap_ms", "max_ack_gap_open"),
+        gap_p0: gap_ms(r, "max_ack_gap_p0_ms", "max_ack_gap_p0_open"),
         isr: ms(r, "isr_full_after_ms"),
         lost: num(r, "lost"),
         duplicated: num(r, "duplicated"),
@@ -348,6 +357,17 @@ mod tests {
         let over = format!("{} (over 28.9 of 30 s: max_records sent)", format::table_value(3e5));
         assert_eq!(rows[0].rf1, over, "measured up to its last send: a rate, and over how long");
         assert!(rows[0].comparable, "{:?}", rows[0].ratio);
+    }
+
+    #[test]
+    fn a_gap_no_acknowledgement_ended_reads_as_at_least_and_a_closed_one_as_itself() {
+        let idem = serde_json::json!({"acks": 1, "idempotence": false, "replication": 3, "fault": "kill"});
+        let metrics = [("max_ack_gap_ms", 10_800.4), ("max_ack_gap_p0_ms", 10_800.4)];
+        let mut r = rec("partitionline", "fault_acks_1", "kill -9 leader", idem, &metrics);
+        r.measurement.details.insert("max_ack_gap_open".into(), "no acknowledgement ended it".into());
+        let row = fault_row(&r, &|a: &str| a.to_owned());
+        assert_eq!(row.gap, "≥ 10,800 ms (not ended in the window)");
+        assert_eq!(row.gap_p0, "10,800 ms", "partition 0's own gap was ended");
     }
 
     #[test]
