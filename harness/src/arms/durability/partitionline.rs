@@ -81,11 +81,9 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str, first: &FirstSend) -> R
             described.join(" ")
         ),
         settings,
-        connections: if knobs.idempotence {
-            "1 per partition (the crate's idempotent produce) + 1 metadata connection".into()
-        } else {
-            "1 per broker (connections(1)) + 1 metadata connection".into()
-        },
+        // Idempotent or not: the crate's doc says idempotent produce uses one connection per partition, but 0.1.0
+        // opens `connections` per broker either way (producer.rs, spawn_node_workers).
+        connections: "1 per broker (connections(1)) + 1 metadata connection".into(),
         versions: [("partitionline".to_owned(), partitionline::CLIENT_VERSION.to_owned())].into(),
         note: (!notes.is_empty()).then(|| notes.join("; ")),
         unordered_handoff: Some(
