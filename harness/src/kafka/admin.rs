@@ -65,7 +65,7 @@ pub fn fresh_replicated_topic(
 /// Sum of the latest offsets (high watermarks) of every partition of `topic` (ListOffsets latest).
 pub fn high_watermark_sum(cfg: &ClientConfig, topic: &str) -> Result<u64> {
     let consumer: BaseConsumer = cfg.create().context("cannot create a Kafka watermark client")?;
-    let partitions = topic_partitions(&consumer, topic)?.with_context(|| format!("topic {topic} does not exist"))?;
+    let partitions = known_partitions(&consumer, topic)?;
     let mut sum = 0u64;
     for p in 0..partitions.len() as i32 {
         let (_low, high) = consumer
@@ -87,6 +87,25 @@ pub fn delete_topic(cfg: &ClientConfig, topic: &str) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Leader id per partition of a topic that exists. In a cluster of several brokers the one this client asks may
+/// not know a topic another has just created (each broker learns it from the controller's metadata log in its
+/// own time), so a topic not found is asked for again for up to [`METADATA_TIMEOUT`] before it is an error.
+fn known_partitions(consumer: &BaseConsumer, topic: &str) -> Result<Vec<i32>> {
+    let deadline = Instant::now() + METADATA_TIMEOUT;
+    loop {
+        match topic_partitions(consumer, topic)? {
+            Some(leaders) if !leaders.is_empty() => return Ok(leaders),
+            _ if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(100)),
+            _ => {
+                bail!(
+                    "topic {topic} does not exist (the cluster did not know it within {} s)",
+                    METADATA_TIMEOUT.as_secs()
+                )
+            }
+        }
+    }
 }
 
 /// Leader id per partition, or `None` if the topic does not exist.
