@@ -136,7 +136,7 @@ fn run_lab(args: &[String], out: &Path) -> Vec<Record> {
 fn a_precision_target_adds_reps_until_met_or_spent_and_a_records_reproduce_command_reruns_exactly_its_point() {
     let (first_out, second_out) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
     let quiet_before = procfs::loadavg_1m().is_some_and(|l| l < 0.3);
-    // A target six reps meet unless a rep is twice as fast as the median: the quick profile's budget (6 reps,
+    // A target six reps meet unless a rep is twice as fast as the median: the quick profile's budget (8 reps,
     // 2 minutes per point) ends the point either way.
     let args = ["lab", "run", "--env", "native", "--profile", "quick", "--matrix", "kafka_sink", "--arm", "raw"]
         .into_iter()
@@ -149,11 +149,13 @@ fn a_precision_target_adds_reps_until_met_or_spent_and_a_records_reproduce_comma
     assert_eq!(reps, (1..=reps.len() as u32).collect::<Vec<_>>(), "one point, its reps in order");
     assert!(first.iter().all(|r| r.run.precision_target == Some(0.9)), "every record says the target");
     let spent_s: f64 = first.iter().map(|r| r.conditions.as_ref().unwrap().wall_s).sum();
-    if first.len() < 6 {
-        // Stopped short of six reps: only because the six an interval needs would not fit in its 2 minutes.
-        let mean_s = spent_s / first.len() as f64;
-        let to_six_s = spent_s + (6 - first.len()) as f64 * mean_s;
-        assert!(to_six_s > 120.0, "{} reps in {spent_s:.0} s: the budget allowed six", first.len());
+    // Reps measured under foreign load (the other test lane's, in CI) are set apart from the median.
+    let drawn = first.iter().filter(|r| !r.conditions.as_ref().unwrap().foreign_load).count();
+    if drawn < 6 {
+        // Stopped short of the six an interval needs: only because they would not fit in its 8 reps or 2 minutes.
+        let (reps, more) = (first.len(), 6 - drawn);
+        let to_six_s = spent_s + more as f64 * spent_s / reps as f64;
+        assert!(reps + more > 8 || to_six_s > 120.0, "{reps} reps ({drawn} drawn) in {spent_s:.0} s: six fit");
     }
     let reproduce = &first[0].reproduce;
     let words = shlex::split(reproduce).unwrap();
