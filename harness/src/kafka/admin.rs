@@ -93,19 +93,9 @@ pub fn delete_topic(cfg: &ClientConfig, topic: &str) -> Result<()> {
 /// not know a topic another has just created (each broker learns it from the controller's metadata log in its
 /// own time), so a topic not found is asked for again for up to [`METADATA_TIMEOUT`] before it is an error.
 fn known_partitions(consumer: &BaseConsumer, topic: &str) -> Result<Vec<i32>> {
-    let deadline = Instant::now() + METADATA_TIMEOUT;
-    loop {
-        match topic_partitions(consumer, topic)? {
-            Some(leaders) if !leaders.is_empty() => return Ok(leaders),
-            _ if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(100)),
-            _ => {
-                bail!(
-                    "topic {topic} does not exist (the cluster did not know it within {} s)",
-                    METADATA_TIMEOUT.as_secs()
-                )
-            }
-        }
-    }
+    poll_until(METADATA_TIMEOUT, &format!("the cluster to know topic {topic} (it does not exist)"), || {
+        Ok(topic_partitions(consumer, topic)?.filter(|leaders| !leaders.is_empty()))
+    })
 }
 
 /// Leader id per partition, or `None` if the topic does not exist.
@@ -123,13 +113,21 @@ fn topic_partitions(consumer: &BaseConsumer, topic: &str) -> Result<Option<Vec<i
     }
 }
 
+/// Waits up to 60 s for `ready`, asking every 100 ms.
 fn wait_until(what: &str, mut ready: impl FnMut() -> Result<bool>) -> Result<()> {
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while Instant::now() < deadline {
-        if ready()? {
-            return Ok(());
+    poll_until(Duration::from_secs(60), what, || Ok(ready()?.then_some(())))
+}
+
+/// Asks `probe` every 100 ms until it gives a value or `within` has passed; an error from it ends the wait.
+fn poll_until<T>(within: Duration, what: &str, mut probe: impl FnMut() -> Result<Option<T>>) -> Result<T> {
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(value) = probe()? {
+            return Ok(value);
+        }
+        if Instant::now() >= deadline {
+            bail!("timed out after {} s waiting for {what}", within.as_secs());
         }
         std::thread::sleep(Duration::from_millis(100));
     }
-    bail!("timed out after 60 s waiting for {what}")
 }
