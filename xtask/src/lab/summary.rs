@@ -3,7 +3,7 @@
 //! withdrawn for integrity.
 
 use streamlab_record::stats::Summary;
-use streamlab_record::stats::precision::{MIN_SAMPLES, precision_text};
+use streamlab_record::stats::precision::{reached_text, target_note};
 use streamlab_record::{IntegrityStatus, Record, Status};
 
 /// The line printed as each task ends.
@@ -74,12 +74,10 @@ pub fn lines(bench: &str, records: &[Record]) -> Vec<String> {
 /// `precision ±3.2% (target ±5%: met)`: how precisely the median is known, and whether the run's target was met.
 fn precision_cell(s: &Summary, target: Option<f64>) -> String {
     let reached = s.precision();
-    let text = reached
-        .map_or_else(|| format!("precision — (n < {MIN_SAMPLES})"), |p| format!("precision {}", precision_text(p)));
+    let text = format!("precision {}", reached_text(reached));
     match target {
         None => text,
-        Some(t) if reached.is_some_and(|p| p <= t) => format!("{text} (target {}: met)", precision_text(t)),
-        Some(t) => format!("{text} (target {}: NOT met)", precision_text(t)),
+        Some(t) => format!("{text} ({})", target_note(reached, t).0),
     }
 }
 
@@ -156,6 +154,6 @@ mod tests {
         let loose: Vec<Record> =
             [100.0, 80.0, 103.0, 101.0, 99.0, 100.0].iter().zip(1..).map(|(v, rep)| with_target(*v, rep)).collect();
         let out = lines("toy", &loose);
-        assert!(out[1].ends_with("precision ±20.0% (target ±5.0%: NOT met)"), "{out:?}");
+        assert!(out[1].ends_with("precision ±20.0% (target ±5.0%: not met)"), "{out:?}");
     }
 }

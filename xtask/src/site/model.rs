@@ -404,14 +404,12 @@ pub struct Precision {
 }
 
 pub fn precision(s: &Summary, target: Option<f64>) -> Precision {
-    use streamlab_record::stats::precision::{MIN_SAMPLES, precision_text};
+    use streamlab_record::stats::precision::{reached_text, target_note};
     let reached = s.precision();
-    let text = reached.map_or_else(|| format!("— (n < {MIN_SAMPLES})"), precision_text);
-    let met = |t: f64| reached.is_some_and(|p| p <= t);
-    match target {
+    let text = reached_text(reached);
+    match target.map(|t| target_note(reached, t)) {
         None => Precision { text, note: String::new(), short: false },
-        Some(t) if met(t) => Precision { text, note: format!("target {}: met", precision_text(t)), short: false },
-        Some(t) => Precision { text, note: format!("target {}: not met", precision_text(t)), short: true },
+        Some((note, met)) => Precision { text, note, short: !met },
     }
 }
 

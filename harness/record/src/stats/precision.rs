@@ -71,6 +71,17 @@ pub fn precision_text(precision: f64) -> String {
     format!("±{:.1}%", precision * 100.0)
 }
 
+/// `±4.2%`, or `— (n < 6)` when there are too few samples for an interval.
+pub fn reached_text(precision: Option<f64>) -> String {
+    precision.map_or_else(|| format!("— (n < {MIN_SAMPLES})"), precision_text)
+}
+
+/// `target ±5.0%: met` or `target ±5.0%: not met` (no interval never meets a target), and whether it was met.
+pub fn target_note(precision: Option<f64>, target: f64) -> (String, bool) {
+    let met = precision.is_some_and(|p| p <= target);
+    (format!("target {}: {}", precision_text(target), if met { "met" } else { "not met" }), met)
+}
+
 /// A precision target (a fraction: 0.05 for 5%) as typed: `5%`, `0.05`, or `off`.
 pub fn parse_target(text: &str) -> Result<Option<f64>, String> {
     let t = text.trim();
@@ -160,5 +171,14 @@ mod tests {
         assert!(parse_target("five").unwrap_err().contains("like 5%"));
         assert!(parse_target("150%").unwrap_err().contains("between 0% and 100%"));
         assert!(parse_target("0").is_err());
+    }
+
+    #[test]
+    fn a_target_is_met_only_by_an_interval_within_it() {
+        assert_eq!(target_note(Some(0.05), 0.05), ("target ±5.0%: met".into(), true));
+        assert_eq!(target_note(Some(0.051), 0.05), ("target ±5.0%: not met".into(), false));
+        assert_eq!(target_note(None, 0.05), ("target ±5.0%: not met".into(), false));
+        assert_eq!(reached_text(None), "— (n < 6)");
+        assert_eq!(reached_text(Some(0.031)), "±3.1%");
     }
 }
