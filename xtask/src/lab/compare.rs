@@ -1,7 +1,9 @@
 //! `lab compare RUN_A RUN_B`: every point both runs measured, B against A, with a verdict (as `asv compare` and
 //! `critcmp` give one).
 //!
-//! - A point is a matrix, an arm and a sweep point; its reps are the records of that point with the metric.
+//! - A point is a matrix, an arm and a sweep point; its reps are the records of that point with the metric that
+//!   enter its median on the site: a rep that failed, failed its integrity check or ran under foreign load is
+//!   set apart here too.
 //! - The figure is the ratio of medians, B over A, with a 95% interval on the log scale (Welch's interval of the
 //!   difference of the mean logarithms, mapped back with exp).
 //! - The verdict is decided by the Mann–Whitney U test on the reps where their numbers allow it (its smallest
@@ -16,11 +18,12 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use serde::Serialize;
+use streamlab_record::Record;
 use streamlab_record::stats::rank_test::mann_whitney;
 use streamlab_record::stats::{median, t_975};
-use streamlab_record::{Record, Status};
 
 use crate::site::load::{Run, load_run};
+use crate::site::model::set_apart;
 
 /// The significance level of the verdict.
 const ALPHA: f64 = 0.05;
@@ -197,12 +200,12 @@ struct Side {
     config: BTreeMap<String, String>,
 }
 
-/// The ok records with `metric`, by point.
+/// The reps with `metric` that the site draws (not set apart), by point.
 fn points(run: &Run, metric: &str) -> BTreeMap<Key, Side> {
     let mut out: BTreeMap<Key, Side> = BTreeMap::new();
     for (matrix, file) in &run.matrices {
-        for r in file.records.iter().filter(|r| r.status == Status::Ok) {
-            let Some(m) = r.measurement.metrics.get(metric) else { continue };
+        for r in file.records.iter().filter(|r| set_apart(r).is_none()) {
+            let Some(m) = r.measurement.metrics.get(metric).filter(|m| m.value.is_finite()) else { continue };
             let key = (matrix.clone(), r.arm.clone(), point_name(r));
             let side = out.entry(key).or_insert_with(|| Side {
                 values: Vec::new(),
@@ -328,7 +331,21 @@ pub fn table(id_a: &str, id_b: &str, metric: &str, rows: &[Row]) -> String {
             r.why
         ));
     }
+    out.push_str(&chance_line(rows));
     out
+}
+
+/// How many comparable points differ, beside how many would at the verdict's level with no real change: each
+/// point is tested on its own (as asv compare does), so among many points a few verdicts are chance.
+fn chance_line(rows: &[Row]) -> String {
+    let comparable = rows.iter().filter(|r| r.verdict != Verdict::NotComparable).count();
+    let differ = rows.iter().filter(|r| matches!(r.verdict, Verdict::Faster | Verdict::Slower)).count();
+    format!(
+        "{differ} of {comparable} comparable points differ at the {:.0}% level; with no real change about {:.1} would \
+         by chance alone\n",
+        ALPHA * 100.0,
+        comparable as f64 * ALPHA
+    )
 }
 
 #[cfg(test)]
@@ -375,6 +392,13 @@ mod tests {
             text.lines().any(|l| l.starts_with("kafka_sink") && l.contains("raw") && l.contains("slower")),
             "{text}"
         );
+        assert!(
+            text.ends_with(
+                "1 of 2 comparable points differ at the 5% level; with no real change about 0.1 would by \
+                            chance alone\n"
+            ),
+            "{text}"
+        );
         // The other way round B is faster.
         let back = compare(&b, &a, "records_per_s");
         assert_eq!(back[1].verdict, Verdict::Faster);
@@ -397,6 +421,26 @@ mod tests {
         assert_eq!(rows[0].verdict, Verdict::NoSignificantChange);
         assert_eq!(rows[1].verdict, Verdict::NotComparable);
         assert_eq!(rows[1].why, "different configuration: knob payload_bytes: 256 vs 1024");
+    }
+
+    #[test]
+    fn reps_the_site_sets_apart_are_left_out_of_the_comparison() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, mut b) = runs(dir.path(), &[]);
+        for file in b.matrices.values_mut() {
+            for r in file.records.iter_mut().filter(|r| r.arm == "raw" && r.rep <= 2) {
+                match r.rep {
+                    1 => r.measurement.integrity = streamlab_record::Integrity::compare(10, 9, "hwm"),
+                    _ => r.conditions = Some(fixtures::conditions(true, None)),
+                }
+                r.measurement.metrics.get_mut("records_per_s").unwrap().value *= 10.0;
+            }
+        }
+        let rows = compare(&a, &b, "records_per_s");
+        let raw = &rows[1];
+        // B's reps 3 to 5: 98, 101 and 99 thousand.
+        assert_eq!((raw.verdict, raw.median_b), (Verdict::NoSignificantChange, Some(99_000.0)), "{raw:?}");
+        assert!(raw.why.contains("on 5 and 3 reps"), "{}", raw.why);
     }
 
     #[test]
