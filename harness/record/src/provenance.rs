@@ -143,6 +143,19 @@ pub struct Host {
     pub arch: String,
 }
 
+impl Host {
+    /// The machine a figure depends on: CPU model, cores, memory and kernel.
+    pub fn fingerprint(&self) -> String {
+        format!(
+            "{}, {} logical cores, {} GiB, kernel {}",
+            self.cpu_brand,
+            self.logical_cores,
+            (self.memory_bytes as f64 / (1u64 << 30) as f64).round(),
+            self.kernel
+        )
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EnvInfo {
     /// `native`, `docker` or `external`.
@@ -245,15 +258,7 @@ impl Provenance {
     /// The machine a figure depends on: CPU model, cores, memory, kernel and the backend the services ran on.
     /// Runs are compared only when theirs match (where each task's processes were placed is in its record).
     pub fn hardware_fingerprint(&self) -> String {
-        let h = &self.host;
-        format!(
-            "{}, {} logical cores, {} GiB, kernel {}, {} backend",
-            h.cpu_brand,
-            h.logical_cores,
-            (h.memory_bytes as f64 / (1u64 << 30) as f64).round(),
-            h.kernel,
-            self.env.backend
-        )
+        format!("{}, {} backend", self.host.fingerprint(), self.env.backend)
     }
 
     /// On `--resume`: keep the first attempt's start time, versions and caps alongside this attempt's.

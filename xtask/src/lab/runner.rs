@@ -23,6 +23,7 @@ use super::session::{RunSetup, Session};
 use super::summary;
 use super::ui::{self, phase};
 use crate::env::pins;
+use crate::provenance::{self, Git, Host, PROVENANCE_FILE, Provenance};
 use crate::site::config::SiteConfig;
 use crate::{interrupt, paths};
 
@@ -30,6 +31,9 @@ pub fn run(args: RunArgs) -> Result<()> {
     interrupt::install();
     let out_root = args.out.clone().unwrap_or_else(paths::results_dir);
     let (run_id, spec, dsn) = identify(&args, &out_root)?;
+    if args.resume.is_some() {
+        check_resumable(&run_id, &out_root.join(&run_id).join(PROVENANCE_FILE))?;
+    }
     // Everything that can be wrong with the input is refused here, before anything is provisioned.
     let matrices = select_matrices(&spec.matrices)?;
     let backend =
@@ -165,6 +169,36 @@ fn identify(args: &RunArgs, out_root: &Path) -> Result<(String, RunSpec, Option<
     })
 }
 
+/// A resumed run goes on only from the commit and on the machine it started on (provenance says which); a run
+/// interrupted before its provenance was written has nothing to check.
+fn check_resumable(run_id: &str, provenance: &Path) -> Result<()> {
+    let Ok(earlier) = Provenance::load(provenance) else { return Ok(()) };
+    let (git, host) = (provenance::collect_git(&paths::repo_root()), provenance::collect_host());
+    match resume_refusal(run_id, &earlier, &git, &host) {
+        Some(why) => bail!(why),
+        None => Ok(()),
+    }
+}
+
+/// Why a run cannot be resumed here, if it cannot: every record of one run comes from one commit on one machine.
+/// A tree with uncommitted changes is allowed (the run's provenance then says dirty, as the site shows).
+fn resume_refusal(run_id: &str, earlier: &Provenance, git: &Git, host: &Host) -> Option<String> {
+    if earlier.git.commit != git.commit {
+        return Some(format!(
+            "--resume {run_id}: it was started at commit {} and this tree is at {}; every record of a run comes \
+             from one commit: finish it from a checkout of that commit (git worktree add DIR {}), or start a new run",
+            earlier.git.commit, git.commit, earlier.git.commit
+        ));
+    }
+    let (then, now) = (earlier.host.fingerprint(), host.fingerprint());
+    (then != now).then(|| {
+        format!(
+            "--resume {run_id}: it was started on {then} and this machine is {now}; every record of a run comes \
+             from one machine: start a new run here"
+        )
+    })
+}
+
 /// A resumed run needs the DSN again: its password was never stored.
 fn resume_dsn(saved: Option<&str>, given: Option<String>) -> Result<Option<String>> {
     match (saved, given) {
@@ -241,6 +275,25 @@ fn report(run_id: &str, matrices: &[Matrix], written: &[Record], run_dir: &RunDi
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_resumes_only_from_its_own_commit_on_its_own_machine() {
+        let earlier = crate::site::fixtures::provenance("r", 0);
+        let (git, host) = (earlier.git.clone(), earlier.host.clone());
+        assert_eq!(resume_refusal("r", &earlier, &git, &host), None);
+        // Another hostname is the same machine for a figure; another commit or another CPU is not.
+        let renamed = Host { hostname: "lab-2".into(), ..host.clone() };
+        assert_eq!(resume_refusal("r", &earlier, &git, &renamed), None);
+        let moved = Git { commit: "0123".into(), ..git.clone() };
+        let why = resume_refusal("r", &earlier, &moved, &host).unwrap();
+        assert!(why.contains("started at commit 4f1c2d3e") && why.contains("this tree is at 0123;"), "{why}");
+        assert!(why.contains("git worktree add DIR 4f1c2d3e"), "{why}");
+        let dirty = Git { dirty: true, ..git.clone() };
+        assert_eq!(resume_refusal("r", &earlier, &dirty, &host), None, "a dirty tree is marked, not refused");
+        let other = Host { cpu_brand: "Intel(R) Xeon(R) Processor".into(), ..host };
+        let why = resume_refusal("r", &earlier, &git, &other).unwrap();
+        assert!(why.contains("started on AMD EPYC 7B13") && why.contains("this machine is Intel"), "{why}");
+    }
 
     #[test]
     fn an_unknown_backend_names_the_flag_and_a_resume_asks_for_the_dsn_again() {
