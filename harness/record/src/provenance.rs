@@ -336,6 +336,16 @@ impl Provenance {
         }
         serde_json::from_value(value).map_err(|source| ProvenanceError::Invalid { path: at(), source })
     }
+
+    /// A run's provenance if it has one: `None` when the file does not exist (a run interrupted before it was
+    /// written), an error naming the file when it exists but cannot be read or parsed.
+    pub fn load_if_present(path: &Path) -> Result<Option<Self>, ProvenanceError> {
+        match Self::load(path) {
+            Ok(p) => Ok(Some(p)),
+            Err(ProvenanceError::Read { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -390,5 +400,17 @@ mod tests {
         resumed.merge_earlier(earlier);
         let ids: Vec<&str> = resumed.environments.iter().map(|e| e.id.as_str()).collect();
         assert_eq!(ids, ["e1", "e2", "e3"]);
+    }
+
+    #[test]
+    fn a_missing_provenance_is_none_and_a_broken_one_an_error_naming_its_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("provenance.json");
+        assert!(Provenance::load_if_present(&path).unwrap().is_none());
+        std::fs::write(&path, serde_json::to_string(&provenance()).unwrap()).unwrap();
+        assert_eq!(Provenance::load_if_present(&path).unwrap().unwrap().run_id, "r");
+        std::fs::write(&path, "{\"schema\": ").unwrap();
+        let err = Provenance::load_if_present(&path).unwrap_err().to_string();
+        assert!(err.starts_with(&format!("{}: not valid JSON", path.display())), "{err}");
     }
 }

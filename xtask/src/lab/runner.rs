@@ -170,9 +170,10 @@ fn identify(args: &RunArgs, out_root: &Path) -> Result<(String, RunSpec, Option<
 }
 
 /// A resumed run goes on only from the commit and on the machine it started on (provenance says which); a run
-/// interrupted before its provenance was written has nothing to check.
+/// interrupted before its provenance was written has nothing to check, one whose provenance is unreadable is
+/// refused, naming the file.
 fn check_resumable(run_id: &str, provenance: &Path) -> Result<()> {
-    let Ok(earlier) = Provenance::load(provenance) else { return Ok(()) };
+    let Some(earlier) = Provenance::load_if_present(provenance)? else { return Ok(()) };
     let (git, host) = (provenance::collect_git(&paths::repo_root()), provenance::collect_host());
     match resume_refusal(run_id, &earlier, &git, &host) {
         Some(why) => bail!(why),

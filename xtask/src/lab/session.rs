@@ -84,7 +84,7 @@ impl<'a> Session<'a> {
         phase("environment", &format!("bringing the {} environment up (Kafka {})", backend.name(), kafka.version));
         let env = backend.up(&EnvSpec::for_run(setup.run_id, setup.needs, kafka))?;
         let mut prov = collect_provenance(setup.run_id, setup.spec, setup.matrices, env.as_ref(), setup.harness)?;
-        if let Ok(earlier) = Provenance::load(&run_dir.path.join(PROVENANCE_FILE)) {
+        if let Some(earlier) = Provenance::load_if_present(&run_dir.path.join(PROVENANCE_FILE))? {
             prov.merge_earlier(earlier);
         }
         std::fs::create_dir_all(&run_dir.path).with_context(|| format!("cannot create {}", run_dir.path.display()))?;
