@@ -3,7 +3,7 @@
 //! Foreign CPU = the CPU time every CPU spent busy during the task (/proc/stat: user, nice, system, irq,
 //! softirq, steal) minus what the lab itself used: the harness child (reaped into our children's
 //! rusage), the environment's services (/proc/<pid>/stat) and the runner (our own rusage). A task whose
-//! foreign CPU exceeds a quarter of its wall time ran under foreign load.
+//! foreign CPU exceeds a quarter of its wall time (and the counters' 10 ms ticks) ran under foreign load.
 
 use std::time::Instant;
 
@@ -12,6 +12,11 @@ use streamlab_record::Conditions;
 
 /// Foreign CPU per wall second above which a record is marked as measured under foreign load.
 pub const FOREIGN_LOAD_THRESHOLD: f64 = 0.25;
+
+/// Foreign CPU seconds below which no task is marked, however short: /proc/stat and /proc/<pid>/stat count in
+/// 10 ms ticks per CPU and per process, so a 0.1 s task (a not-run point) can show tens of ms that were never
+/// anyone's.
+pub const FOREIGN_LOAD_MIN_S: f64 = 0.1;
 
 /// CPU counters at the start of a task.
 pub struct Probe {
@@ -52,7 +57,8 @@ impl Probe {
 /// counters tick at different granularities).
 pub fn conditions(wall_s: f64, busy_s: f64, lab_s: f64, loadavg_1m: f64, placement: Option<String>) -> Conditions {
     let foreign_cpu_s = round3((busy_s - lab_s).max(0.0));
-    let foreign_load = wall_s > 0.0 && foreign_cpu_s / wall_s > FOREIGN_LOAD_THRESHOLD;
+    let foreign_load =
+        wall_s > 0.0 && foreign_cpu_s >= FOREIGN_LOAD_MIN_S && foreign_cpu_s / wall_s > FOREIGN_LOAD_THRESHOLD;
     Conditions { wall_s: round3(wall_s), foreign_cpu_s, loadavg_1m, foreign_load, placement }
 }
 
@@ -110,6 +116,9 @@ mod tests {
         // Exactly at the threshold is not foreign load; just above it is.
         assert!(!conditions(4.0, 1.0, 0.0, 0.0, None).foreign_load);
         assert!(conditions(4.0, 1.01, 0.0, 0.0, None).foreign_load);
+        // A 0.1 s task's 37 ms of foreign CPU is tick granularity, not load (as in run 141d's not-run records).
+        assert!(!conditions(0.1, 0.047, 0.01, 0.0, None).foreign_load);
+        assert!(conditions(0.3, 0.2, 0.0, 0.0, None).foreign_load);
     }
 
     #[test]
