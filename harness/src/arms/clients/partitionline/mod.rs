@@ -502,9 +502,10 @@ pub(super) mod tests {
     }
 
     /// Every listener carries every record to the broker, and the verdict follows the client's own count.
-    /// partitionline 0.1.0 now and then reports a few hundred records as failed that the broker did append
-    /// (once in six CI runs, on one listener); that run must then be a failed record saying so, never a
-    /// verified one. More than one listener doing it in a run would point at the adapter, not the client.
+    /// partitionline 0.1.0 now and then reports records as failed on one listener of a run: a few hundred the
+    /// broker did append (once in six CI runs), or a few thousand it did not (3,039 of 20,000 on plaintext, CI at
+    /// 3a73794). Either way that run must be a failed record whose note says which, never a verified one. More
+    /// than one listener doing it in a run would point at the adapter, not the client.
     #[test]
     #[ignore = "needs a broker: cargo xtask test"]
     fn produce_reaches_the_broker_on_every_listener_and_the_verdict_follows_the_client_count() {
@@ -512,16 +513,19 @@ pub(super) mod tests {
         for listener in ["plaintext", "ssl", "scram256", "scram512", "oauth"] {
             let m = run_with(serde_json::json!({"listener": listener}));
             assert!(m.details["command"].contains(listener), "{listener}: {}", m.details["command"]);
-            assert_eq!(m.metrics["high_watermark"].value, 20000.0, "{listener}: {:?} {:?}", m.integrity, m.note);
             if m.integrity.status == IntegrityStatus::Verified {
                 assert_produced_all(&m, 20000);
                 continue;
             }
             eprintln!("{listener}: the client reported failures: {:?}", m.note);
             assert_eq!(m.integrity.status, IntegrityStatus::Failed, "{listener}");
+            let (acked, hw) = (m.metrics["acked"].value, m.metrics["high_watermark"].value);
+            assert!(acked < 20000.0, "{listener}: {:?}", m.integrity);
+            // Nothing the client counted as acknowledged is missing, nothing beyond what it sent is there; the note
+            // names the failures (and whether the topic holds them: failed_note's test).
+            assert!(acked <= hw && hw <= 20000.0, "{listener}: {:?} {:?}", m.integrity, m.note);
             let note = m.note.as_deref().unwrap_or_default();
-            assert!(note.contains("the broker appended records the client reported as failed"), "{listener}: {note}");
-            assert!(m.metrics["acked"].value < 20000.0, "{listener}: {:?}", m.integrity);
+            assert!(note.contains("records failed (produce_errors)"), "{listener}: {note}");
             client_faults.push(listener);
         }
         assert!(client_faults.len() <= 1, "the client failed records on {client_faults:?}");
