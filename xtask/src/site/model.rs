@@ -387,7 +387,8 @@ pub fn label_number(label: &str) -> Option<f64> {
     digits.parse::<f64>().ok().map(|x| x * scale)
 }
 
-/// `[lo, hi]` of a summary's 95% CI, or — when n < 2.
+/// `[lo, hi]` of a summary's 95% CI of the mean (Student's t), or — when n < 2; the median's own interval is
+/// its precision.
 pub fn ci_text(s: &Summary) -> String {
     s.ci95.map_or_else(|| "—".into(), |[lo, hi]| format!("{} – {}", format::table_value(lo), format::table_value(hi)))
 }

@@ -233,7 +233,7 @@ fn set_median(f: &mut Figure, o: &Outcome, metric: &str, unit: &str, target: Opt
             f.precision = Some(crate::site::model::precision(s, target));
             f.value = Some(s.median);
             f.text = format!("{} {unit}", format::compact(s.median));
-            f.detail = format!("median {metric}, n = {}, 95% CI {}, {}", s.n, ci_text(s), cv_text(s));
+            f.detail = format!("median {metric}, n = {}, 95% CI of the mean {}, {}", s.n, ci_text(s), cv_text(s));
             f.range = Some((s.min, s.max));
             f.n = Some(s.n);
         }
