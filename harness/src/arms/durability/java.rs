@@ -49,6 +49,12 @@ fn properties(ctx: &ArmContext, knobs: &Knobs) -> Result<Properties> {
     Ok(p)
 }
 
+/// The JVM's heap: the ledger's arrays, allocated up front at 32 B a record (three longs, an int and a
+/// reference), and 512 MiB beside them for the producer's buffers and the collector.
+fn heap_limit(max_records: u64) -> String {
+    format!("-Xmx{}m", 512 + (max_records * 40).div_ceil(1 << 20))
+}
+
 fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str, first: &FirstSend) -> Result<Produced> {
     let tools = Tools::load().map_err(anyhow::Error::msg)?;
     let tool = tools.ledger_producer().map_err(anyhow::Error::msg)?;
@@ -61,7 +67,8 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str, first: &FirstSend) -> R
     let run_ms = knobs.run_time().as_millis().to_string();
     let flush_ms = knobs.flush_timeout().as_millis().to_string();
     let cmd = Cmd::new(&tool.java)
-        .args(["-Xmx1g", "-XX:+UseG1GC"])
+        .arg(heap_limit(knobs.max_records))
+        .arg("-XX:+UseG1GC")
         .arg(format!("-Dlog4j2.configurationFile={}", log_config.display()))
         .arg("-cp")
         .arg(&classpath)
@@ -166,5 +173,14 @@ mod tests {
         assert_eq!(l.errors["NotEnoughReplicasException"], 1);
         assert!(read_ledger("1 0 0 1 2\n").unwrap_err().to_string().contains("out of order"));
         assert!(read_ledger("0 x\n").is_err());
+    }
+
+    #[test]
+    fn the_heap_holds_a_ledger_of_max_records_and_the_producer_beside_it() {
+        for max in [1, 12_000_000, 30_000_000, 100_000_000u64] {
+            let mib: u64 = heap_limit(max).trim_start_matches("-Xmx").trim_end_matches('m').parse().unwrap();
+            assert!(mib << 20 >= 32 * max + (512 << 20), "max_records {max}: {mib} MiB");
+        }
+        assert_eq!(heap_limit(30_000_000), "-Xmx1657m");
     }
 }
