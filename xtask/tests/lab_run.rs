@@ -117,6 +117,16 @@ fn sigint_leaves_nothing_running_and_resume_finishes_only_what_is_missing() {
     }
     let prov = provenance(jsonl.parent().unwrap());
     assert!(prov.finished_ts_ms.is_some());
+    // The resume calibrated the machine beside the start, and provenance tells which attempt ran each task.
+    let calibration = prov.calibration.as_ref().expect("a calibrated run");
+    assert!(calibration.start.is_some() && calibration.end.is_some(), "{calibration:?}");
+    assert_eq!(calibration.resumes.len(), 1, "{calibration:?}");
+    assert!(calibration.resumes[0].ts_ms > calibration.start.unwrap().ts_ms);
+    let attempts = prov.attempt_of_tasks();
+    for (i, r) in records.iter().enumerate().filter(|(_, r)| r.status != Status::NotRun) {
+        let expected = usize::from(i >= before.len());
+        assert_eq!(attempts.get(r.task_name().as_str()), Some(&expected), "{}", r.task_name());
+    }
     assert_eq!(prov.versions.get("kafka").map(String::as_str), Some("4.1.0"));
     assert!(prov.versions.contains_key("librdkafka") && prov.versions.contains_key("java"));
     assert!(!prov.host.cpu_brand.is_empty() && prov.pins.artifacts.len() > 40);

@@ -62,14 +62,17 @@ records of 100 B, acks=1, linger 5 ms, to a fresh 1-partition topic, every recor
 unmeasured produce of the same size that warms the broker up. The drift is end \
 over start minus one: what the machine itself moved during the run.";
 
-/// The calibration at the run's start and end.
+/// The calibration at the run's start, at each `--resume` and at its end.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Calibration {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub start: Option<CalibrationResult>,
+    /// One per `--resume`, in order: the machine as each later attempt found it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub resumes: Vec<CalibrationResult>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub end: Option<CalibrationResult>,
-    /// Why a calibration is missing (`start: ...`, `end: ...`).
+    /// Why a calibration is missing (`start: ...`, `resume: ...`, `end: ...`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub errors: Vec<String>,
 }
@@ -87,10 +90,26 @@ pub struct CalibrationResult {
 impl Calibration {
     /// End over start minus one, per measure: (CPU loop, loopback produce). `None` without both.
     pub fn drift(&self) -> Option<(f64, f64)> {
-        let (s, e) = (self.start?, self.end?);
-        Some((e.cpu_loop_per_s / s.cpu_loop_per_s - 1.0, e.produce_records_per_s / s.produce_records_per_s - 1.0))
+        Some(self.end?.change_from(&self.start?))
     }
 }
+
+impl CalibrationResult {
+    /// This calibration over `earlier` minus one, per measure: (CPU loop, loopback produce).
+    pub fn change_from(&self, earlier: &CalibrationResult) -> (f64, f64) {
+        (
+            self.cpu_loop_per_s / earlier.cpu_loop_per_s - 1.0,
+            self.produce_records_per_s / earlier.produce_records_per_s - 1.0,
+        )
+    }
+}
+
+/// Why a run brings up its first environment; every attempt of a run (its start, each `--resume`) begins with
+/// one, which is how provenance tells which attempt ran a task. Runs resumed before [`RESUMED_ENVIRONMENT`]
+/// existed used this text for both.
+pub const FIRST_ENVIRONMENT: &str = "the run's first environment";
+/// Why a resumed run brings up its first environment.
+pub const RESUMED_ENVIRONMENT: &str = "the run resumed: the first environment of this attempt";
 
 /// One environment of a run and the tasks that ran in it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -312,6 +331,22 @@ impl Provenance {
         }
     }
 
+    /// Which attempt ran each task (0 for the run's start, 1 for its first `--resume`, ...), by the task's name
+    /// as [`Provenance::note_task`] lists it; empty for runs from before environments were listed.
+    pub fn attempt_of_tasks(&self) -> BTreeMap<&str, usize> {
+        let mut attempt: Option<usize> = None;
+        let mut out = BTreeMap::new();
+        for e in &self.environments {
+            if e.why == FIRST_ENVIRONMENT || e.why == RESUMED_ENVIRONMENT {
+                attempt = Some(attempt.map_or(0, |a| a + 1));
+            }
+            for task in &e.tasks {
+                out.insert(task.as_str(), attempt.unwrap_or(0));
+            }
+        }
+        out
+    }
+
     /// Record a broker CPU cap that was applied; true if it was new.
     pub fn note_broker_cap(&mut self, cap: &str) -> bool {
         let entry = self.env.cpu_caps.entry("broker (per broker_cores point)".to_owned()).or_default();
@@ -396,10 +431,50 @@ mod tests {
         assert_eq!(earlier.environments[0].tasks, ["clients c_2_15 [listener plain] rep 1"]);
         assert_eq!(earlier.environments[1].kafka_version, "4.1.0");
         let mut resumed = provenance();
-        resumed.note_environment(&descriptor("e3", "4.1.0"), "the run's first environment");
         resumed.merge_earlier(earlier);
+        resumed.note_environment(&descriptor("e3", "4.1.0"), RESUMED_ENVIRONMENT);
+        resumed.note_task("clients c_2_15 [listener plain] rep 2");
         let ids: Vec<&str> = resumed.environments.iter().map(|e| e.id.as_str()).collect();
         assert_eq!(ids, ["e1", "e2", "e3"]);
+        let attempts: Vec<(&str, usize)> = resumed.attempt_of_tasks().into_iter().collect();
+        assert_eq!(
+            attempts,
+            [
+                ("clients c_2_15 [broker Kafka 4.1.0] rep 1", 0),
+                ("clients c_2_15 [listener plain] rep 1", 0),
+                ("clients c_2_15 [listener plain] rep 2", 1)
+            ],
+            "a switch of Kafka version stays in its attempt; a resume starts the next"
+        );
+    }
+
+    #[test]
+    fn a_run_resumed_before_resumes_were_named_still_splits_at_its_second_first_environment() {
+        let mut p = provenance();
+        for (env, task) in [("e1", "d a [s RF 1] rep 1"), ("e2", "d a [s RF 1] rep 2")] {
+            p.note_environment(&descriptor(env, "4.1.0"), FIRST_ENVIRONMENT);
+            p.note_task(task);
+        }
+        assert_eq!(p.attempt_of_tasks()["d a [s RF 1] rep 2"], 1);
+    }
+
+    #[test]
+    fn a_calibration_changes_relative_to_an_earlier_one() {
+        let at = |cpu: f64, produce: f64| CalibrationResult {
+            ts_ms: 0,
+            cpu_loop_per_s: cpu,
+            produce_records_per_s: produce,
+        };
+        let c = Calibration {
+            start: Some(at(100.0, 400.0)),
+            resumes: vec![at(118.0, 680.0)],
+            end: Some(at(90.0, 500.0)),
+            errors: Vec::new(),
+        };
+        let (cpu, produce) = c.resumes[0].change_from(&c.start.unwrap());
+        assert!((cpu - 0.18).abs() < 1e-12 && (produce - 0.7).abs() < 1e-12);
+        let (cpu, produce) = c.drift().unwrap();
+        assert!((cpu + 0.1).abs() < 1e-12 && (produce - 0.25).abs() < 1e-12);
     }
 
     #[test]

@@ -193,6 +193,18 @@ impl Measurement {
 }
 
 impl Record {
+    /// The record's task as the run's provenance lists it: `<matrix> <arm> [<sweep> <point>] rep <n>`.
+    pub fn task_name(&self) -> String {
+        format!(
+            "{} {} [{} {}] rep {}",
+            self.bench,
+            self.arm,
+            self.variant.sweeps.join(","),
+            self.variant.label,
+            self.rep
+        )
+    }
+
     /// Whether this record may be drawn as a number: it ran and its integrity held.
     pub fn is_publishable(&self) -> bool {
         self.status == Status::Ok && self.measurement.integrity.status != crate::IntegrityStatus::Failed

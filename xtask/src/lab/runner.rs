@@ -258,8 +258,13 @@ fn prepare_tools(
 /// The summary of each matrix and the run's time; a failed or withdrawn record fails the run (CI reads the
 /// exit status; a legitimate not-run does not fail it).
 fn report(run_id: &str, matrices: &[Matrix], written: &[Record], run_dir: &RunDir, started: Instant) -> Result<()> {
+    // A resumed run's provenance says which attempt ran each task; unreadable, the summary goes without it.
+    let prov = Provenance::load(&run_dir.path.join(PROVENANCE_FILE)).ok();
     for m in matrices {
         summary::lines(&m.name, written).iter().for_each(|l| println!("{l}"));
+        if let Some(line) = prov.as_ref().and_then(|p| summary::attempts_line(p, &m.name, written)) {
+            println!("{line}");
+        }
     }
     println!("run {run_id} finished in {:.1} min: {}", started.elapsed().as_secs_f64() / 60.0, run_dir.path.display());
     let failed = summary::failures(written);

@@ -2,13 +2,14 @@
 //! n, the rep-to-rep coefficient of variation and the precision of the median (against the run's target), then how many records were ok, failed, not run or
 //! withdrawn for integrity.
 
+use streamlab_record::provenance::Provenance;
 use streamlab_record::stats::Summary;
 use streamlab_record::stats::precision::{reached_text, target_note};
 use streamlab_record::{IntegrityStatus, Record, Status};
 
 /// The line printed as each task ends.
 pub fn record_line(r: &Record) -> String {
-    let what = format!("{} {} [{} {}] rep {}", r.bench, r.arm, r.variant.sweeps.join(","), r.variant.label, r.rep);
+    let what = r.task_name();
     match (r.status, r.measurement.metrics.get("records_per_s")) {
         (Status::Ok, _) if !r.is_publishable() => {
             format!("  WITHDRAWN {what}: {}", r.reason.clone().unwrap_or_default())
@@ -69,6 +70,14 @@ pub fn lines(bench: &str, records: &[Record]) -> Vec<String> {
     }
     out.push(counts(&records));
     out
+}
+
+/// For a resumed run, how each later attempt's reps of `bench` measured against the first attempt's (the
+/// matrix pages say the same).
+pub fn attempts_line(p: &Provenance, bench: &str, records: &[Record]) -> Option<String> {
+    let records: Vec<Record> = records.iter().filter(|r| r.bench == bench).cloned().collect();
+    let metric = headline_metric(&records.iter().collect::<Vec<_>>())?;
+    crate::site::attempts::attempts_note(p, &records, &metric).map(|note| format!("  {}", note.text))
 }
 
 /// `precision ±3.2% (target ±5%: met)`: how precisely the median is known, and whether the run's target was met.

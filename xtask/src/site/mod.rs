@@ -4,6 +4,7 @@
 //! matrix's headline figures (the statistics themselves live in `streamlab_record::stats`), `pages` shapes
 //! them for the templates, `chart` draws the SVG, `render` runs minijinja, and `check` validates a built site.
 
+pub(crate) mod attempts;
 mod chart;
 mod check;
 pub(crate) mod claims;

@@ -7,6 +7,9 @@
 //!   variance and a continuity correction of ½.
 //! - With three reps a side the smallest two-sided p is 0.1: a run of three reps cannot show a significant
 //!   change by this test alone, which is what its reps can tell.
+//!
+//! Beside it, the sign test of paired changes: whether many points moved the same way more often than chance,
+//! when each point alone has too few reps to say.
 
 /// The largest n·m whose p-value is computed exactly.
 pub const EXACT_MAX_PAIRS: usize = 400;
@@ -94,6 +97,17 @@ fn exact_p(n: usize, m: usize, u: usize) -> f64 {
     (2.0 * lower.min(upper)).min(1.0)
 }
 
+/// The exact two-sided sign test: of `higher + lower` paired changes (ties left out), `higher` went up; the
+/// p-value is the chance, with up and down equally likely, of a split at least as uneven. 1.0 with no change.
+pub fn sign_test(higher: usize, lower: usize) -> f64 {
+    let n = higher + lower;
+    let k = higher.min(lower);
+    // P(X <= k) for X ~ Binomial(n, 1/2), summed in logs so that n in the hundreds does not overflow.
+    let ln_choose = |n: usize, i: usize| -> f64 { (1..=i).map(|j| ((n - i + j) as f64 / j as f64).ln()).sum() };
+    let tail: f64 = (0..=k).map(|i| (ln_choose(n, i) - n as f64 * std::f64::consts::LN_2).exp()).sum();
+    (2.0 * tail).min(1.0)
+}
+
 /// P(Z > z) for a standard normal Z: erfc by Abramowitz and Stegun 7.1.26 (absolute error below 1.5e-7).
 pub fn normal_upper_tail(z: f64) -> f64 {
     let x = z.abs() / std::f64::consts::SQRT_2;
@@ -136,6 +150,18 @@ mod tests {
         let t = mann_whitney(&[1.0, 2.0, 3.0, 6.0], &[4.0, 5.0, 7.0, 8.0, 9.0]).unwrap();
         assert_eq!(t.u, 2.0);
         assert!(close(t.p_value, 0.0635), "{}", t.p_value);
+    }
+
+    #[test]
+    fn the_sign_test_matches_the_binomial_distribution() {
+        // 6 of 6 the same way: 2 / 2^6; 44 of 44: 2 / 2^44.
+        assert!(close(sign_test(6, 0), 2.0 / 64.0));
+        assert!((sign_test(0, 44) / (2.0 / 2f64.powi(44)) - 1.0).abs() < 1e-9);
+        // 8 of 10: P(X <= 2) = (1 + 10 + 45) / 1024, two-sided 0.1094.
+        assert!(close(sign_test(8, 2), 112.0 / 1024.0), "{}", sign_test(8, 2));
+        assert_eq!(sign_test(5, 5), 1.0);
+        assert_eq!(sign_test(0, 0), 1.0);
+        assert!(sign_test(300, 300) > 0.99 && sign_test(350, 250) < 0.001);
     }
 
     #[test]

@@ -33,6 +33,8 @@ pub struct DurabilityPage {
     pub not_run: Vec<pages::KeyValue>,
     /// Records that failed (a durability or idempotence violation, or a crash), with the reason.
     pub failures: Vec<String>,
+    /// Said when the run was resumed: how each later attempt's rates measured against the first's.
+    pub attempts: Option<crate::site::attempts::AttemptsNote>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -164,6 +166,7 @@ pub fn page(run: &Run) -> Option<DurabilityPage> {
         timelines: timelines(&ran, &title),
         not_run: not_run.into_iter().map(|(k, v)| pages::KeyValue { key: k, value: v }).collect(),
         failures,
+        attempts: crate::site::attempts::attempts_note(&run.provenance, records, "records_per_s"),
     })
 }
 

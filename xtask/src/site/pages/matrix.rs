@@ -7,6 +7,7 @@ use streamlab_record::stats::{CI_METHOD, RATIO_METHOD};
 use super::charts::{MetricsRow, MetricsTable, Section, SeriesView, metrics_table, sections};
 use super::versions::ran_on;
 use super::{KeyValue, RunLink, environment, footer, kv, latest_matrix_href, run_link};
+use crate::site::attempts::{AttemptsNote, attempts_note};
 use crate::site::config::SiteConfig;
 use crate::site::forest;
 use crate::site::headline::{Figure, headline_figures};
@@ -25,6 +26,8 @@ pub struct MatrixPage {
     pub environment: Vec<KeyValue>,
     /// Said when the records ran on more than one broker or server version.
     pub versions_warning: Option<String>,
+    /// Said when the run was resumed: how each later attempt's reps measured against the first's.
+    pub attempts: Option<AttemptsNote>,
     pub footer: String,
     /// The headline's forest plot of its ratios (inline SVG); absent when the matrix has no ratio.
     pub forest: Option<String>,
@@ -86,6 +89,7 @@ pub fn matrix_page(run: &Run, name: &str, runs: &[Run], cfg: &SiteConfig, latest
         latest_href: latest_matrix_href(name),
         environment: env,
         versions_warning: versions.warning,
+        attempts: data.headline_metric(cfg).and_then(|metric| attempts_note(p, &file.records, &metric)),
         footer: footer(p),
         forest: forest::render("forest", &figures),
         figures,

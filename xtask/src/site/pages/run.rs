@@ -131,10 +131,16 @@ fn calibration(p: &streamlab_record::provenance::Provenance) -> Vec<KeyValue> {
             format::table_value(r.produce_records_per_s)
         )
     };
-    let mut rows = Vec::new();
-    for (name, result) in [("Calibration at the start", &c.start), ("Calibration at the end", &c.end)] {
-        rows.push(kv(name, result.as_ref().map_or_else(|| "not measured".to_owned(), show)));
+    let mut rows =
+        vec![kv("Calibration at the start", c.start.as_ref().map_or_else(|| "not measured".to_owned(), show))];
+    for (i, resume) in c.resumes.iter().enumerate() {
+        let change = c.start.map_or_else(String::new, |start| {
+            let (cpu, produce) = resume.change_from(&start);
+            format!(" (CPU loop {:+.1}%, produce {:+.1}% against the start)", cpu * 100.0, produce * 100.0)
+        });
+        rows.push(kv(&format!("Calibration at resume {}", i + 1), format!("{}{change}", show(resume))));
     }
+    rows.push(kv("Calibration at the end", c.end.as_ref().map_or_else(|| "not measured".to_owned(), show)));
     if let Some((cpu, produce)) = c.drift() {
         rows.push(kv(
             "Calibration drift (end over start)",
@@ -173,17 +179,33 @@ mod tests {
         };
         p.calibration = Some(Calibration {
             start: Some(at(500e6, 400_000.0)),
+            resumes: Vec::new(),
             end: Some(at(450e6, 420_000.0)),
             errors: Vec::new(),
         });
         let rows: Vec<(String, String)> = calibration(&p).into_iter().map(|kv| (kv.key, kv.value)).collect();
         assert_eq!(rows[2], ("Calibration drift (end over start)".into(), "CPU loop -10.0%; produce +5.0%".into()));
         assert!(rows[0].1.starts_with("CPU loop 500 M iterations/s; loopback produce "), "{rows:?}");
-        p.calibration = Some(Calibration { start: Some(at(1.0, 1.0)), end: None, errors: vec!["end: refused".into()] });
+        p.calibration = Some(Calibration {
+            start: Some(at(1.0, 1.0)),
+            resumes: Vec::new(),
+            end: None,
+            errors: vec!["end: refused".into()],
+        });
         let rows: Vec<(String, String)> = calibration(&p).into_iter().map(|kv| (kv.key, kv.value)).collect();
         assert_eq!(rows.len(), 3, "no drift without an end: {rows:?}");
         assert_eq!(rows[1].1, "not measured");
         assert_eq!(rows[2], ("Calibration failed".into(), "end: refused".into()));
+        p.calibration = Some(Calibration {
+            start: Some(at(345e6, 390_000.0)),
+            resumes: vec![at(407.1e6, 663_000.0)],
+            end: Some(at(407e6, 662_000.0)),
+            errors: Vec::new(),
+        });
+        let rows: Vec<(String, String)> = calibration(&p).into_iter().map(|kv| (kv.key, kv.value)).collect();
+        assert_eq!(rows[1].0, "Calibration at resume 1");
+        assert!(rows[1].1.ends_with("(CPU loop +18.0%, produce +70.0% against the start)"), "{rows:?}");
+        assert_eq!(rows[2].0, "Calibration at the end");
     }
 
     #[test]
