@@ -10,15 +10,17 @@
 //! - The coefficient of variation (CV) is the sample standard deviation over the mean: the rep-to-rep noise
 //!   of one point. It needs n ≥ 2 and a non-zero mean.
 //! - A comparison of two arms is summarised per rep pair: numerator and denominator of the same rep give one
-//!   ratio. The ratios' median is the figure; their 95% interval is taken on the log scale (Student's t
+//!   ratio. The ratios' geometric mean is the figure; their 95% interval is taken on the log scale (Student's t
 //!   interval of the mean of ln(ratio), mapped back with exp), so it is never negative and 2× and 0.5× sit
 //!   equally far from 1×.
 
 use serde::{Deserialize, Serialize};
 
 pub mod change_points;
+pub mod equivalence;
 pub mod precision;
 pub mod rank_test;
+pub mod student_t;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
@@ -38,6 +40,10 @@ pub struct Summary {
     /// Distribution-free 95% interval of the median ([`precision`]); absent for n < 6.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub median_ci95: Option<[f64; 2]>,
+    /// Ratios only ([`summarize_ratios`]): the geometric mean, the figure a ratio prints, at the centre of its
+    /// log-scale interval; absent when a ratio is not positive.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub geomean: Option<f64>,
 }
 
 impl Summary {
@@ -56,9 +62,9 @@ The bar is the median; whiskers span min–max.";
 
 /// How the site describes ratios between arms and when it calls them within noise.
 pub const RATIO_METHOD: &str = "Ratios are computed per rep pair: each rep's numerator over the same rep's \
-denominator, both measured in the same run; the figure is the median of those ratios. Its 95% CI is taken on \
-the log scale: Student's t interval of the mean of ln(ratio), mapped back with exp, so it is never negative \
-and 2× and 0.5× lie equally far from 1×. A comparison is within noise when that interval spans 1.0 (or, with \
+denominator, both measured in the same run; the figure is the geometric mean of those ratios. Its 95% CI is \
+taken on the log scale: Student's t interval of the mean of ln(ratio), mapped back with exp, so it is centred \
+on the figure, never negative, and 2× and 0.5× lie equally far from 1×. A comparison is within noise when that interval spans 1.0 (or, with \
 fewer than two pairs, when the two arms' own intervals overlap).";
 
 /// Summarise finite samples; `None` if there are none.
@@ -77,7 +83,7 @@ pub fn summarize(samples: &[f64]) -> Option<Summary> {
         (None, None, None)
     };
     let median_ci95 = precision::median_interval(&xs);
-    Some(Summary { n, median, mean, min: xs[0], max: xs[n - 1], stddev, ci95, cv, median_ci95 })
+    Some(Summary { n, median, mean, min: xs[0], max: xs[n - 1], stddev, ci95, cv, median_ci95, geomean: None })
 }
 
 /// The finite samples, sorted ascending.
@@ -116,18 +122,23 @@ pub fn t_975(df: usize) -> f64 {
     }
 }
 
-/// Summarise ratios (positive, finite samples): median, min, max and CV as [`summarize`] gives them, and the
-/// 95% interval on the log scale, `exp(mean(ln r) ± t(0.975, n−1) · s(ln r)/√n)`, which is always positive.
-/// A non-positive ratio has no logarithm: such samples keep no interval. `None` if there are no samples.
+/// Summarise ratios (positive, finite samples): median, min, max and CV as [`summarize`] gives them, the
+/// geometric mean, and the 95% interval on the log scale around it, `exp(mean(ln r) ± t(0.975, n−1) ·
+/// s(ln r)/√n)`, which is always positive. A non-positive ratio has no logarithm: such samples keep no geometric
+/// mean and no interval. `None` if there are no samples.
 pub fn summarize_ratios(samples: &[f64]) -> Option<Summary> {
     let mut s = summarize(samples)?;
     let xs = sorted_finite(samples);
-    if s.n < 2 || xs.iter().any(|x| *x <= 0.0) {
-        s.ci95 = None;
+    s.ci95 = None;
+    if xs.iter().any(|x| *x <= 0.0) {
         return Some(s);
     }
     let logs: Vec<f64> = xs.iter().map(|x| x.ln()).collect();
     let mean = logs.iter().sum::<f64>() / logs.len() as f64;
+    s.geomean = Some(mean.exp());
+    if s.n < 2 {
+        return Some(s);
+    }
     let var = logs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (logs.len() - 1) as f64;
     let half = t_975(logs.len() - 1) * var.sqrt() / (logs.len() as f64).sqrt();
     s.ci95 = Some([(mean - half).exp(), (mean + half).exp()]);
