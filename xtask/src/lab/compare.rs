@@ -4,7 +4,7 @@
 //! - A point is a matrix, an arm and a sweep point; its reps are the records of that point with the metric that
 //!   enter its median on the site: a rep that failed, failed its integrity check or ran under foreign load is
 //!   set apart here too.
-//! - The figure is the ratio of medians, B over A, with a 95% interval on the log scale (Welch's interval of the
+//! - The figure is the ratio of geometric means, B over A, with a 95% interval on the log scale (Welch's interval of the
 //!   difference of the mean logarithms, mapped back with exp).
 //! - The verdict is decided by the Mann–Whitney U test on the reps where their numbers allow it (its smallest
 //!   two-sided p below 5%: at least 4 reps a side), else by whether that interval excludes 1. With one rep a side
@@ -23,7 +23,7 @@ use streamlab_record::stats::rank_test::mann_whitney;
 use streamlab_record::stats::{median, t_975};
 
 use crate::site::load::{Run, load_run};
-use crate::site::model::set_apart;
+use crate::site::model::{config_of, set_apart};
 
 /// The significance level of the verdict.
 const ALPHA: f64 = 0.05;
@@ -74,7 +74,7 @@ pub struct Row {
     pub point: String,
     pub median_a: Option<f64>,
     pub median_b: Option<f64>,
-    /// Median of B over median of A.
+    /// Geometric mean of B over geometric mean of A (the ratio of medians where a value is not positive).
     pub ratio: Option<f64>,
     pub interval: Option<[f64; 2]>,
     pub p_value: Option<f64>,
@@ -225,13 +225,6 @@ fn point_name(r: &Record) -> String {
     }
 }
 
-fn config_of(r: &Record) -> BTreeMap<String, String> {
-    let knobs = r.variant.knobs.iter().map(|(k, v)| (format!("knob {k}"), v.to_string()));
-    let applied = r.measurement.applied.iter().map(|(k, v)| (format!("applied {k}"), v.clone()));
-    let placement = r.conditions.as_ref().and_then(|c| c.placement.clone()).map(|p| ("placement".to_owned(), p));
-    knobs.chain(applied).chain(placement).collect()
-}
-
 /// The first settings in which two configurations differ, named with both values.
 fn config_difference(a: &BTreeMap<String, String>, b: &BTreeMap<String, String>) -> Option<String> {
     let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
@@ -254,10 +247,12 @@ fn config_difference(a: &BTreeMap<String, String>, b: &BTreeMap<String, String>)
 
 /// The ratio, its interval, the test and the verdict of a comparable point.
 fn judge(row: &mut Row, a: &Side, b: &Side) {
-    row.ratio = match (row.median_a, row.median_b) {
+    // The ratio of geometric means, the centre of the log-scale interval below (the estimator the verdicts and
+    // headlines print); the ratio of medians where a value is not positive.
+    row.ratio = geomean(&b.values).zip(geomean(&a.values)).map(|(y, x)| y / x).or(match (row.median_a, row.median_b) {
         (Some(x), Some(y)) if x != 0.0 => Some(y / x),
         _ => None,
-    };
+    });
     row.interval = log_ratio_interval(&a.values, &b.values);
     let rank = mann_whitney(&b.values, &a.values);
     row.p_value = rank.map(|t| t.p_value);
@@ -276,6 +271,12 @@ fn judge(row: &mut Row, a: &Side, b: &Side) {
         (true, Some(_)) => Verdict::Faster,
         _ => Verdict::NoSignificantChange,
     };
+}
+
+/// exp(mean ln x); `None` for no values or one that is not positive.
+fn geomean(xs: &[f64]) -> Option<f64> {
+    let positive = !xs.is_empty() && xs.iter().all(|x| *x > 0.0 && x.is_finite());
+    positive.then(|| (xs.iter().map(|x| x.ln()).sum::<f64>() / xs.len() as f64).exp())
 }
 
 /// The smallest two-sided p the rank test can give for samples of `n` and `m`: 2 / C(n+m, n).

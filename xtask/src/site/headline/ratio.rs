@@ -219,9 +219,14 @@ fn compute(data: &MatrixData, contract: &Contract, metric: &str, sides: (&Point,
         };
         let how = match s.n {
             1 => "the ratio of the one rep both arms share".to_owned(),
-            n => format!("median of {n} per-rep ratios"),
+            n => format!("geometric mean of {n} per-rep ratios"),
         };
-        (s.median, Some(s.clone()), stats::ratio_spans_one(&s).or(arms_overlap).unwrap_or(false), how)
+        (
+            s.geomean.unwrap_or(s.median),
+            Some(s.clone()),
+            stats::ratio_spans_one(&s).or(arms_overlap).unwrap_or(false),
+            how,
+        )
     } else {
         // Each record once, however many pairings of it hold.
         let (mut xs, mut ys) = (BTreeMap::new(), BTreeMap::new());

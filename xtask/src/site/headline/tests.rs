@@ -28,14 +28,15 @@ const RATIO: &str = "ratio-framework-over-raw";
 fn headline_ratios_are_computed_per_rep_pair_in_the_same_run() {
     let figs = figures(&fixtures::kafka_sink_records("run-a"));
     let ratio = find(&figs, RATIO);
-    // framework reps 500/600/700 over raw reps 1000/1100/1200: 0.5, 0.545, 0.583 -> median 600/1100
-    assert!((ratio.value.unwrap() - 600.0 / 1100.0).abs() < 1e-12);
-    assert_eq!(ratio.text, "0.55×");
+    // framework reps 500/600/700 over raw reps 1000/1100/1200: 0.5, 0.545, 0.583 -> their geometric mean
+    let geomean = (0.5_f64 * (600.0 / 1100.0) * (700.0 / 1200.0)).cbrt();
+    assert!((ratio.value.unwrap() - geomean).abs() < 1e-12);
+    assert_eq!(ratio.text, "0.54×");
     assert_eq!(ratio.n, Some(3));
     // On the log scale: exp(mean ln r ± 4.303 · s(ln r)/√3) = 0.447 – 0.657.
     assert_eq!(ratio.interval, "95% CI 0.45× – 0.66×");
     assert!(!ratio.within_noise);
-    assert!(ratio.detail.starts_with("median of 3 per-rep ratios"), "{}", ratio.detail);
+    assert!(ratio.detail.starts_with("geometric mean of 3 per-rep ratios"), "{}", ratio.detail);
     assert_eq!(
         ratio.title,
         "produce 256 B records to 16 partitions, acks=all with idempotence: framework path / raw rdkafka"
@@ -148,11 +149,11 @@ fn the_best_point_of_each_arm_stands_beside_its_default_with_the_knobs_that_diff
     assert_eq!(best.config, "knobs that differ from the default point: queue_buffering_max_messages = 1M");
     assert!(best.detail.contains("point 1M"), "{}", best.detail);
     // Each side at its own best: framework at 1M over raw at its default (its 1-core point is slower), over
-    // the reps both have: 650/1000, 660/1100.
+    // the reps both have: 650/1000, 660/1100, whose geometric mean is √(0.65 · 0.6).
     let ratio = find(&figs, "ratio-framework-over-raw-best");
     assert_eq!(ratio.best, Some(BestMode::Own));
     assert_eq!(ratio.n, Some(2));
-    assert_eq!(ratio.value, Some(0.6));
+    assert!((ratio.value.unwrap() - (0.65_f64 * 0.6).sqrt()).abs() < 1e-12, "{:?}", ratio.value);
     assert!(ratio.config.starts_with("each side at its own best point of the workload: framework path at sweep"));
     assert!(!ratio.title.contains('{'), "{}", ratio.title);
     // raw's best point (1 core: 900/950/1000) is below its default (1100): no second figure.
@@ -195,7 +196,7 @@ fn a_best_ratio_at_the_same_point_puts_both_sides_at_the_numerators_best() {
     let data = MatrixData::new("kafka_sink", Some(&info), &records);
     let figs = headline_figures(&data, &cfg);
     let f = find(&figs, "ratio-framework-over-raw-best");
-    assert_eq!(f.value, Some(0.75));
+    assert!((f.value.unwrap() - (650.0_f64 / 800.0 * 0.75).sqrt()).abs() < 1e-12, "{:?}", f.value);
     assert!(f.config.starts_with("both at framework path's best point of the workload"), "{}", f.config);
 }
 
