@@ -88,9 +88,9 @@ pub fn check(contract: &Contract, num: &Record, den: &Record) -> Verdict {
         })
         .collect();
     for (metric, tol) in &contract.tolerance {
-        let (a, b) = (metric_value(num, metric), metric_value(den, metric));
+        let (a, b) = (stated_value(num, metric), stated_value(den, metric));
+        // Not stated on either side is nothing compared: a broken contract, not a pass.
         let within = match (a, b) {
-            (None, None) => true,
             (Some(a), Some(b)) => (a - b).abs() <= tol * a.abs().max(b.abs()),
             _ => false,
         };
@@ -162,6 +162,22 @@ pub fn sort<'r>(contract: &Contract, candidates: impl IntoIterator<Item = (&'r R
 
 fn metric_value(r: &Record, metric: &str) -> Option<f64> {
     r.measurement.metrics.get(metric).map(|m| m.value).filter(|v| v.is_finite())
+}
+
+/// A compared metric as the record states it. Records from before every arm stated its bytes per record still
+/// state them another way: `bytes_per_record` as their MB/s over their records/s (the payload bytes the arm
+/// counted), `key_bytes_per_record` as 0 where the arm applied no key.
+fn stated_value(r: &Record, metric: &str) -> Option<f64> {
+    metric_value(r, metric).or_else(|| match metric {
+        "bytes_per_record" => {
+            let (mb, rate) = (metric_value(r, "mb_per_s")?, metric_value(r, "records_per_s")?);
+            (rate > 0.0).then(|| mb * 1e6 / rate)
+        }
+        "key_bytes_per_record" => (r.measurement.applied.get(streamlab_record::applied::KEY).map(String::as_str)
+            == Some("none"))
+        .then_some(0.0),
+        _ => None,
+    })
 }
 
 #[cfg(test)]
@@ -239,6 +255,18 @@ mod tests {
         let mut missing = side("debezium");
         missing.measurement.metrics.remove("bytes_per_record");
         assert_eq!(breaks_on(&rust, &missing), ["bytes_per_record"]);
+        // Not stated on either side is nothing compared: the contract breaks rather than passes.
+        let mut neither = side("rust");
+        for r in [&mut neither, &mut missing] {
+            r.measurement.metrics.retain(|m, _| m != "bytes_per_record" && m != "mb_per_s");
+        }
+        assert_eq!(breaks_on(&neither, &missing), ["bytes_per_record"]);
+        // Records from before arms stated it state it as MB/s over records/s: 256 B a record on both sides.
+        for r in [&mut neither, &mut missing] {
+            r.measurement.metrics.insert("records_per_s".into(), Metric::new(1000.0, "records/s", true));
+            r.measurement.metrics.insert("mb_per_s".into(), Metric::new(0.256, "MB/s", true));
+        }
+        assert!(matches!(check(&contract(&[]), &neither, &missing), Verdict::Holds { .. }));
         let mut knob = side("debezium");
         knob.variant.knobs.insert("batch_size".into(), serde_json::json!(1000));
         assert_eq!(breaks_on(&rust, &knob), ["knob batch_size"]);

@@ -189,6 +189,13 @@ fn metric(value: f64, unit: &str, higher_is_better: bool) -> Metric {
     Metric::new(value, unit, higher_is_better)
 }
 
+/// What each record weighs: its value's bytes and its key's (every clients arm sends records without a key), so
+/// a ratio can check that both sides did the same work.
+fn insert_record_bytes(metrics: &mut BTreeMap<String, Metric>, value_bytes: f64) {
+    metrics.insert("bytes_per_record".into(), metric(value_bytes, "B", false));
+    metrics.insert("key_bytes_per_record".into(), metric(0.0, "B", false));
+}
+
 /// The produce record: rates from acknowledged records, integrity from the broker's high watermarks.
 pub fn produce_measurement(knobs: &Knobs, p: &Produced, high_watermark: u64, info: ClientInfo) -> Measurement {
     let secs = p.elapsed.as_secs_f64();
@@ -202,6 +209,7 @@ pub fn produce_measurement(knobs: &Knobs, p: &Produced, high_watermark: u64, inf
         metrics.insert("records_per_s".into(), metric(p.acked as f64 / secs, "records/s", true));
         let mb = p.acked as f64 * knobs.payload_bytes as f64 / 1e6;
         metrics.insert("mb_per_s".into(), metric(mb / secs, "MB/s", true));
+        insert_record_bytes(&mut metrics, knobs.payload_bytes as f64);
         metrics.insert(
             "client_cpu_s_per_m_records".into(),
             metric(p.client_cpu_s / (p.acked as f64 / 1e6), "CPU s / 1M records", false),
@@ -244,6 +252,7 @@ pub fn fetch_measurement(f: &Fetched, high_watermark: u64, info: ClientInfo) -> 
     if secs > 0.0 && f.consumed > 0 {
         metrics.insert("records_per_s".into(), metric(f.consumed as f64 / secs, "records/s", true));
         metrics.insert("mb_per_s".into(), metric(f.bytes as f64 / 1e6 / secs, "MB/s", true));
+        insert_record_bytes(&mut metrics, f.bytes as f64 / f.consumed as f64);
         metrics.insert(
             "client_cpu_s_per_m_records".into(),
             metric(f.client_cpu_s / (f.consumed as f64 / 1e6), "CPU s / 1M records", false),
@@ -273,6 +282,7 @@ pub fn latency_measurement(knobs: &Knobs, samples_us: &[f64], high_watermark: u6
         ("high_watermark".into(), metric(high_watermark as f64, "records", true)),
     ]);
     add_percentiles(&mut metrics, "produce_ack", samples_us);
+    insert_record_bytes(&mut metrics, knobs.payload_bytes as f64);
     let expected = knobs.latency_warmup + knobs.latency_samples;
     let ok = samples_us.len() as u64 == knobs.latency_samples && high_watermark == expected;
     let integrity = Integrity {
@@ -458,6 +468,7 @@ mod tests {
         assert_eq!(m.metrics["produce_ack_p50_us"].value, 50.0);
         assert_eq!(m.metrics["produce_ack_p99_us"].value, 99.0);
         assert_eq!(m.metrics["produce_ack_max_us"].value, 100.0);
+        assert_eq!(m.metrics["bytes_per_record"].value, 100.0, "the record's weight, for the parity check");
         assert_eq!(m.integrity.status, streamlab_record::IntegrityStatus::Verified);
         let short = latency_measurement(&knobs, &samples[..99], 109, ClientInfo::default());
         assert_eq!(short.integrity.status, streamlab_record::IntegrityStatus::Failed);

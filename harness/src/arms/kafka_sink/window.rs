@@ -28,7 +28,8 @@ pub fn enough_acks(acks: u64, what: &str, seconds: f64, hint: &str) -> Result<()
     Ok(())
 }
 
-/// The rate metrics from the watermark window: `records_per_s` and `mb_per_s` (payload bytes), the
+/// The rate metrics from the watermark window: `records_per_s` and `mb_per_s` (payload bytes), the bytes a
+/// record weighs (value and key), the
 /// records the broker appended, and how long each sample took with the error that implies. A window with
 /// nothing in it fails: that is no rate, not a rate of zero.
 pub fn rate_metrics(w: &WatermarkWindow, payload_bytes: usize) -> Result<BTreeMap<String, Metric>> {
@@ -43,6 +44,9 @@ pub fn rate_metrics(w: &WatermarkWindow, payload_bytes: usize) -> Result<BTreeMa
     Ok(BTreeMap::from([
         ("records_per_s".to_owned(), Metric::new(rate, "records/s", true)),
         ("mb_per_s".to_owned(), Metric::new(rate * payload_bytes as f64 / 1e6, "MB/s", true)),
+        // What each record weighs, so a ratio can check both sides did the same work (both arms send no key).
+        ("bytes_per_record".to_owned(), Metric::new(payload_bytes as f64, "B", false)),
+        ("key_bytes_per_record".to_owned(), Metric::new(0.0, "B", false)),
         ("window_records".to_owned(), Metric::new(w.records() as f64, "records", true)),
         ("window_s".to_owned(), Metric::new(w.seconds(), "s", false)),
         ("watermark_sample_open_ms".to_owned(), Metric::new(w.open.took.as_secs_f64() * 1e3, "ms", false)),
@@ -113,6 +117,7 @@ mod tests {
         let m = rate_metrics(&WatermarkWindow { open: s(0, 100), close: s(4000, 1_000_100) }, 256).unwrap();
         assert_eq!(m["records_per_s"].value, 250_000.0);
         assert_eq!(m["mb_per_s"].value, 64.0);
+        assert_eq!((m["bytes_per_record"].value, m["key_bytes_per_record"].value), (256.0, 0.0));
         assert_eq!(m["watermark_sample_open_ms"].value, 2.0);
         assert!((m["watermark_timing_error_pct"].value - 0.05).abs() < 1e-9);
         let still = rate_metrics(&WatermarkWindow { open: s(0, 100), close: s(4000, 100) }, 256).unwrap_err();
