@@ -45,6 +45,7 @@ fn table(verdicts: &[ClaimVerdict]) -> String {
         ));
         out.push_str(&format!("    \"{}\"\n    {}\n\n", v.claim, v.why));
     }
+    out.push_str(&format!("The rule: {}\n\n", streamlab_record::stats::equivalence::VERDICT_METHOD));
     let count = |k: claims::Kind| verdicts.iter().filter(|v| v.verdict == k).count();
     out.push_str(&format!(
         "{} claims: {} reproduce, {} do not, {} cannot tell here, {} not run, {} without a verdict\n",

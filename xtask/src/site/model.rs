@@ -109,6 +109,15 @@ impl Outcome {
     }
 }
 
+/// A point's configuration as its first rep ran it: `knob k`, `applied k` and `placement` -> value. Two runs of a
+/// point are comparable only with the same configuration.
+pub fn config_of(r: &Record) -> BTreeMap<String, String> {
+    let knobs = r.variant.knobs.iter().map(|(k, v)| (format!("knob {k}"), v.to_string()));
+    let applied = r.measurement.applied.iter().map(|(k, v)| (format!("applied {k}"), v.clone()));
+    let placement = r.conditions.as_ref().and_then(|c| c.placement.clone()).map(|p| ("placement".to_owned(), p));
+    knobs.chain(applied).chain(placement).collect()
+}
+
 /// The records that enter a point's statistics (not set apart) and carry a finite `metric`, by rep: what a
 /// ratio pairs rep by rep.
 pub fn drawn_by_rep<'r>(records: &[&'r Record], metric: &str) -> BTreeMap<u32, &'r Record> {

@@ -20,6 +20,8 @@ pub struct IndexPage {
     pub ci_method: &'static str,
     pub ratio_method: &'static str,
     pub precision_method: &'static str,
+    /// The verdict rule as the code applies it.
+    pub verdict_method: &'static str,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -68,5 +70,6 @@ pub fn index_page(runs: &[Run], cfg: &SiteConfig) -> IndexPage {
         ci_method: CI_METHOD,
         ratio_method: RATIO_METHOD,
         precision_method: streamlab_record::stats::precision::PRECISION_METHOD,
+        verdict_method: streamlab_record::stats::equivalence::VERDICT_METHOD,
     }
 }

@@ -1,0 +1,262 @@
+//! Judging one claim: the comparable runs it pools, its pooled interval, each of its kinds against it, and
+//! what this host can show (its ceiling, whether both sides saturated its cores).
+
+use super::why::{interval_text, why};
+use super::*;
+
+/// The runs a claim's verdict pools: those that measured both its points on the newest such run's hardware
+/// with the same configuration on both sides, oldest first; the newest (a run of the whole matrix before a
+/// partial one) is the anchor. `None` when no run measured both.
+pub(super) fn comparable_runs<'r>(c: &Claim, runs: &'r [Run], num: &Side, den: &Side) -> Option<Vec<&'r Run>> {
+    let has = |run: &Run, side: &Side| !records_at(run, &c.matrix, side).is_empty();
+    let candidates: Vec<&Run> = runs.iter().rev().filter(|r| has(r, num) && has(r, den)).collect();
+    let anchor = candidates.iter().find(|r| !r.is_partial()).or(candidates.first()).copied()?;
+    let config = |run: &Run| {
+        [num, den].map(|side| {
+            let records = records_at(run, &c.matrix, side);
+            drawn_by_rep(&records, &c.metric).values().next().map(|r| config_of(r))
+        })
+    };
+    let (fingerprint, anchor_config) = (anchor.provenance.hardware_fingerprint(), config(anchor));
+    let mut pooled: Vec<&Run> = candidates
+        .into_iter()
+        .filter(|r| {
+            std::ptr::eq(*r, anchor)
+                || (!r.is_partial() && r.provenance.hardware_fingerprint() == fingerprint && config(r) == anchor_config)
+        })
+        .collect();
+    pooled.reverse();
+    Some(pooled)
+}
+
+/// The verdict and its sentence; fills in `v`'s figures and runs on the way.
+pub(super) fn judge(c: &Claim, runs: &[Run], spreads: &mut SpreadCache, v: &mut ClaimVerdict) -> (Kind, String) {
+    let (Some(num), Some(den)) = (&c.numerator, &c.denominator) else {
+        return (Kind::NotRun, format!("The lab has no point for it: {}.", c.unmapped.as_deref().unwrap_or("")));
+    };
+    let Some(pool) = comparable_runs(c, runs, num, den) else {
+        return (Kind::NotRun, format!("No committed run measured both {} and {}.", num.describe(), den.describe()));
+    };
+    let anchor = *pool.last().expect("the anchor is pooled");
+    v.run = Some(anchor.id.clone());
+    let (num_records, den_records) = (records_at(anchor, &c.matrix, num), records_at(anchor, &c.matrix, den));
+    for (side, records) in [(num, &num_records), (den, &den_records)] {
+        let o = outcome(records, &c.metric);
+        if let Outcome::NotDrawn { missing, .. } = &o {
+            let kind = if *missing == Missing::NotRun { Kind::NotRun } else { Kind::CannotTell };
+            let reasons = o.reasons().join("; ");
+            return (kind, format!("{} has no {} in run {}: {reasons}.", side.describe(), c.metric, anchor.id));
+        }
+    }
+    let contract = Contract {
+        differs: c.differs.clone(),
+        tolerance: default_tolerances(),
+        // Two points of one sweep differ in its knob only; across sweeps the knobs differ by design.
+        equal_knobs: num.sweep == den.sweep,
+    };
+    let sorted = pair_reps(&num_records, &den_records, &c.metric, &contract);
+    if sorted.holding.is_empty() {
+        return no_pairs(&sorted, &anchor.id);
+    }
+    let per_run: Vec<(&Run, Vec<f64>)> = pool
+        .iter()
+        .map(|run| {
+            let (n, d) = (records_at(run, &c.matrix, num), records_at(run, &c.matrix, den));
+            (*run, ratios(&values(&pair_reps(&n, &d, &c.metric, &contract), &c.metric)))
+        })
+        .filter(|(_, r)| !r.is_empty())
+        .collect();
+    let host = spreads.get(runs, &anchor.provenance.hardware_fingerprint(), &c.metric);
+    let Some(p) = equivalence::pooled(&per_run.iter().map(|(_, r)| r.clone()).collect::<Vec<_>>(), host) else {
+        let why =
+            format!("Run {} gives no interval of the ratio: one rep pair, or pairs with no spread at all.", anchor.id);
+        return (Kind::CannotTell, why);
+    };
+    fill_figures(v, &p, &per_run, host);
+    let ceiling = c.ceiling.as_ref().and_then(|ceil| ceiling_here(ceil, c, anchor, &den_records));
+    let cpu_bound = cpu_bound(&num_records, &den_records, anchor);
+    v.host_note = ceiling.as_ref().map(|(_, text)| text.clone()).or(cpu_bound.clone());
+    let parts: Vec<Part> =
+        c.kind.iter().map(|kind| part(c, *kind, &p, &pool, host, ceiling.as_ref().map(|(x, _)| *x))).collect();
+    let overall = if parts.iter().all(|p| p.verdict == Kind::Reproduces) {
+        Kind::Reproduces
+    } else if parts.iter().any(|p| p.verdict == Kind::DoesNotReproduce) {
+        Kind::DoesNotReproduce
+    } else {
+        Kind::CannotTell
+    };
+    v.parts_text = parts.iter().map(|p| p.text.clone()).collect::<Vec<_>>().join("; ");
+    v.parts = parts;
+    if c.kind.contains(&ClaimKind::Size) && overall != Kind::Reproduces {
+        v.runs_to_decide = equivalence::runs_to_decide(&p, equivalence::band(c.published, c.tolerance));
+    }
+    (overall, why(c, v, &p, anchor, &num_records, &den_records, num, den))
+}
+
+/// The verdict when the anchor run has no pair of the two points that did the same work.
+pub(super) fn no_pairs(sorted: &parity::Sorted, run: &str) -> (Kind, String) {
+    if !sorted.undeclared.is_empty() {
+        let keys: BTreeSet<&str> = sorted.undeclared.iter().map(|d| d.key.as_str()).collect();
+        let keys = keys.into_iter().collect::<Vec<_>>().join(", ");
+        let why = format!(
+            "No verdict: the two sides did not do the same work in run {run}: they differ in {keys}, which the \
+             claim's contract does not allow."
+        );
+        (Kind::NoVerdict, why)
+    } else if sorted.not_applied {
+        (Kind::NoVerdict, format!("No verdict: {}.", parity::NOT_APPLIED))
+    } else {
+        (Kind::CannotTell, format!("No rep of run {run} measured both sides."))
+    }
+}
+
+pub(super) fn fill_figures(v: &mut ClaimVerdict, p: &Pooled, per_run: &[(&Run, Vec<f64>)], host: Option<Spread>) {
+    v.estimate = Some(p.estimate);
+    v.measured = format::ratio(p.estimate);
+    v.interval_bounds = Some(p.interval);
+    v.runs = per_run.iter().map(|(r, _)| r.id.clone()).collect();
+    v.pairs = p.pairs;
+    v.interval = interval_text(p);
+    v.spread = Some(SpreadUsed {
+        within_log_sd: p.within_log_sd,
+        between_log_sd: p.between_log_sd,
+        between_from: p.between_from,
+        host,
+        df: p.df,
+    });
+}
+
+/// One kind of the claim, judged.
+pub(super) fn part(
+    c: &Claim,
+    kind: ClaimKind,
+    p: &Pooled,
+    pool: &[&Run],
+    host: Option<Spread>,
+    ceiling: Option<f64>,
+) -> Part {
+    let call = match kind {
+        ClaimKind::Size => equivalence::size(p, c.published, c.tolerance),
+        ClaimKind::Parity => equivalence::parity(p, c.tolerance),
+        ClaimKind::Direction => equivalence::direction(p, c.direction.unwrap_or(Direction::Higher), c.tolerance),
+        ClaimKind::Shape => shape_call(c, pool, host),
+    };
+    let mut verdict = Kind::of(call);
+    // A published figure beyond what this host can reach cannot be told here, however far ours is from it.
+    if kind == ClaimKind::Size && ceiling.is_some_and(|x| c.published > x) && verdict == Kind::DoesNotReproduce {
+        verdict = Kind::CannotTell;
+    }
+    let text = match (kind, verdict) {
+        (ClaimKind::Size, Kind::Reproduces) => "size reproduces".to_owned(),
+        (_, Kind::Reproduces) => format!("{} holds", kind.text()),
+        (_, Kind::DoesNotReproduce) => format!("{} does not hold", kind.text()),
+        (_, other) => format!("{}: {}", kind.text(), other.text()),
+    };
+    Part { kind, verdict, text }
+}
+
+/// A shape claim over the pooled runs: each consecutive step of its labels pooled over the runs that hold it.
+pub(super) fn shape_call(c: &Claim, pool: &[&Run], host: Option<Spread>) -> Call {
+    let Some(shape) = &c.shape else { return Call::Undecided };
+    let contract = Contract { differs: c.differs.clone(), tolerance: default_tolerances(), equal_knobs: true };
+    let side = |label: &str| Side { sweep: shape.sweep.clone(), arm: shape.arm.clone(), label: label.to_owned() };
+    let steps: Option<Vec<Pooled>> = shape
+        .labels
+        .windows(2)
+        .map(|w| {
+            let (from, to) = (side(&w[0]), side(&w[1]));
+            let per_run: Vec<Vec<f64>> = pool
+                .iter()
+                .map(|run| {
+                    let (n, d) = (records_at(run, &c.matrix, &to), records_at(run, &c.matrix, &from));
+                    ratios(&values(&pair_reps(&n, &d, &c.metric, &contract), &c.metric))
+                })
+                .collect();
+            equivalence::pooled(&per_run, host)
+        })
+        .collect();
+    steps.map_or(Call::Undecided, |steps| equivalence::shape(&steps, c.tolerance))
+}
+
+/// The ceiling's figure over the denominator's in the anchor run, and the sentence that says so; `None` when
+/// the run lacks the ceiling's point.
+pub(super) fn ceiling_here(ceil: &Ceiling, c: &Claim, run: &Run, den_records: &[&Record]) -> Option<(f64, String)> {
+    let geomean = |records: &[&Record]| {
+        let values: Vec<f64> =
+            drawn_by_rep(records, &c.metric).values().map(|r| r.measurement.metrics[&c.metric].value).collect();
+        stats::summarize_ratios(&values).and_then(|s| s.geomean)
+    };
+    let top = geomean(&records_at(run, &c.matrix, &ceil.point))?;
+    let base = geomean(den_records)?;
+    let ceiling = stats::ratio(top, base)?;
+    (c.published > ceiling).then(|| {
+        (
+            ceiling,
+            format!(
+                "This host's ceiling is {}: {}, {} {}, over the denominator's {}; the published {} needs more than \
+                 this host reaches, so its size cannot be told here",
+                format::ratio(ceiling),
+                ceil.what.trim_end_matches('.'),
+                format::compact(top),
+                c.metric,
+                format::compact(base),
+                format::ratio(c.published)
+            ),
+        )
+    })
+}
+
+/// `CPU-bound here: ...` when both sides' client and brokers used nine tenths or more of the host's cores.
+pub(super) fn cpu_bound(num_records: &[&Record], den_records: &[&Record], run: &Run) -> Option<String> {
+    let cores = run.provenance.host.logical_cores as f64;
+    let used = |records: &[&Record]| {
+        let values: Vec<f64> = records
+            .iter()
+            .filter(|r| set_apart(r).is_none())
+            .filter_map(|r| {
+                let m = &r.measurement.metrics;
+                Some(m.get("total_cpu_s_per_m_records")?.value * m.get("records_per_s")?.value / 1e6)
+            })
+            .collect();
+        stats::median(&values)
+    };
+    let (a, b) = (used(num_records)?, used(den_records)?);
+    // More than the host has means the CPU and the rate were not counted over one window: no claim either way.
+    let saturated = |x: f64| (0.9 * cores..=1.1 * cores).contains(&x);
+    (cores > 0.0 && saturated(a) && saturated(b)).then(|| {
+        format!(
+            "CPU-bound here: client and brokers used {} and {} of this host's {} cores, so the ratio is one of CPU \
+             per record on this host",
+            format::compact(a),
+            format::compact(b),
+            run.provenance.host.logical_cores
+        )
+    })
+}
+
+/// The rep pairs of two points that did the same work under `contract`, and why the others were left out.
+pub(super) fn pair_reps<'r>(
+    num_records: &[&'r Record],
+    den_records: &[&'r Record],
+    metric: &str,
+    contract: &Contract,
+) -> parity::Sorted<'r> {
+    let (a, b) = (drawn_by_rep(num_records, metric), drawn_by_rep(den_records, metric));
+    parity::sort(contract, a.iter().filter_map(|(rep, x)| b.get(rep).map(|y| (*x, *y))))
+}
+
+/// The metric's values of each holding pair.
+pub(super) fn values(sorted: &parity::Sorted, metric: &str) -> Vec<(f64, f64)> {
+    let value = |r: &Record| r.measurement.metrics[metric].value;
+    sorted.holding.iter().map(|(x, y)| (value(x), value(y))).collect()
+}
+
+/// The pairs' ratios, those with a defined one.
+pub(super) fn ratios(pairs: &[(f64, f64)]) -> Vec<f64> {
+    pairs.iter().filter_map(|&(x, y)| stats::ratio(x, y)).collect()
+}
+
+/// The records of `matrix` in `run` at `side`'s point.
+pub(super) fn records_at<'r>(run: &'r Run, matrix: &str, side: &Side) -> Vec<&'r Record> {
+    run.matrices.get(matrix).map(|f| f.records.iter().filter(|r| side.holds(r)).collect()).unwrap_or_default()
+}

@@ -1,0 +1,354 @@
+//! The seeds' headline claims (site/claims.toml) and a verdict for each: reproduces, does not reproduce, cannot
+//! tell here, not run, or no verdict (the two sides did not do the same work). A claim is tested as the seed
+//! states it, by its kinds (a size, a direction, parity, a shape), with the rule of
+//! `streamlab_record::stats::equivalence` over every comparable run that measured its points (same hardware,
+//! same configuration on both sides), pooled. Each verdict says why from the records: where our interval stands
+//! to the claim's band, which spread decided it and what would decide it, what differs between the publisher's
+//! setup and ours, and the CPU the two sides cost here.
+
+use std::collections::BTreeSet;
+
+use anyhow::{Context, Result, ensure};
+use serde::{Deserialize, Serialize};
+use streamlab_record::Record;
+use streamlab_record::stats::equivalence::{self, BetweenFrom, Call, Direction, Pooled, Spread};
+use streamlab_record::stats::{self, Summary};
+
+use crate::site::config::default_tolerances;
+use crate::site::format;
+use crate::site::load::Run;
+use crate::site::model::{Missing, Outcome, config_of, drawn_by_rep, outcome, set_apart};
+use crate::site::parity::{self, Contract};
+use crate::site::spread::SpreadCache;
+
+const CLAIMS_TOML: &str = include_str!("../../../../site/claims.toml");
+
+/// One published claim: a ratio of two points, in the publisher's words, with the lab's points for it.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Claim {
+    pub id: String,
+    pub seed: String,
+    pub source: String,
+    /// The publisher's words.
+    pub claim: String,
+    /// The ratio the claim rests on, numerator over denominator.
+    pub published: f64,
+    /// Where in the seed that number comes from.
+    pub published_from: String,
+    pub hardware: String,
+    pub versions: String,
+    pub matrix: String,
+    pub metric: String,
+    #[serde(default)]
+    pub numerator: Option<Side>,
+    #[serde(default)]
+    pub denominator: Option<Side>,
+    /// Settings the two sides may differ in (the like-for-like contract's declared differences).
+    #[serde(default)]
+    pub differs: Vec<String>,
+    /// False for the seed's own comparison of unlike work, reproduced as the seed ran it.
+    #[serde(default = "yes")]
+    pub like_for_like: bool,
+    /// How close (relative) our ratio must be to `published` to be the same size.
+    pub tolerance: f64,
+    #[serde(default = "yes")]
+    pub higher_is_better: bool,
+    /// Why the lab has no point for this claim.
+    #[serde(default)]
+    pub unmapped: Option<String>,
+    /// What the lab measured that bounds the figure here: a ratio of two points of the same run.
+    #[serde(default)]
+    pub bound: Option<Bound>,
+    /// What the claim says, as the seed states it: a size (the default), a direction, parity, a shape; a
+    /// sentence that makes two claims lists both.
+    #[serde(default = "size_only")]
+    pub kind: Vec<ClaimKind>,
+    /// For a direction claim: which way numerator over denominator goes.
+    #[serde(default)]
+    pub direction: Option<Direction>,
+    /// For a shape claim: the sweep's points, in order, whose every step must hold.
+    #[serde(default)]
+    pub shape: Option<Shape>,
+    /// The most this host can show of the ratio: a point whose figure over the denominator's caps it (the raw
+    /// client's ceiling over the framework's point, say).
+    #[serde(default)]
+    pub ceiling: Option<Ceiling>,
+}
+
+/// What kind of statement a claim is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Deserialize, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ClaimKind {
+    /// Our ratio is the published one, within the tolerance.
+    Size,
+    /// Numerator over denominator goes the stated way.
+    Direction,
+    /// The two sides are the same, within the tolerance.
+    Parity,
+    /// Along a sweep, monotone: no step below 1 − tolerance.
+    Shape,
+}
+
+impl ClaimKind {
+    pub fn text(self) -> &'static str {
+        match self {
+            ClaimKind::Size => "size",
+            ClaimKind::Direction => "direction",
+            ClaimKind::Parity => "parity",
+            ClaimKind::Shape => "shape",
+        }
+    }
+}
+
+fn size_only() -> Vec<ClaimKind> {
+    vec![ClaimKind::Size]
+}
+
+/// A shape claim's points: one arm along one sweep's labels, in the order the claim reads them.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Shape {
+    pub sweep: String,
+    pub arm: String,
+    pub labels: Vec<String>,
+}
+
+/// A point that caps what the claim's ratio can reach here: its figure over the denominator's.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Ceiling {
+    /// What the ceiling is, in a few words (`the raw single-producer ceiling`).
+    pub what: String,
+    pub point: Side,
+}
+
+/// A ratio the lab measures beside a claim to show what holds its figure back here, e.g. spate's 500 ms
+/// backpressure pause floor: the framework path at min_pause 10 ms over it at 500 ms.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Bound {
+    /// What bounds the figure, in a few words (`spate's 500 ms backpressure pause floor`).
+    pub what: String,
+    pub numerator: Side,
+    pub denominator: Side,
+    /// Settings its two points may differ in (the sweep's own knob).
+    #[serde(default)]
+    pub differs: Vec<String>,
+}
+
+fn yes() -> bool {
+    true
+}
+
+/// A point of a matrix: an arm at a sweep's label ("" for an arms-only sweep, whose one point per arm is labelled
+/// with the arm's title).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Side {
+    pub sweep: String,
+    pub arm: String,
+    #[serde(default)]
+    pub label: String,
+}
+
+impl Side {
+    fn holds(&self, r: &Record) -> bool {
+        r.arm == self.arm
+            && r.variant.sweeps.first() == Some(&self.sweep)
+            && (self.label.is_empty() || r.variant.label == self.label)
+    }
+
+    fn describe(&self) -> String {
+        match self.label.as_str() {
+            "" => format!("{} ({})", self.arm, self.sweep),
+            label => format!("{} at {} {label}", self.arm, self.sweep),
+        }
+    }
+}
+
+/// The claims compiled into this build, checked.
+pub fn builtin() -> Result<Vec<Claim>> {
+    parse(CLAIMS_TOML)
+}
+
+pub fn parse(text: &str) -> Result<Vec<Claim>> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct File {
+        claims: Vec<Claim>,
+    }
+    let file: File = toml::from_str(text).context("site/claims.toml is not valid")?;
+    let mut ids = BTreeSet::new();
+    for c in &file.claims {
+        let at = format!("site/claims.toml claim {:?}", c.id);
+        ensure!(ids.insert(c.id.as_str()), "{at}: the id is used twice");
+        ensure!(c.published.is_finite() && c.published > 0.0, "{at}: `published` is a positive ratio");
+        ensure!((0.0..1.0).contains(&c.tolerance), "{at}: `tolerance` is a fraction in [0, 1)");
+        ensure!(
+            c.unmapped.is_some() || (c.numerator.is_some() && c.denominator.is_some()),
+            "{at}: name its `numerator` and `denominator` points, or say why it is `unmapped`"
+        );
+        ensure!(!c.kind.is_empty(), "{at}: `kind` lists what the claim says: size, direction, parity or shape");
+        ensure!(
+            !c.kind.contains(&ClaimKind::Direction) || c.direction.is_some(),
+            "{at}: a direction claim says which way: direction = \"higher\" or \"not_lower\""
+        );
+        ensure!(
+            !c.kind.contains(&ClaimKind::Shape) || c.shape.as_ref().is_some_and(|s| s.labels.len() >= 2),
+            "{at}: a shape claim names its sweep, arm and two or more labels: [claims.shape]"
+        );
+    }
+    Ok(file.claims)
+}
+
+/// What the lab concludes about a claim.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Kind {
+    Reproduces,
+    DoesNotReproduce,
+    CannotTell,
+    NotRun,
+    /// The two sides did not do the same work under the claim's contract.
+    NoVerdict,
+}
+
+impl Kind {
+    pub fn text(self) -> &'static str {
+        match self {
+            Kind::Reproduces => "reproduces",
+            Kind::DoesNotReproduce => "does not reproduce",
+            Kind::CannotTell => "cannot tell here",
+            Kind::NotRun => "not run",
+            Kind::NoVerdict => "no verdict",
+        }
+    }
+
+    fn of(call: Call) -> Kind {
+        match call {
+            Call::Holds => Kind::Reproduces,
+            Call::Fails => Kind::DoesNotReproduce,
+            Call::Undecided => Kind::CannotTell,
+        }
+    }
+}
+
+/// The estimator every verdict, headline ratio and comparison prints.
+pub const ESTIMATOR: &str = "geometric mean of per-rep-pair ratios, pooled over comparable runs";
+
+/// One part of a claim (its size, its direction, ...) with its own verdict.
+#[derive(Debug, Clone, Serialize)]
+pub struct Part {
+    pub kind: ClaimKind,
+    pub verdict: Kind,
+    /// `size does not reproduce`, `direction holds`.
+    pub text: String,
+}
+
+/// The spreads the interval carries.
+#[derive(Debug, Clone, Serialize)]
+pub struct SpreadUsed {
+    /// Rep-to-rep (log-SD of the pairs within a run).
+    pub within_log_sd: Option<f64>,
+    /// Run-to-run (log-SD), and where it comes from.
+    pub between_log_sd: f64,
+    pub between_from: BetweenFrom,
+    /// The host's estimate from its history, when it has one.
+    pub host: Option<Spread>,
+    pub df: f64,
+}
+
+/// A claim with its verdict, as the index and `lab verdicts` show it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ClaimVerdict {
+    pub id: String,
+    pub seed: String,
+    pub claim: String,
+    pub matrix: String,
+    pub like_for_like: bool,
+    pub published: f64,
+    pub published_text: String,
+    /// The seed file and where in it the published figure comes from.
+    pub source: String,
+    pub published_from: String,
+    /// Which way the metric is better (a latency ratio under 1× favours the numerator).
+    pub higher_is_better: bool,
+    pub verdict: Kind,
+    pub verdict_text: &'static str,
+    /// The claim's kinds, each with its verdict; the overall verdict holds only if every part holds.
+    pub parts: Vec<Part>,
+    /// `direction holds; size does not reproduce`.
+    pub parts_text: String,
+    pub tolerance: f64,
+    /// The size claim's band, [published / (1 + tol), published × (1 + tol)].
+    pub band: Option<[f64; 2]>,
+    pub estimator: &'static str,
+    /// Our ratio, e.g. `0.70×`; `—` without one.
+    pub measured: String,
+    pub estimate: Option<f64>,
+    /// `95% CI 0.62× – 0.79×, 2 runs, 12 rep pairs`; empty without one.
+    pub interval: String,
+    pub interval_bounds: Option<[f64; 2]>,
+    /// The runs pooled, oldest first, and the rep pairs they gave.
+    pub runs: Vec<String>,
+    pub pairs: usize,
+    pub spread: Option<SpreadUsed>,
+    /// How many runs like these would decide a size claim this host cannot tell yet.
+    pub runs_to_decide: Option<usize>,
+    /// What this host can show: its ceiling for the ratio, or that both sides saturated its cores.
+    pub host_note: Option<String>,
+    /// One paragraph: why this verdict.
+    pub why: String,
+    /// The newest run the verdict comes from.
+    pub run: Option<String>,
+}
+
+/// Every claim's verdict from `runs` (oldest first, as the site loads them).
+pub fn verdicts(runs: &[Run], claims: &[Claim]) -> Vec<ClaimVerdict> {
+    let mut spreads = SpreadCache::default();
+    claims.iter().map(|c| verdict_of(c, runs, &mut spreads)).collect()
+}
+
+fn verdict_of(c: &Claim, runs: &[Run], spreads: &mut SpreadCache) -> ClaimVerdict {
+    let mut v = ClaimVerdict {
+        id: c.id.clone(),
+        seed: c.seed.clone(),
+        claim: c.claim.trim().to_owned(),
+        matrix: c.matrix.clone(),
+        like_for_like: c.like_for_like,
+        published: c.published,
+        published_text: format::ratio(c.published),
+        source: c.source.clone(),
+        published_from: c.published_from.clone(),
+        higher_is_better: c.higher_is_better,
+        verdict: Kind::NotRun,
+        verdict_text: "",
+        parts: Vec::new(),
+        parts_text: String::new(),
+        tolerance: c.tolerance,
+        band: c.kind.contains(&ClaimKind::Size).then(|| equivalence::band(c.published, c.tolerance)),
+        estimator: ESTIMATOR,
+        measured: "—".into(),
+        estimate: None,
+        interval: String::new(),
+        interval_bounds: None,
+        runs: Vec::new(),
+        pairs: 0,
+        spread: None,
+        runs_to_decide: None,
+        host_note: None,
+        why: String::new(),
+        run: None,
+    };
+    let (kind, why) = judge::judge(c, runs, spreads, &mut v);
+    v.verdict = kind;
+    v.verdict_text = kind.text();
+    v.why = why;
+    v
+}
+
+mod judge;
+#[cfg(test)]
+mod tests;
+mod why;

@@ -1,0 +1,157 @@
+//! The paragraph under a verdict: its parts, where our interval stands to the band and which spread decided
+//! it, then the publisher's setup beside ours.
+
+use super::judge::{pair_reps, records_at, values};
+use super::*;
+
+/// The paragraph under a verdict: the parts, where our interval stands to the band and what decided it, then the
+/// two setups side by side.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn why(
+    c: &Claim,
+    v: &ClaimVerdict,
+    p: &Pooled,
+    anchor: &Run,
+    num_records: &[&Record],
+    den_records: &[&Record],
+    num: &Side,
+    den: &Side,
+) -> String {
+    let whose = if c.like_for_like { "Our" } else { "As the seed compared them (unlike work), our" };
+    let band = v.band.map_or_else(String::new, |[lo, hi]| {
+        format!(
+            " against the band {} – {} (the published {} ± {:.0}%)",
+            format::ratio(lo),
+            format::ratio(hi),
+            v.published_text,
+            c.tolerance * 100.0
+        )
+    });
+    let runs = match p.runs {
+        1 => format!("from one run ({})", anchor.id),
+        n => format!("pooled over {n} comparable runs"),
+    };
+    let mut out = format!(
+        "{}. {whose} {} ({}){band}, {runs}; {}.",
+        capitalise(&v.parts_text),
+        v.measured,
+        v.interval,
+        spread_text(p)
+    );
+    let size_undecided = v.parts.iter().any(|p| p.kind == ClaimKind::Size && p.verdict == Kind::CannotTell);
+    match v.runs_to_decide {
+        Some(n) => out.push_str(&format!(" About {n} runs like these in all would decide the size.")),
+        None if size_undecided && v.host_note.is_none() => out.push_str(&format!(
+            " Our figure sits too close to the band's edge for {} runs like these to decide the size.",
+            equivalence::MAX_RUNS_TO_DECIDE
+        )),
+        None => {}
+    }
+    if let Some(note) = &v.host_note {
+        out.push_str(&format!(" {note}."));
+    }
+    let setup = our_setup(anchor, num_records);
+    let cpu = cpu_here(num_records, den_records, num, den, anchor);
+    let bound = c.bound.as_ref().map_or_else(String::new, |b| bound_here(b, c, anchor));
+    out.push_str(&format!(
+        " Published on {} with {}; measured here {setup}{cpu}.{bound}",
+        c.hardware.trim_end_matches('.'),
+        c.versions.trim_end_matches('.'),
+    ));
+    out
+}
+
+pub(super) fn capitalise(s: &str) -> String {
+    let mut chars = s.chars();
+    chars.next().map_or_else(String::new, |f| f.to_uppercase().chain(chars).collect())
+}
+
+/// Which spread sets the interval's width: `run-to-run spread (log-SD 0.066, this host's history of 92 ratios)
+/// outweighs rep-to-rep (0.050)`.
+pub(super) fn spread_text(p: &Pooled) -> String {
+    let between = match p.between_from {
+        BetweenFrom::Host => "this host's history",
+        BetweenFrom::OwnRuns => "the claim's own runs, which spread more than this host's history",
+        BetweenFrom::Assumed => "assumed: this host has no two comparable runs to measure it from",
+    };
+    let within = p.within_log_sd.map_or_else(|| "not measured (one pair a run)".to_owned(), |w| format!("{w:.3}"));
+    if p.run_to_run_dominates() {
+        format!(
+            "run-to-run spread (log-SD {:.3}, {between}) outweighs rep-to-rep ({within}), so more runs, not more reps, \
+             narrow it",
+            p.between_log_sd
+        )
+    } else {
+        format!("rep-to-rep spread (log-SD {within}) outweighs run-to-run ({:.3}, {between})", p.between_log_sd)
+    }
+}
+
+/// `95% CI 0.62× – 0.79×, 2 runs, 12 rep pairs`.
+pub(super) fn interval_text(p: &Pooled) -> String {
+    let runs = if p.runs == 1 { "1 run".to_owned() } else { format!("{} runs", p.runs) };
+    format!("95% CI {} – {}, {runs}, {} rep pairs", format::ratio(p.interval[0]), format::ratio(p.interval[1]), p.pairs)
+}
+
+/// `95% CI 0.62× – 0.79×, 6 rep pairs`: one run's interval.
+pub(super) fn summary_interval_text(s: &Summary) -> String {
+    let ci = s.ci95.map_or_else(
+        || "no interval".to_owned(),
+        |[lo, hi]| format!("95% CI {} – {}", format::ratio(lo), format::ratio(hi)),
+    );
+    format!("{ci}, {} rep pairs", s.n)
+}
+
+/// `on <cpu>, <cores> cores, Kafka <version> (run <id>)`: our side of the setup, to read beside the publisher's.
+pub(super) fn our_setup(run: &Run, records: &[&Record]) -> String {
+    let h = &run.provenance.host;
+    let kafka =
+        records.iter().find_map(|r| r.run.kafka_version.clone()).map_or_else(String::new, |v| format!(", Kafka {v}"));
+    format!("on {}, {} cores{kafka} (run {})", h.cpu_brand, h.logical_cores, run.id)
+}
+
+/// `; client and brokers used 1.9 CPU s per 1M records for partitionline and 1.2 for c_2_15 on 2 shared cores`,
+/// where both sides' records measured it.
+pub(super) fn cpu_here(num_records: &[&Record], den_records: &[&Record], num: &Side, den: &Side, run: &Run) -> String {
+    const METRICS: [&str; 2] = ["total_cpu_s_per_m_records", "total_cpu_s_per_m_rows"];
+    let median = |records: &[&Record], metric: &str| {
+        let values: Vec<f64> = records
+            .iter()
+            .filter(|r| set_apart(r).is_none())
+            .filter_map(|r| r.measurement.metrics.get(metric).map(|m| m.value))
+            .collect();
+        stats::median(&values)
+    };
+    METRICS
+        .iter()
+        .find_map(|m| {
+            let (x, y) = (median(num_records, m)?, median(den_records, m)?);
+            let unit = if m.ends_with("rows") { "rows" } else { "records" };
+            Some(format!(
+                "; client and brokers used {} CPU s per 1M {unit} for {} and {} for {} on {} shared cores",
+                format::compact(x),
+                num.describe(),
+                format::compact(y),
+                den.describe(),
+                run.provenance.host.logical_cores
+            ))
+        })
+        .unwrap_or_default()
+}
+
+/// ` What bounds it here, spate's 500 ms pause floor: framework at min_pause_ms 10 ms over framework at
+/// min_pause_ms 500 ms is 3.90× (95% CI …) in the same run.`; empty when the run lacks a pair of the two points.
+pub(super) fn bound_here(b: &Bound, c: &Claim, run: &Run) -> String {
+    let (num, den) = (records_at(run, &c.matrix, &b.numerator), records_at(run, &c.matrix, &b.denominator));
+    let contract = Contract { differs: b.differs.clone(), tolerance: default_tolerances(), equal_knobs: true };
+    let pairs = values(&pair_reps(&num, &den, &c.metric, &contract), &c.metric);
+    let Some(s) = stats::paired_ratios(&pairs) else { return String::new() };
+    let Some(g) = s.geomean else { return String::new() };
+    format!(
+        " What bounds it here, {}: {} over {} is {} ({}) in the same run.",
+        b.what.trim_end_matches('.'),
+        b.numerator.describe(),
+        b.denominator.describe(),
+        format::ratio(g),
+        summary_interval_text(&s)
+    )
+}
