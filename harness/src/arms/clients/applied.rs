@@ -50,13 +50,14 @@ fn offered_load(workload: Workload) -> &'static str {
     }
 }
 
-/// The keys every client record has: workload, format (`bytes`: every client sends the same 'x' payload),
+/// The keys every client record has: workload, format (`bytes`: every client sends the same 'x' payload; Java
+/// may send perf-test's random A-Z instead, said in the format),
 /// key (`none`), data connections per broker, when the clock starts, the offered load. The adapter adds its
 /// client's `producer.*` or `consumer.*` settings.
 pub fn base(knobs: &Knobs, connections_per_broker: usize, clock_start: &str) -> AppliedBuilder {
     AppliedBuilder::new()
         .set(applied::WORKLOAD, workload(knobs))
-        .set(applied::FORMAT, "bytes")
+        .set(applied::FORMAT, knobs.payload.format())
         .set(applied::KEY, "none")
         .set(applied::CONNECTIONS, format!("{connections_per_broker} per broker"))
         .set(applied::CLOCK_START, clock_start)

@@ -51,6 +51,7 @@ fn run(ctx: &ArmContext, arm: &str, library: &str) -> Result<Measurement> {
         return Err(NotRunnable(LATENCY_NOT_RUNNABLE.into()).into());
     }
     super::one_connection_per_broker(&knobs, "rdkafka_performance (librdkafka)")?;
+    super::x_payload_only(&knobs, "rdkafka_performance (librdkafka)")?;
     let tools = Tools::load().map_err(anyhow::Error::msg)?;
     let tool = tools.c_tool(library).map_err(anyhow::Error::msg)?;
     check_reported_version(tool)?;

@@ -22,7 +22,9 @@ use streamlab_record::Measurement;
 
 use self::jvm::{Jvm, ToolRun};
 use self::output::{ConsumerTotal, ProducerTotal};
-use super::{Asymmetries, ClientInfo, Compression, Fetched, JavaTools, Knobs, NotRunnable, Produced, Tools, Workload};
+use super::{
+    Asymmetries, ClientInfo, Compression, Fetched, JavaTools, Knobs, NotRunnable, Payload, Produced, Tools, Workload,
+};
 use crate::arms::ArmContext;
 use crate::arms::spec::ArmSpec;
 use crate::kafka::java_props::Properties;
@@ -85,22 +87,26 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, tools: &JavaTools, topic: &str) -> R
     }
     let jvm = Jvm::new(tools)?;
     let config_file = jvm.write_private("producer.properties", config.render().as_bytes())?;
-    // One token of `payload_bytes` 'x' (no delimiter in it): every record carries the other clients' bytes.
-    let payload_file = jvm.write_private("payload", &super::payload(knobs.payload_bytes))?;
-    let args: Vec<OsString> = vec![
-        "--topic".into(),
-        topic.into(),
-        "--num-records".into(),
-        knobs.count.to_string().into(),
-        "--payload-file".into(),
-        payload_file.into(),
+    let payload_args: Vec<OsString> = match knobs.payload {
+        // One token of `payload_bytes` 'x' (no delimiter in it): every record carries the other clients' bytes.
+        Payload::X => {
+            let file = jvm.write_private("payload", &super::payload(knobs.payload_bytes))?;
+            vec!["--payload-file".into(), file.into()]
+        }
+        // The tool's own: random A-Z drawn for every record, as seed 002 ran it.
+        Payload::RandomAz => vec!["--record-size".into(), knobs.payload_bytes.to_string().into()],
+    };
+    let mut args: Vec<OsString> =
+        vec!["--topic".into(), topic.into(), "--num-records".into(), knobs.count.to_string().into()];
+    args.extend(payload_args);
+    args.extend::<[OsString; _]>([
         "--throughput".into(),
         "-1".into(),
         "--producer.config".into(),
         config_file.into(),
         // Flush, print the total, then close: close() stays out of the tool's window.
         "--print-metrics".into(),
-    ];
+    ]);
     let cmd = jvm.command(PRODUCER_MAIN, &args);
     let command = format!("{}; producer.config: {}", jvm.describe(&cmd), config.describe());
     let brokers = crate::cpu::BrokersCpu::start(&ctx.env);
@@ -110,7 +116,7 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, tools: &JavaTools, topic: &str) -> R
     let total = output::producer_total(&run.stdout)?;
     let payloads = output::payloads_read(&run.stdout);
     ensure!(
-        payloads == Some(1),
+        knobs.payload != Payload::X || payloads == Some(1),
         "ProducerPerformance read {payloads:?} payloads from its payload file, expected exactly 1 ({} x 'x')",
         knobs.payload_bytes
     );
@@ -238,11 +244,16 @@ fn produce_asymmetries(knobs: &Knobs, stdout: &str) -> Asymmetries {
                 (--print-metrics, so close() is outside); elapsed = records sent / its records/sec (printed with \
                 one decimal); JVM start-up outside"
             .into(),
-        payload: format!(
-            "--payload-file of {} x 'x': the same bytes as the other clients (--record-size would send random A-Z \
-             per record)",
-            knobs.payload_bytes
-        ),
+        payload: match knobs.payload {
+            Payload::X => format!(
+                "--payload-file of {} x 'x': the same bytes as the other clients (--record-size would send random \
+                 A-Z per record)",
+                knobs.payload_bytes
+            ),
+            Payload::RandomAz => {
+                format!("--record-size {}: random A-Z drawn for every record, as seed 002 ran it", knobs.payload_bytes)
+            }
+        },
     }
 }
 

@@ -68,6 +68,39 @@ impl Compression {
     }
 }
 
+/// The bytes of each record's value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Payload {
+    /// `payload_bytes` of 'x', the same for every client (lz4 keeps about 0.5% of it).
+    #[default]
+    X,
+    /// Random letters A-Z drawn anew for every record, as kafka-producer-perf-test's `--record-size` sends
+    /// them (seed 002's tool): lz4 barely compresses them.
+    RandomAz,
+}
+
+impl Payload {
+    /// The applied `format` of a record carrying it.
+    pub fn format(self) -> &'static str {
+        match self {
+            Payload::X => "bytes",
+            Payload::RandomAz => "bytes, random A-Z per record",
+        }
+    }
+}
+
+/// What a producer loop does when the client's queue is full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum QueueFull {
+    /// Park: sleep 1 ms (tokio's timer resolution) and try again; a core is left to the broker.
+    #[default]
+    Park,
+    /// Seed 003's bench_produce loop: retry `try_send` 32 times, then `yield_now`; it keeps a core busy.
+    Spin,
+}
+
 /// Every client arm reads these knobs, with these names and meanings.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -103,6 +136,12 @@ pub struct Knobs {
     /// have no setting for more).
     #[serde(default)]
     pub connections: u64,
+    /// What each record's value holds.
+    #[serde(default)]
+    pub payload: Payload,
+    /// What partitionline's produce loop does on QueueFull (librdkafka's and Java's loops wait in the client).
+    #[serde(default)]
+    pub queue_full: QueueFull,
 }
 
 /// librdkafka and the Java client open one produce connection per broker and have no setting for more: a
@@ -113,6 +152,19 @@ pub fn one_connection_per_broker(knobs: &Knobs, client: &str) -> Result<()> {
             "{client} opens one connection per broker and has no setting for more; connections={} is \
              partitionline's knob",
             knobs.connections
+        ))
+        .into());
+    }
+    Ok(())
+}
+
+/// Only the Java perf tool draws a random A-Z payload per record (its `--record-size`); the other arms send the
+/// same 'x' bytes every time, so a point asking for random letters is not runnable for them.
+pub fn x_payload_only(knobs: &Knobs, client: &str) -> Result<()> {
+    if knobs.payload != Payload::X {
+        return Err(NotRunnable(format!(
+            "{client} sends the same 'x' payload every record; payload=random_az is kafka-producer-perf-test's \
+             own --record-size (seed 002's tool), run by the java arm"
         ))
         .into());
     }
@@ -398,6 +450,28 @@ mod tests {
 
     fn produced(acked: u64, failed: u64) -> Produced {
         Produced { acked, failed, elapsed: Duration::from_secs(1), client_cpu_s: 0.5, broker_cpu_s: Some(1.5) }
+    }
+
+    #[test]
+    fn a_random_payload_is_the_java_tools_own_and_says_so_in_the_format() {
+        let knobs = |extra: serde_json::Value| -> Knobs {
+            let mut v = serde_json::json!({
+                "workload": "produce", "listener": "plaintext", "compression": "none", "acks": 1,
+                "idempotence": false, "count": 10, "payload_bytes": 8000, "partitions": 1, "linger_ms": 0,
+                "batch_messages": 0, "batch_bytes": 16384, "queue_messages": 0, "fetch_max_wait_ms": 100,
+                "fetch_min_bytes": 1, "fetch_max_bytes": 16777216, "latency_warmup": 1, "latency_samples": 1
+            });
+            v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+            serde_json::from_value(v).unwrap()
+        };
+        let x = knobs(serde_json::json!({}));
+        assert_eq!((x.payload, x.queue_full), (Payload::X, QueueFull::Park), "the defaults");
+        assert!(x_payload_only(&x, "the C tool").is_ok());
+        let random = knobs(serde_json::json!({"payload": "random_az", "queue_full": "spin"}));
+        let err = x_payload_only(&random, "the C tool").unwrap_err();
+        assert!(err.downcast_ref::<NotRunnable>().is_some(), "not runnable, not failed: {err}");
+        assert_eq!(random.payload.format(), "bytes, random A-Z per record");
+        assert_eq!(applied::base(&random, 1, "x").build()["format"], "bytes, random A-Z per record");
     }
 
     #[test]

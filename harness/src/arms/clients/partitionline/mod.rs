@@ -5,17 +5,19 @@
 
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use partitionline::{Consumer, ConsumerConfig, ProduceRecord, Producer, ProducerConfig};
 use streamlab_record::Measurement;
 use streamlab_record::applied::Applied;
 
 pub(crate) mod config;
+mod produce_loop;
 
 use self::config::{
     Security, compression, consumer_applied, consumer_config, describe_producer, latency_producer_config,
     producer_applied, producer_config,
 };
+use self::produce_loop::{produce_async, queue_full_text};
 use super::{Asymmetries, ClientInfo, Fetched, Knobs, Produced, Workload};
 use crate::arms::ArmContext;
 use crate::arms::spec::ArmSpec;
@@ -28,14 +30,13 @@ const STALL_TIMEOUT: Duration = Duration::from_secs(60);
 const FLUSH_TIMEOUT: Duration = Duration::from_secs(300);
 /// How long closing the producer may take once everything is flushed.
 const CLOSE_TIMEOUT: Duration = Duration::from_secs(10);
-/// The seed's bench_produce retries `try_send` this many times on QueueFull before it yields.
-const SPINS_BEFORE_YIELD: u32 = 32;
 /// How often, and how far apart, `Producer::new` is tried again on a retriable broker error.
 const NEW_RETRIES: usize = 40;
 const NEW_RETRY_BACKOFF: Duration = Duration::from_millis(250);
 
 pub fn run(ctx: &ArmContext) -> Result<Measurement> {
     let knobs = Knobs::read(ctx)?;
+    super::x_payload_only(&knobs, "partitionline")?;
     // Refuse what the crate cannot do before a topic is made for it.
     if knobs.workload == Workload::Produce {
         compression(knobs.compression)?;
@@ -112,7 +113,7 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> 
         .build();
     let rt = runtime()?;
     let brokers = crate::cpu::BrokersCpu::start(&ctx.env);
-    let outcome = rt.block_on(produce_async(cfg, record, knobs.count));
+    let outcome = rt.block_on(produce_async(cfg, record, knobs.count, knobs.queue_full));
     stop(rt);
     let mut outcome = outcome?;
     outcome.produced.broker_cpu_s = brokers.spent();
@@ -132,16 +133,20 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> 
     }
     let command = format!(
         "partitionline {} Producer on {} ({}): {described}; queue_messages={} has no equivalent (buffer_memory \
-         bytes only); try_send, retried {SPINS_BEFORE_YIELD} times then yield_now on QueueFull, then \
-         flush_timeout({}s); acked = metrics().records_acked, failed = metrics().produce_errors",
+         bytes only); try_send, on QueueFull {}, then flush_timeout({}s); acked = metrics().records_acked, failed = metrics().produce_errors",
         partitionline::CLIENT_VERSION,
         knobs.listener,
         security.described,
         knobs.queue_messages,
+        queue_full_text(knobs.queue_full),
         FLUSH_TIMEOUT.as_secs(),
     );
     let note = (!notes.is_empty()).then(|| notes.join("; "));
     let mut m = super::produce_measurement(knobs, &outcome.produced, hw, info(command, asymmetries, note, applied));
+    m.metrics.insert(
+        "queue_full_waits".into(),
+        streamlab_record::Metric::new(outcome.queue_full as f64, "QueueFull refusals", false),
+    );
     // How much of the clock went to connecting, metadata and the leader connections.
     m.metrics.insert(
         "first_queued_ms".into(),
@@ -161,17 +166,6 @@ fn failed_note(p: &Produced, count: u64, high_watermark: u64) -> String {
         ));
     }
     note
-}
-
-struct ProduceOutcome {
-    produced: Produced,
-    /// From the clock's start (before `Producer::new`) to the first record `try_send` accepted.
-    first_queued: Duration,
-    setup_note: Option<String>,
-    /// Records queued when try_send had been refusing them for [`STALL_TIMEOUT`].
-    stalled_at: Option<u64>,
-    flush_error: Option<String>,
-    close_error: Option<String>,
 }
 
 /// `Producer::new`, tried again while the broker answers with a retriable error. partitionline 0.1.0 does not
@@ -197,64 +191,6 @@ pub(crate) async fn new_producer(cfg: ProducerConfig) -> Result<(Producer, Optio
             Err(e) => return Err(e).context("cannot create the producer"),
         }
     }
-}
-
-/// The seed's bench_produce loop with COUNT set and no warm-up, counting the broker's acknowledgements, its
-/// clock started before the producer connects (as the C tool's). Each send clones `record` (its topic is an
-/// `Arc<str>`, its value `Bytes`: two reference counts, as the seed's loop).
-async fn produce_async(cfg: ProducerConfig, record: ProduceRecord, count: u64) -> Result<ProduceOutcome> {
-    let cpu_before = crate::cpu::process_cpu_seconds();
-    let started = Instant::now();
-    let (producer, setup_note) = new_producer(cfg).await?;
-    let mut first_queued = Duration::ZERO;
-    let (mut queued, mut spins) = (0u64, 0u32);
-    // Progress is looked at only when the queue is full (the one way this loop stops moving), so the hot
-    // path stays the seed's.
-    let mut stall = Stall::new(STALL_TIMEOUT);
-    let mut stalled = false;
-    while queued < count {
-        match producer.try_send(record.clone()) {
-            Ok(()) => {
-                if queued == 0 {
-                    first_queued = started.elapsed();
-                }
-                queued += 1;
-                spins = 0;
-            }
-            Err(partitionline::Error::QueueFull) => {
-                spins += 1;
-                if spins > SPINS_BEFORE_YIELD {
-                    tokio::task::yield_now().await;
-                    spins = 0;
-                    if stall.is_stuck(queued) {
-                        stalled = true;
-                        break;
-                    }
-                }
-            }
-            Err(e) => bail!("try_send failed after {queued} records were queued: {e}"),
-        }
-    }
-    // A flush error does not end the run: the counts and the high watermark say what reached the broker.
-    let flush_error = producer.flush_timeout(FLUSH_TIMEOUT).await.err().map(|e| e.to_string());
-    let elapsed = started.elapsed();
-    let client_cpu_s = crate::cpu::process_cpu_seconds() - cpu_before;
-    let m = producer.metrics();
-    let close_error = producer.close_timeout(CLOSE_TIMEOUT).await.err().map(|e| e.to_string());
-    Ok(ProduceOutcome {
-        produced: Produced {
-            acked: m.records_acked,
-            failed: m.produce_errors,
-            elapsed,
-            client_cpu_s,
-            broker_cpu_s: None,
-        },
-        first_queued,
-        setup_note,
-        stalled_at: stalled.then_some(queued),
-        flush_error,
-        close_error,
-    })
 }
 
 /// Whether a count has stood still for longer than `limit`.
