@@ -30,6 +30,12 @@ impl Run {
     pub fn is_partial(&self) -> bool {
         self.spec.as_ref().is_some_and(|s| !s.arms.is_empty() || !s.points.is_empty() || !s.sets.is_empty())
     }
+
+    /// Run with knobs changed by `--set`: not the matrix as defined. (A run limited with `--arm` or `--point`
+    /// measured the points it ran as defined.)
+    pub fn changes_knobs(&self) -> bool {
+        self.spec.as_ref().is_some_and(|s| !s.sets.is_empty())
+    }
 }
 
 #[derive(Debug, Clone)]

@@ -5,12 +5,12 @@ use super::why::{interval_text, why};
 use super::*;
 
 /// The runs a claim's verdict pools: those that measured both its points on the newest such run's hardware
-/// with the same configuration on both sides, oldest first; the newest (a run of the whole matrix before a
-/// partial one) is the anchor. `None` when no run measured both.
+/// with the same configuration on both sides, oldest first; the newest (one that ran the matrix as defined
+/// before one whose knobs `--set` changed) is the anchor. `None` when no run measured both.
 pub(super) fn comparable_runs<'r>(c: &Claim, runs: &'r [Run], num: &Side, den: &Side) -> Option<Vec<&'r Run>> {
     let has = |run: &Run, side: &Side| !records_at(run, &c.matrix, side).is_empty();
     let candidates: Vec<&Run> = runs.iter().rev().filter(|r| has(r, num) && has(r, den)).collect();
-    let anchor = candidates.iter().find(|r| !r.is_partial()).or(candidates.first()).copied()?;
+    let anchor = candidates.iter().find(|r| !r.changes_knobs()).or(candidates.first()).copied()?;
     let config = |run: &Run| {
         [num, den].map(|side| {
             let records = records_at(run, &c.matrix, side);
@@ -22,7 +22,9 @@ pub(super) fn comparable_runs<'r>(c: &Claim, runs: &'r [Run], num: &Side, den: &
         .into_iter()
         .filter(|r| {
             std::ptr::eq(*r, anchor)
-                || (!r.is_partial() && r.provenance.hardware_fingerprint() == fingerprint && config(r) == anchor_config)
+                || (!r.changes_knobs()
+                    && r.provenance.hardware_fingerprint() == fingerprint
+                    && config(r) == anchor_config)
         })
         .collect();
     pooled.reverse();
