@@ -120,7 +120,11 @@ pub fn next_round(
         }
     }
     for m in matrices.iter().filter(|m| goals.contains_key(&m.name)) {
-        for (num, den, want) in unmet_ratios(m, goals[&m.name].target, &points, cfg) {
+        let target = goals[&m.name].target;
+        // A claim's two points pair rep by rep as a headline ratio's do: a rep added to one side (say, to replace
+        // one set apart for foreign load) is added to the other too, or the pairs fall short.
+        let unmet = unmet_ratios(m, target, &points, cfg).into_iter().chain(unmet_claims(m, target, &points, cfg));
+        for (num, den, want) in unmet {
             for side in [num, den] {
                 // The side that needs the fewest more reps to narrow an interval decides whether one is worth it.
                 match wanted.get(&side) {
@@ -250,26 +254,67 @@ fn unmet_ratios(
                 continue;
             };
             let den_key = den_key.clone();
-            let ratios: Vec<f64> = num
-                .drawn
-                .iter()
-                .filter_map(|(rep, x)| Some((*x, *den.drawn.get(rep)?)))
-                .filter(|(x, y)| matches!(parity::check(&contract, x, y), Verdict::Holds { .. }))
-                .filter_map(|(x, y)| {
-                    let (a, b) = (x.measurement.metrics.get(&metric)?, y.measurement.metrics.get(&metric)?);
-                    stats::ratio(a.value, b.value)
-                })
-                .collect();
-            if ratios.is_empty() {
-                continue;
-            }
-            if let Some(why) = short_of(&ratios, target) {
+            if let Some(want) = short_pairs(num, den, &contract, &metric, target, &format!("ratio {}", spec.id)) {
                 let num_key = (b.clone(), arm.clone(), sweep.clone(), label.clone());
-                out.push((num_key, den_key, Want::new(format!("ratio {} {why}", spec.id), ratios.len())));
+                out.push((num_key, den_key, want));
             }
         }
     }
     out
+}
+
+/// The seeds' claims on matrix `m` (site/claims.toml) whose per-rep-pair median misses `target`, as
+/// [`unmet_ratios`] gives the headline ratios'.
+fn unmet_claims(
+    m: &Matrix,
+    target: f64,
+    points: &BTreeMap<PointKey, PointSoFar>,
+    cfg: &SiteConfig,
+) -> Vec<(PointKey, PointKey, Want)> {
+    let mut out = Vec::new();
+    for c in cfg.claims.iter().filter(|c| c.matrix == m.name) {
+        let (Some(num), Some(den)) = (&c.numerator, &c.denominator) else { continue };
+        let find = |side: &crate::site::claims::Side| {
+            points.iter().find(|((b, arm, sweep, label), _)| *b == m.name && side.is_point(arm, sweep, label))
+        };
+        let (Some((num_key, num_point)), Some((den_key, den_point))) = (find(num), find(den)) else { continue };
+        let contract = Contract {
+            differs: c.differs.clone(),
+            tolerance: crate::site::config::default_tolerances(),
+            equal_knobs: num.sweep == den.sweep,
+        };
+        let what = format!("claim {}", c.id);
+        if let Some(want) = short_pairs(num_point, den_point, &contract, &c.metric, target, &what) {
+            out.push((num_key.clone(), den_key.clone(), want));
+        }
+    }
+    out
+}
+
+/// Why the per-rep-pair ratios of two points (the same rep of both, pairs under `contract`) miss `target`, and
+/// how many more pairs could narrow them; `None` when they meet it or no pair holds.
+fn short_pairs(
+    num: &PointSoFar,
+    den: &PointSoFar,
+    contract: &Contract,
+    metric: &str,
+    target: f64,
+    what: &str,
+) -> Option<Want> {
+    let ratios: Vec<f64> = num
+        .drawn
+        .iter()
+        .filter_map(|(rep, x)| Some((*x, *den.drawn.get(rep)?)))
+        .filter(|(x, y)| matches!(parity::check(contract, x, y), Verdict::Holds { .. }))
+        .filter_map(|(x, y)| {
+            let (a, b) = (x.measurement.metrics.get(metric)?, y.measurement.metrics.get(metric)?);
+            stats::ratio(a.value, b.value)
+        })
+        .collect();
+    if ratios.is_empty() {
+        return None;
+    }
+    short_of(&ratios, target).map(|why| Want::new(format!("{what} {why}"), ratios.len()))
 }
 
 /// The metric a matrix's precision is judged on: its headline metric (site/headlines.toml), else records/s.
@@ -382,6 +427,37 @@ mod tests {
         written[4].status = Status::Failed;
         let round = next_round(&goal(0.05, 10, 10.0), &tasks, &written, &matrices, &cfg);
         assert_eq!(round.tasks.iter().map(|t| t.arm.as_str()).collect::<Vec<_>>(), ["raw"]);
+    }
+
+    #[test]
+    fn a_rep_added_to_one_point_of_a_claim_is_added_to_the_other_so_the_pairs_do_not_fall_short() {
+        // 000's batch claim divides framework at 500k rows by framework at 10k (no headline ratio does).
+        let (matrices, _, cfg) = setup();
+        let opts = PlanOptions { profile: Profile::Standard, reps: None, sets: Vec::new() };
+        let tasks: Vec<Task> = plan::expand(&matrices[0], &opts)
+            .unwrap()
+            .into_iter()
+            .filter(|t| t.sweep == "batch_max_rows" && (t.label == "500k" || t.label == "10k"))
+            .collect();
+        let point = |label: &str, values: &[f64]| -> Vec<Record> {
+            values
+                .iter()
+                .zip(1..)
+                .map(|(v, rep)| {
+                    let mut r = fixtures::record("run", "framework", label, &["batch_max_rows"], false, rep, *v);
+                    r.conditions = Some(fixtures::conditions(false, None));
+                    r
+                })
+                .collect()
+        };
+        let mut written = [point("500k", &TIGHT), point("10k", &TIGHT)].concat();
+        // 10k's rep 3 ran under foreign load: set apart, it leaves 10k five reps and the claim five pairs.
+        written[8].conditions = Some(fixtures::conditions(true, None));
+        let round = next_round(&goal(0.05, 10, 10.0), &tasks, &written, &matrices, &cfg);
+        let mut planned: Vec<(&str, u32)> = round.tasks.iter().map(|t| (t.label.as_str(), t.rep)).collect();
+        planned.sort();
+        assert_eq!(planned, [("10k", 7), ("500k", 7)], "{:?}", round.why);
+        assert!(round.why.iter().any(|w| w.contains("claim 000-batch-500k-over-10k")), "{:?}", round.why);
     }
 
     #[test]

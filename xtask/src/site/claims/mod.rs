@@ -153,6 +153,11 @@ pub struct Side {
 }
 
 impl Side {
+    /// Whether the point (`arm`, `sweep`, `label`) is this side's.
+    pub fn is_point(&self, arm: &str, sweep: &str, label: &str) -> bool {
+        self.arm == arm && self.sweep == sweep && (self.label.is_empty() || self.label == label)
+    }
+
     fn holds(&self, r: &Record) -> bool {
         r.arm == self.arm
             && r.variant.sweeps.first() == Some(&self.sweep)

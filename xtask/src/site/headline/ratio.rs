@@ -30,8 +30,11 @@ pub fn ratio_figures(data: &MatrixData, cfg: &SiteConfig, spec: &RatioSpec, metr
         }
     }
     if labels.is_empty() {
-        let fixed = fixed_knobs(&sweep.fixed);
-        let mut f = new_ratio(data, spec, metric, base_id, render_title(&spec.title, "", &[&fixed]));
+        // A run limited to other points has no record of this sweep: the profile's knobs every record of the
+        // matrix carries (record counts, sizes), under the sweep's own fixed ones, fill the title.
+        let mut knobs = data.records.first().map(|r| r.variant.knobs.clone()).unwrap_or_default();
+        knobs.extend(fixed_knobs(&sweep.fixed));
+        let mut f = new_ratio(data, spec, metric, base_id, render_title(&spec.title, "", &[&knobs]));
         f.set_config(metric, &[]);
         f.text = "not measured".into();
         f.detail = format!("this run has no point of sweep “{}” with both arms", sweep.title);

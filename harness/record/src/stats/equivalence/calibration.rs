@@ -173,3 +173,37 @@ fn the_direction_and_parity_rules_hold_their_error_rates_in_every_cell() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+#[test]
+fn the_shape_rule_holds_its_error_rates_in_every_cell() {
+    let tol = DEFAULT_TOLERANCE;
+    let floor = 1.0 - tol;
+    let mut failures = Vec::new();
+    println!("shape over 4 steps: % holds with one step at the floor / % fails with every step at 1 (flat)");
+    for cell in grid() {
+        let mut rng = fastrand::Rng::with_seed(0x5eed_5a9e);
+        let (mut held_at_floor, mut failed_flat) = (0.0, 0.0);
+        for _ in 0..TRIALS / 4 {
+            // Four steps of one sweep: three flat, one exactly at the floor (the claim just fails)...
+            let at_floor: Vec<Pooled> = [1.0, 1.0, floor, 1.0].iter().map(|t| simulate(&mut rng, cell, *t)).collect();
+            if shape(&at_floor, tol) == Call::Holds {
+                held_at_floor += 1.0;
+            }
+            // ... and four flat steps (monotone within the tolerance: the claim holds).
+            let flat: Vec<Pooled> = (0..4).map(|_| simulate(&mut rng, cell, 1.0)).collect();
+            if shape(&flat, tol) == Call::Fails {
+                failed_flat += 1.0;
+            }
+        }
+        let n = (TRIALS / 4) as f64;
+        println!("{cell:?}: {} / {}", pct(held_at_floor / n), pct(failed_flat / n));
+        if held_at_floor / n > 0.05 || failed_flat / n > 0.05 {
+            failures.push(format!(
+                "{cell:?}: shape held at the floor {}%, failed flat {}%",
+                pct(held_at_floor / n),
+                pct(failed_flat / n)
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
