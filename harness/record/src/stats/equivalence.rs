@@ -86,7 +86,7 @@ pub enum BetweenFrom {
     Host,
     /// The claim's own runs, which spread more than the host's history does.
     OwnRuns,
-    /// No history on this host: [`ASSUMED_SPREAD`].
+    /// No history on this host, or too little (fewer degrees of freedom than the assumption's): [`ASSUMED_SPREAD`].
     Assumed,
 }
 
@@ -149,7 +149,9 @@ pub fn pooled(runs: &[Vec<f64>], host: Option<Spread>) -> Option<Pooled> {
     let var_within = (df_within > 0.0).then(|| {
         logs.iter().zip(&means).map(|(v, m)| v.iter().map(|x| (x - m).powi(2)).sum::<f64>()).sum::<f64>() / df_within
     });
-    let (host, host_from) = match host {
+    // An estimate from fewer degrees of freedom than the assumption's own (one ratio in two runs) is no
+    // better than the assumption: a log-SD of 0 from one df would claim runs never differ.
+    let (host, host_from) = match host.filter(|h| h.df >= ASSUMED_SPREAD.df) {
         Some(h) => (h, BetweenFrom::Host),
         None => (ASSUMED_SPREAD, BetweenFrom::Assumed),
     };
@@ -375,6 +377,13 @@ mod tests {
         assert!(pooled(&[vec![0.5, -1.0]], Some(host)).is_none());
         let assumed = pooled(&[vec![0.5, 0.52]], None).unwrap();
         assert_eq!(assumed.between_from, BetweenFrom::Assumed);
+        let thin = Spread { log_sd: 0.0, df: 1.0, groups: 1 };
+        let p = pooled(&[vec![0.5, 0.52]], Some(thin)).unwrap();
+        assert_eq!(
+            (p.between_from, p.between_log_sd),
+            (BetweenFrom::Assumed, ASSUMED_SPREAD.log_sd),
+            "one df says little"
+        );
     }
 
     #[test]

@@ -72,7 +72,7 @@ pub(super) fn spread_text(p: &Pooled) -> String {
     let between = match p.between_from {
         BetweenFrom::Host => "this host's history",
         BetweenFrom::OwnRuns => "the claim's own runs, which spread more than this host's history",
-        BetweenFrom::Assumed => "assumed: this host has no two comparable runs to measure it from",
+        BetweenFrom::Assumed => "assumed: this host's history has too few comparable runs to measure it from",
     };
     let within = p.within_log_sd.map_or_else(|| "not measured (one pair a run)".to_owned(), |w| format!("{w:.3}"));
     if p.run_to_run_dominates() {
