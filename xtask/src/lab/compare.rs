@@ -20,7 +20,7 @@ use anyhow::{Context, Result, bail};
 use serde::Serialize;
 use streamlab_record::Record;
 use streamlab_record::stats::rank_test::mann_whitney;
-use streamlab_record::stats::{median, t_975};
+use streamlab_record::stats::{geometric_mean, median, t_975};
 
 use crate::site::load::{Run, load_run};
 use crate::site::model::{config_of, set_apart};
@@ -249,10 +249,12 @@ fn config_difference(a: &BTreeMap<String, String>, b: &BTreeMap<String, String>)
 fn judge(row: &mut Row, a: &Side, b: &Side) {
     // The ratio of geometric means, the centre of the log-scale interval below (the estimator the verdicts and
     // headlines print); the ratio of medians where a value is not positive.
-    row.ratio = geomean(&b.values).zip(geomean(&a.values)).map(|(y, x)| y / x).or(match (row.median_a, row.median_b) {
-        (Some(x), Some(y)) if x != 0.0 => Some(y / x),
-        _ => None,
-    });
+    row.ratio = geometric_mean(&b.values).zip(geometric_mean(&a.values)).map(|(y, x)| y / x).or(
+        match (row.median_a, row.median_b) {
+            (Some(x), Some(y)) if x != 0.0 => Some(y / x),
+            _ => None,
+        },
+    );
     row.interval = log_ratio_interval(&a.values, &b.values);
     let rank = mann_whitney(&b.values, &a.values);
     row.p_value = rank.map(|t| t.p_value);
@@ -271,12 +273,6 @@ fn judge(row: &mut Row, a: &Side, b: &Side) {
         (true, Some(_)) => Verdict::Faster,
         _ => Verdict::NoSignificantChange,
     };
-}
-
-/// exp(mean ln x); `None` for no values or one that is not positive.
-fn geomean(xs: &[f64]) -> Option<f64> {
-    let positive = !xs.is_empty() && xs.iter().all(|x| *x > 0.0 && x.is_finite());
-    positive.then(|| (xs.iter().map(|x| x.ln()).sum::<f64>() / xs.len() as f64).exp())
 }
 
 /// The smallest two-sided p the rank test can give for samples of `n` and `m`: 2 / C(n+m, n).

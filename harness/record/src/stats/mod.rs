@@ -130,19 +130,23 @@ pub fn summarize_ratios(samples: &[f64]) -> Option<Summary> {
     let mut s = summarize(samples)?;
     let xs = sorted_finite(samples);
     s.ci95 = None;
-    if xs.iter().any(|x| *x <= 0.0) {
+    s.geomean = geometric_mean(&xs);
+    if s.geomean.is_none() || s.n < 2 {
         return Some(s);
     }
     let logs: Vec<f64> = xs.iter().map(|x| x.ln()).collect();
     let mean = logs.iter().sum::<f64>() / logs.len() as f64;
-    s.geomean = Some(mean.exp());
-    if s.n < 2 {
-        return Some(s);
-    }
     let var = logs.iter().map(|x| (x - mean).powi(2)).sum::<f64>() / (logs.len() - 1) as f64;
     let half = t_975(logs.len() - 1) * var.sqrt() / (logs.len() as f64).sqrt();
     s.ci95 = Some([(mean - half).exp(), (mean + half).exp()]);
     Some(s)
+}
+
+/// exp(mean ln x) of positive, finite samples: the figure a ratio prints. `None` for no samples or one that is
+/// not positive and finite (it has no logarithm).
+pub fn geometric_mean(samples: &[f64]) -> Option<f64> {
+    let positive = !samples.is_empty() && samples.iter().all(|x| *x > 0.0 && x.is_finite());
+    positive.then(|| (samples.iter().map(|x| x.ln()).sum::<f64>() / samples.len() as f64).exp())
 }
 
 /// One ratio, e.g. of two published figures; `None` if the base is zero or either side is not finite.
@@ -211,6 +215,16 @@ mod tests {
         assert_eq!(percentile(&xs, 0.0), Some(1.0));
         assert_eq!(percentile(&[3.0], 99.0), Some(3.0));
         assert_eq!(percentile(&[], 50.0), None);
+    }
+
+    #[test]
+    fn the_geometric_mean_needs_positive_finite_samples() {
+        assert!(close(geometric_mean(&[0.5, 2.0]).unwrap(), 1.0));
+        assert!(close(geometric_mean(&[2.0, 8.0]).unwrap(), 4.0));
+        assert_eq!(geometric_mean(&[]), None);
+        assert_eq!(geometric_mean(&[1.0, 0.0]), None);
+        assert_eq!(geometric_mean(&[1.0, f64::NAN]), None);
+        assert_eq!(summarize_ratios(&[2.0, 8.0]).unwrap().geomean, geometric_mean(&[2.0, 8.0]));
     }
 
     #[test]

@@ -186,7 +186,7 @@ pub(super) fn ceiling_here(ceil: &Ceiling, c: &Claim, run: &Run, den_records: &[
     let geomean = |records: &[&Record]| {
         let values: Vec<f64> =
             drawn_by_rep(records, &c.metric).values().map(|r| r.measurement.metrics[&c.metric].value).collect();
-        stats::summarize_ratios(&values).and_then(|s| s.geomean)
+        stats::geometric_mean(&values)
     };
     let top = geomean(&records_at(run, &c.matrix, &ceil.point))?;
     let base = geomean(den_records)?;
