@@ -252,3 +252,27 @@ fn a_secured_external_cluster_runs_the_durability_and_clients_matrices_through_k
         assert_eq!(protocol, Some("SASL_PLAINTEXT"), "{} applied {:?}", r.arm, m.applied);
     }
 }
+
+#[test]
+#[ignore = "starts one broker, then a 3-broker cluster, and runs arms: cargo xtask test"]
+fn a_run_of_two_matrices_brings_each_up_on_the_environment_its_seed_ran_one_after_the_other() {
+    let out = tempfile::tempdir().unwrap();
+    let args = ["lab", "run", "--env", "native", "--profile", "quick", "--matrix", "kafka_sink", "--matrix"];
+    let points = ["durability", "--arm", "raw", "--arm", "rdkafka", "--point", "mode=raw rdkafka", "--point"];
+    xtask().args(args).args(points).arg("rf_acks_all=RF 1").arg("--out").arg(out.path()).run(RUN_TIMEOUT).unwrap();
+    let run = run_dir(out.path()).expect("a run directory");
+    let sink = streamlab_record::jsonl::read_records(&run.join("kafka_sink.jsonl")).unwrap();
+    let cluster = records(&run);
+    assert_eq!((sink.len(), cluster.len()), (1, 1), "one task of each matrix");
+    for (r, brokers) in [(&sink[0], 1), (&cluster[0], 3)] {
+        let verified = (r.status, r.measurement.integrity.status);
+        assert_eq!(verified, (Status::Ok, IntegrityStatus::Verified), "{r:#?}");
+        assert_eq!(r.run.kafka_brokers, Some(brokers), "{} ran on the environment its seed ran", r.bench);
+        assert_eq!(r.run.broker_heap.as_deref(), Some("1g"));
+    }
+    // One environment per shape, the single broker first (the plan's order), each brought down.
+    let prov = provenance(&run);
+    let shapes: Vec<Option<u32>> = prov.environments.iter().map(|e| e.brokers).collect();
+    assert_eq!(shapes, [Some(1), Some(3)], "{:?}", prov.environments);
+    assert_nothing_left(&prov.run_id);
+}

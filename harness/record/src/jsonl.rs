@@ -111,6 +111,8 @@ mod tests {
                 mysql_flavour: None,
                 mysql_version: None,
                 precision_target: None,
+                kafka_brokers: None,
+                broker_heap: None,
             },
             arm: "raw".into(),
             variant: Variant {

@@ -119,6 +119,9 @@ pub struct EnvServed {
     /// Why it was brought up: the run's first, a switch of Kafka version, a replacement after a failure.
     pub why: String,
     pub kafka_version: String,
+    /// How many brokers it ran; absent in provenance written before it said.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub brokers: Option<u32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mysql_flavour: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -318,6 +321,7 @@ impl Provenance {
             id: env.id.clone(),
             why: why.to_owned(),
             kafka_version: env.kafka.version.clone(),
+            brokers: u32::try_from(env.kafka.broker_count()).ok(),
             mysql_flavour: env.mysql.as_ref().map(|m| m.flavour.clone()),
             mysql_version: env.mysql.as_ref().map(|m| m.version.clone()),
             tasks: Vec::new(),

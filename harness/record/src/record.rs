@@ -89,15 +89,39 @@ pub struct RunInfo {
     /// the matrix's profile; absent when the run had no target (fixed reps).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub precision_target: Option<f64>,
+    /// The brokers of the Kafka environment the task ran against: 1, or a cluster's 3. Absent in records written
+    /// before records named it (the site reads it from the run's provenance) and in records of tasks that did not run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kafka_brokers: Option<u32>,
+    /// Each broker's JVM heap (`1g`) where the lab started the brokers; absent on an external cluster.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub broker_heap: Option<String>,
 }
 
 impl RunInfo {
+    /// The shape of the environment the task ran in, as a configuration names it: `1 broker, 1g heap, Kafka
+    /// 4.1.0`. Runs of different shapes are never pooled or compared as one configuration.
+    pub fn environment_shape(&self) -> Option<String> {
+        let mut shape = match self.kafka_brokers? {
+            1 => "1 broker".to_owned(),
+            n => format!("{n} brokers"),
+        };
+        if let Some(heap) = &self.broker_heap {
+            shape.push_str(&format!(", {heap} heap"));
+        }
+        if let Some(version) = &self.kafka_version {
+            shape.push_str(&format!(", Kafka {version}"));
+        }
+        Some(shape)
+    }
+
     /// This run's facts with the versions of the environment a task ran in.
     pub fn in_env(&self, env: &crate::EnvDescriptor) -> RunInfo {
         RunInfo {
             kafka_version: Some(env.kafka.version.clone()),
             mysql_flavour: env.mysql.as_ref().map(|m| m.flavour.clone()),
             mysql_version: env.mysql.as_ref().map(|m| m.version.clone()),
+            kafka_brokers: u32::try_from(env.kafka.broker_count()).ok(),
             ..self.clone()
         }
     }

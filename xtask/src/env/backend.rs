@@ -23,6 +23,31 @@ use super::process::Lifetime;
 /// replication factor 3 with min.insync.replicas 2.
 pub const CLUSTER_BROKERS: usize = 3;
 
+/// The Kafka a task runs against: how many brokers, at which version. Each matrix runs on the shape its seed
+/// ran (one broker; the cluster only where a matrix needs `kafka_cluster`), and a run brings up one
+/// environment per shape, one after the other.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct EnvShape {
+    pub brokers: usize,
+    pub kafka: &'static KafkaPin,
+}
+
+impl EnvShape {
+    /// The brokers a matrix with these needs runs on.
+    pub fn brokers_for(needs: &[Need]) -> usize {
+        if needs.contains(&Need::KafkaCluster) { CLUSTER_BROKERS } else { 1 }
+    }
+}
+
+impl std::fmt::Display for EnvShape {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.brokers {
+            1 => write!(f, "1 broker, Kafka {}", self.kafka.version),
+            n => write!(f, "{n} brokers, Kafka {}", self.kafka.version),
+        }
+    }
+}
+
 /// What to bring up: where, with which services and versions, and for how long.
 #[derive(Debug, Clone)]
 pub struct EnvSpec {
@@ -44,14 +69,15 @@ pub struct EnvSpec {
 }
 
 impl EnvSpec {
-    /// A lab run's environment under target/streamlab/envs: a fresh id per attempt (a resumed run never trips
-    /// over a killed attempt's storage), tied to the runner's life.
-    pub fn for_run(run_id: &str, needs: &[Need], kafka: &'static KafkaPin) -> EnvSpec {
+    /// A lab run's environment of `shape` under target/streamlab/envs, with a database server if the run `needs`
+    /// one: a fresh id per attempt (a resumed run never trips over a killed attempt's storage), tied to the
+    /// runner's life.
+    pub fn for_run(run_id: &str, needs: &[Need], shape: EnvShape) -> EnvSpec {
         EnvSpec {
             id: format!("lab-{run_id}-{:04x}", rand::random::<u16>()),
             with_mysql: needs.contains(&Need::Mysql),
-            brokers: if needs.contains(&Need::KafkaCluster) { CLUSTER_BROKERS } else { 1 },
-            ..EnvSpec::new(&format!("lab-{run_id}-"), kafka)
+            brokers: shape.brokers,
+            ..EnvSpec::new(&format!("lab-{run_id}-"), shape.kafka)
         }
     }
 

@@ -223,6 +223,11 @@ pub fn java() -> PathBuf {
 /// Each broker's heap and collector (a cluster's three fit in 24 GiB beside the clients, G1 with short pauses).
 pub const BROKER_JVM: [&str; 4] = ["-Xms1g", "-Xmx1g", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20"];
 
+/// Each lab-started broker's heap as records name it (`1g`): [`BROKER_JVM`]'s `-Xmx`.
+pub fn broker_heap() -> String {
+    BROKER_JVM.iter().find_map(|f| f.strip_prefix("-Xmx")).expect("BROKER_JVM sets -Xmx").to_owned()
+}
+
 /// How a lab-started Kafka environment is sized, for provenance.
 pub fn sizing(brokers: usize) -> String {
     let shape = match brokers {

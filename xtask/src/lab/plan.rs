@@ -8,7 +8,7 @@ use anyhow::{Context, Result, bail};
 use streamlab_record::run_spec::{Profile, RunSpec};
 
 use super::matrix::{BROKER_CORES_AT_MOST_KNOB, BROKER_CORES_KNOB, FAULT_KNOB, KAFKA_VERSION_KNOB, Matrix, NO_FAULT};
-use crate::env::backend::Backend;
+use crate::env::backend::{Backend, EnvShape};
 use crate::env::pins::{self, KafkaPin};
 use crate::env::process;
 
@@ -26,6 +26,8 @@ pub struct Task {
     pub knobs: BTreeMap<String, serde_json::Value>,
     /// Set if the arm is declared not runnable, with the reason.
     pub not_run: Option<String>,
+    /// The brokers its matrix runs on (1, or the cluster's where it needs `kafka_cluster`).
+    pub brokers: usize,
 }
 
 impl Task {
@@ -44,6 +46,11 @@ impl Task {
             Some(version) => pins::pin(version).with_context(|| format!("{}: knob {KAFKA_VERSION_KNOB}", self.bench)),
             None => Ok(pins::default_pin()),
         }
+    }
+
+    /// The environment this task runs in: its matrix's brokers at its Kafka version.
+    pub fn shape(&self) -> Result<EnvShape> {
+        Ok(EnvShape { brokers: self.brokers, kafka: self.kafka()? })
     }
 
     /// The broker cores this task asks for, if it asks (0 = uncapped); `broker_cores_at_most` asks only on a
@@ -68,7 +75,7 @@ impl Task {
 }
 
 /// The tasks a run does, in the order it does them: every matrix expanded at the spec's profile, narrowed by
-/// `--arm`/`--point`, points this backend cannot honour marked not run, and grouped by Kafka version. Every
+/// `--arm`/`--point`, points this backend cannot honour marked not run, and grouped by environment. Every
 /// error in the input surfaces here, before anything is provisioned.
 pub fn for_run(matrices: &[Matrix], spec: &RunSpec, backend: &dyn Backend) -> Result<Vec<Task>> {
     resolve_sets(matrices, &spec.sets)?;
@@ -83,7 +90,7 @@ pub fn for_run(matrices: &[Matrix], spec: &RunSpec, backend: &dyn Backend) -> Re
     mark_unfaultable(&mut tasks, backend);
     check_kafka_versions(&tasks)?;
     mark_unswitchable(&mut tasks, matrices, &spec.sets, backend);
-    group_by_kafka_version(&mut tasks);
+    group_by_environment(&mut tasks);
     Ok(tasks)
 }
 
@@ -113,17 +120,18 @@ fn mark_unswitchable(tasks: &mut [Task], matrices: &[Matrix], sets: &[String], b
     }
 }
 
-/// Tasks on one Kafka version run together (in their planned order), versions in order of first appearance,
-/// so the run brings an environment up once per version rather than once per switch.
-fn group_by_kafka_version(tasks: &mut [Task]) {
-    let mut order: Vec<String> = Vec::new();
-    let version = |t: &Task| t.knobs.get(KAFKA_VERSION_KNOB).and_then(|v| v.as_str()).unwrap_or("").to_owned();
+/// Tasks on one environment (brokers and Kafka version) run together, in their planned order, environments in
+/// order of first appearance, so the run brings each up once rather than once per switch.
+fn group_by_environment(tasks: &mut [Task]) {
+    let mut order: Vec<(usize, &str)> = Vec::new();
+    // Versions are pinned (check_kafka_versions ran first).
+    let shape = |t: &Task| (t.brokers, t.kafka().map_or("", |k| k.version));
     for t in tasks.iter() {
-        if !order.contains(&version(t)) {
-            order.push(version(t));
+        if !order.contains(&shape(t)) {
+            order.push(shape(t));
         }
     }
-    tasks.sort_by_key(|t| order.iter().position(|v| *v == version(t)));
+    tasks.sort_by_key(|t| order.iter().position(|v| *v == shape(t)));
 }
 
 /// Points that ask for a broker CPU cap this run cannot apply are recorded as not run, with the reason.
@@ -231,6 +239,7 @@ pub fn expand(m: &Matrix, opts: &PlanOptions) -> Result<Vec<Task>> {
                             .map(|(k, v)| (k, toml_to_json(v)))
                             .collect(),
                         not_run: arm.not_run.clone(),
+                        brokers: EnvShape::brokers_for(&m.needs),
                     });
                 }
             }
@@ -330,6 +339,30 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_whole_lab_plan_runs_durability_alone_on_the_cluster_and_every_other_matrix_on_one_broker() {
+        let matrices = matrix::load_all(&crate::paths::matrices_dir()).unwrap();
+        let mut tasks: Vec<Task> =
+            matrices.iter().flat_map(|m| expand(m, &opts("standard", Some(2), &[])).unwrap()).collect();
+        group_by_environment(&mut tasks);
+        for m in ["kafka_sink", "clients", "mysql_cdc", "durability"] {
+            assert!(tasks.iter().any(|t| t.bench == m), "the lab has a {m} matrix");
+        }
+        for t in &tasks {
+            let seed_ran = if t.bench == "durability" { 3 } else { 1 };
+            assert_eq!(t.shape().unwrap().brokers, seed_ran, "{}", t.describe());
+        }
+        // Each environment comes up once: its tasks run together.
+        let shapes: Vec<String> = tasks.iter().map(|t| t.shape().unwrap().to_string()).collect();
+        let mut in_order = shapes.clone();
+        in_order.dedup();
+        let mut distinct = shapes;
+        distinct.sort();
+        distinct.dedup();
+        assert_eq!(in_order.len(), distinct.len(), "environments in the order they come up: {in_order:?}");
+        assert!(distinct.contains(&"3 brokers, Kafka 4.1.0".to_owned()), "{distinct:?}");
+    }
+
+    #[test]
     fn tasks_are_rep_major_and_interleave_arms() {
         let m = toy();
         let tasks = expand(&m, &opts("standard", Some(2), &[])).unwrap();
@@ -424,7 +457,7 @@ pub(crate) mod tests {
             with_version(Some("4.1.0"), 2),
         ];
         check_kafka_versions(&tasks).unwrap();
-        group_by_kafka_version(&mut tasks);
+        group_by_environment(&mut tasks);
         let order: Vec<(&str, u32)> =
             tasks.iter().map(|t| (t.knobs[KAFKA_VERSION_KNOB].as_str().unwrap(), t.rep)).collect();
         assert_eq!(order, [("3.9.1", 1), ("3.9.1", 2), ("4.1.0", 1), ("4.1.0", 2)]);

@@ -118,6 +118,7 @@ pub(crate) mod tests {
             rep: 2,
             knobs: BTreeMap::new(),
             not_run: None,
+            brokers: 1,
         };
         let cmd = reproduce_command(&args.spec(), &m, &t);
         assert_eq!(

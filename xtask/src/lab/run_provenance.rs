@@ -32,6 +32,8 @@ pub fn run_info(run_id: &str, prov: &Provenance) -> RunInfo {
         mysql_flavour: None,
         mysql_version: None,
         precision_target: None,
+        kafka_brokers: None,
+        broker_heap: None,
     }
 }
 

@@ -22,6 +22,7 @@ use super::results::{self, RunDir};
 use super::session::{RunSetup, Session};
 use super::summary;
 use super::ui::{self, phase};
+use crate::env::backend::EnvShape;
 use crate::env::pins;
 use crate::provenance::{self, Git, Host, PROVENANCE_FILE, Provenance};
 use crate::site::config::SiteConfig;
@@ -70,7 +71,10 @@ pub fn run(args: RunArgs) -> Result<()> {
     let logs = paths::repo_root().join("target/streamlab/runs").join(&run_id);
     std::fs::create_dir_all(&logs)?;
     let tools = prepare_tools(&needs, redpanda_connect, &logs)?;
-    let first_kafka = todo.iter().find(|t| t.not_run.is_none()).map_or(Ok(pins::default_pin()), Task::kafka)?;
+    let first_shape = match todo.iter().find(|t| t.not_run.is_none()) {
+        Some(t) => t.shape()?,
+        None => EnvShape { brokers: EnvShape::brokers_for(&needs), kafka: pins::default_pin() },
+    };
     let setup = RunSetup {
         run_id: &run_id,
         spec: &spec,
@@ -82,7 +86,7 @@ pub fn run(args: RunArgs) -> Result<()> {
         tools,
         precision_targets: goals.iter().map(|(m, g)| (m.clone(), g.target)).collect(),
     };
-    let mut session = Session::start(setup, RunDir::new(run_dir.path.clone()), written, first_kafka)?;
+    let mut session = Session::start(setup, RunDir::new(run_dir.path.clone()), written, first_shape)?;
     let title = format!("{} tasks, one harness process each; records go to {}", todo.len(), run_dir.path.display());
     phase("tasks", &title);
     run_tasks(&mut session, &todo, &matrices, &spec)?;

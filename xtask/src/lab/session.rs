@@ -21,9 +21,8 @@ use super::run_provenance::{collect_provenance, run_info, write_provenance};
 use super::task::{Outcome, add_ratios, not_run_record, run_task, to_record};
 use super::ui::{phase, say};
 use crate::clock;
-use crate::env::backend::{Backend, EnvSpec, Environment};
+use crate::env::backend::{Backend, EnvShape, EnvSpec, Environment};
 use crate::env::health::ServiceDown;
-use crate::env::pins::KafkaPin;
 use crate::env::process;
 use crate::provenance::{
     CalibrationResult, EnvRestart, FIRST_ENVIRONMENT, PROVENANCE_FILE, Provenance, RESUMED_ENVIRONMENT,
@@ -78,7 +77,8 @@ pub struct Session<'a> {
     run_dir: RunDir,
     /// Every record of the run so far: resume skips their tasks, ratios find their same-rep baseline here.
     written: Vec<Record>,
-    kafka: &'static KafkaPin,
+    /// The shape of the environment now up.
+    shape: EnvShape,
     env: Box<dyn Environment>,
     prov: Provenance,
     run_info: RunInfo,
@@ -87,12 +87,13 @@ pub struct Session<'a> {
 }
 
 impl<'a> Session<'a> {
-    /// Bring the environment up at `kafka`, then create the run directory with its spec and provenance (the
+    /// Bring the environment up in `shape`, then create the run directory with its spec and provenance (the
     /// directory appears only once there is provenance to put in it).
-    pub fn start(setup: RunSetup<'a>, run_dir: RunDir, written: Vec<Record>, kafka: &'static KafkaPin) -> Result<Self> {
+    pub fn start(setup: RunSetup<'a>, run_dir: RunDir, written: Vec<Record>, shape: EnvShape) -> Result<Self> {
         let backend = setup.backend;
-        phase("environment", &format!("bringing the {} environment up (Kafka {})", backend.name(), kafka.version));
-        let env = backend.up(&EnvSpec::for_run(setup.run_id, setup.needs, kafka))?;
+        let kafka = shape.kafka;
+        phase("environment", &format!("bringing the {} environment up ({shape})", backend.name()));
+        let env = backend.up(&EnvSpec::for_run(setup.run_id, setup.needs, shape))?;
         let mut prov = collect_provenance(setup.run_id, setup.spec, setup.matrices, env.as_ref(), setup.harness)?;
         let earlier = Provenance::load_if_present(&run_dir.path.join(PROVENANCE_FILE))?;
         let resumed = earlier.is_some();
@@ -111,7 +112,7 @@ impl<'a> Session<'a> {
         }
         prov.note_environment(env.descriptor(), if resumed { RESUMED_ENVIRONMENT } else { FIRST_ENVIRONMENT });
         let run_info = run_info(setup.run_id, &prov);
-        let mut session = Session { setup, run_dir, written, kafka, env, prov, run_info, stopped: None };
+        let mut session = Session { setup, run_dir, written, shape, env, prov, run_info, stopped: None };
         // A resumed run keeps its first attempt's start calibration and calibrates again beside it.
         let started = session.prov.calibration.as_ref().and_then(|c| c.start);
         session.calibrate(if started.is_some() { Moment::Resume } else { Moment::Start });
@@ -178,7 +179,7 @@ impl<'a> Session<'a> {
             self.replace_if_down(bar)?;
         }
         if runs && self.stopped.is_none() {
-            self.switch_kafka_for(task, bar)?;
+            self.switch_env_for(task, bar)?;
         }
         let mut record = match (&task.not_run, &self.stopped) {
             (Some(reason), _) | (None, Some(reason)) => not_run_record(task, &self.run_info, reproduce, reason),
@@ -218,17 +219,21 @@ impl<'a> Session<'a> {
         Ok(())
     }
 
-    /// A point on another Kafka version: the environment is brought up again at that version.
-    fn switch_kafka_for(&mut self, task: &Task, bar: &ProgressBar) -> Result<()> {
-        let kafka = task.kafka()?;
-        if kafka.version == self.kafka.version {
+    /// A task on another shape (a matrix on another broker count, a point on another Kafka version): the
+    /// environment is brought up again in that shape, the one before it brought down.
+    fn switch_env_for(&mut self, task: &Task, bar: &ProgressBar) -> Result<()> {
+        let shape = task.shape()?;
+        if shape == self.shape {
             return Ok(());
         }
-        self.kafka = kafka;
-        say(bar, format!("  switching the broker to Kafka {}: bringing up a fresh environment", kafka.version));
+        let (before, kafka) = (self.shape, shape.kafka);
+        self.shape = shape;
+        say(bar, format!("  switching from {before} to {shape}: bringing up a fresh environment"));
         self.env = self.env_up()?;
-        self.prov.note_kafka_broker(kafka.version, kafka.provenance()?);
-        self.prov.note_environment(self.env.descriptor(), &format!("switched to Kafka {}", kafka.version));
+        if kafka != before.kafka {
+            self.prov.note_kafka_broker(kafka.version, kafka.provenance()?);
+        }
+        self.prov.note_environment(self.env.descriptor(), &format!("switched to {shape}"));
         write_provenance(&self.run_dir, &self.prov)
     }
 
@@ -246,6 +251,7 @@ impl<'a> Session<'a> {
         // The record names the versions of the environment it ran in (a run may switch brokers), and provenance
         // lists the task under that environment, before any replacement below.
         let mut ran_in = self.run_info.in_env(self.env.descriptor());
+        ran_in.broker_heap = self.env.info().managed.then(crate::env::kafka::broker_heap);
         if !m.needs.contains(&Need::Mysql) {
             // The environment has a server for another matrix; this task did not use it.
             (ran_in.mysql_flavour, ran_in.mysql_version) = (None, None);
@@ -320,9 +326,9 @@ impl<'a> Session<'a> {
         Ok(())
     }
 
-    /// A fresh environment like the current one: same backend and needs, the session's Kafka version.
+    /// A fresh environment like the current one: same backend and needs, the session's shape.
     fn env_up(&self) -> Result<Box<dyn Environment>> {
-        self.setup.backend.up(&EnvSpec::for_run(self.setup.run_id, self.setup.needs, self.kafka))
+        self.setup.backend.up(&EnvSpec::for_run(self.setup.run_id, self.setup.needs, self.shape))
     }
 }
 

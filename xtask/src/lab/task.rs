@@ -245,6 +245,7 @@ pub(crate) mod tests {
             rep: 1,
             knobs: BTreeMap::new(),
             not_run: None,
+            brokers: 1,
         }
     }
 

@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail, ensure};
-use streamlab_record::Record;
 use streamlab_record::jsonl;
 use streamlab_record::run_spec::{RUN_SPEC_FILE, RunSpec};
+use streamlab_record::{Record, Status};
 
 use crate::provenance::{PROVENANCE_FILE, Provenance};
 
@@ -90,14 +90,37 @@ pub fn load_run(dir: &Path) -> Result<Run> {
         }
         ensure!(regular_file(&path)?, "{}: not a regular file (symlinks are not followed)", path.display());
         ensure!(is_safe_name(matrix), "{}: a matrix file name must be letters, digits, '_' or '-'", path.display());
-        let records = jsonl::read_records(&path)?;
+        let mut records = jsonl::read_records(&path)?;
         check_records(&path, &id, matrix, &records)?;
+        backfill_environment(&mut records, &provenance);
         matrices.insert(matrix.to_owned(), MatrixFile { path, records });
     }
     let spec_path = dir.join(RUN_SPEC_FILE);
     let spec = if regular_file(&spec_path)? { Some(RunSpec::load(&spec_path)?) } else { None };
     Ok(Run { id, dir: dir.to_owned(), provenance, matrices, spec })
 }
+
+/// Records written before records named their environment's shape get it from their run's provenance: the brokers
+/// its Kafka sizing states (a run from before provenance stated it ran one broker: the cluster came with the
+/// sizing, in the same commit) and the heap every lab-started broker has had. An external cluster's shape is not
+/// the lab's to know, and a task that did not run had none.
+fn backfill_environment(records: &mut [Record], prov: &Provenance) {
+    if !prov.env.managed {
+        return;
+    }
+    let brokers = match &prov.env.kafka_sizing {
+        Some(sizing) => sizing.split_whitespace().next().and_then(|n| n.parse::<u32>().ok()),
+        None => Some(1),
+    };
+    for r in records.iter_mut().filter(|r| r.status != Status::NotRun && r.run.kafka_brokers.is_none()) {
+        r.run.kafka_brokers = brokers;
+        r.run.broker_heap = Some(PRE_SHAPE_BROKER_HEAP.to_owned());
+    }
+}
+
+/// The heap of every broker the lab started before records named it (`-Xms1g -Xmx1g` since the first native
+/// environment).
+const PRE_SHAPE_BROKER_HEAP: &str = "1g";
 
 /// Every record must belong to the run and matrix its file says; errors name `file:line`.
 fn check_records(path: &Path, run_id: &str, matrix: &str, records: &[Record]) -> Result<()> {
@@ -196,6 +219,38 @@ mod tests {
         let err = format!("{:#}", load_results(dir.path()).unwrap_err());
         let at = format!("{}:1: record of run \"other-run\"", run.join("kafka_sink.jsonl").display());
         assert!(err.contains(&at), "{err}");
+    }
+
+    #[test]
+    fn records_from_before_they_named_their_environment_get_its_shape_from_their_run_s_provenance() {
+        let dir = tempfile::tempdir().unwrap();
+        fixtures::write_run(dir.path(), "a-one", 1_000, &fixtures::kafka_sink_records("a-one"));
+        let cluster = fixtures::write_run(dir.path(), "b-cluster", 2_000, &fixtures::kafka_sink_records("b-cluster"));
+        let mut named = fixtures::kafka_sink_records("c-named");
+        named.iter_mut().for_each(|r| r.run.kafka_brokers = Some(3));
+        fixtures::write_run(dir.path(), "c-named", 3_000, &named);
+        let prov = cluster.join(PROVENANCE_FILE);
+        let mut p: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&prov).unwrap()).unwrap();
+        p["env"]["kafka_sizing"] = crate::env::kafka::sizing(3).into();
+        std::fs::write(&prov, p.to_string()).unwrap();
+        let runs = load_results(dir.path()).unwrap();
+        let shapes = |run: &Run| {
+            // A task that did not run had no environment.
+            let mut s: Vec<String> =
+                run.matrices["kafka_sink"].records.iter().filter_map(|r| r.run.environment_shape()).collect();
+            s.dedup();
+            s
+        };
+        // No sizing in provenance: the run predates the cluster, one broker. (The Kafka version is named where
+        // the record names it: the versions page says where each version comes from.)
+        assert_eq!(shapes(&runs[0]), ["1 broker, 1g heap"]);
+        assert_eq!(shapes(&runs[1]), ["3 brokers, 1g heap"]);
+        // What a record says is kept, whatever its provenance's sizing.
+        assert_eq!(runs[2].matrices["kafka_sink"].records[0].run.kafka_brokers, Some(3));
+        // Two shapes are two configurations: never pooled or compared as one.
+        let config = |run: &Run| crate::site::model::config_of(&run.matrices["kafka_sink"].records[0]);
+        assert_ne!(config(&runs[0]), config(&runs[1]));
+        assert_eq!(config(&runs[0]).get("environment").map(String::as_str), Some("1 broker, 1g heap"));
     }
 
     #[test]

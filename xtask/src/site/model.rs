@@ -115,7 +115,8 @@ pub fn config_of(r: &Record) -> BTreeMap<String, String> {
     let knobs = r.variant.knobs.iter().map(|(k, v)| (format!("knob {k}"), v.to_string()));
     let applied = r.measurement.applied.iter().map(|(k, v)| (format!("applied {k}"), v.clone()));
     let placement = r.conditions.as_ref().and_then(|c| c.placement.clone()).map(|p| ("placement".to_owned(), p));
-    knobs.chain(applied).chain(placement).collect()
+    let environment = r.run.environment_shape().map(|e| ("environment".to_owned(), e));
+    knobs.chain(applied).chain(placement).chain(environment).collect()
 }
 
 /// The records that enter a point's statistics (not set apart) and carry a finite `metric`, by rep: what a

@@ -61,6 +61,9 @@ pub fn config_items(metric: &str, sides: &[(&str, &Point)]) -> BTreeMap<String, 
         for (k, v) in &r.measurement.applied {
             out.insert(format!("{side}: {APPLIED}{k}"), v.clone());
         }
+        if let Some(shape) = r.run.environment_shape() {
+            out.insert(format!("{side}: environment"), shape);
+        }
     }
     out
 }
