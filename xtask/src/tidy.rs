@@ -134,7 +134,7 @@ mod tests {
     fn help_and_readme_agree_on_lab_run_defaults() {
         let text = readme();
         let defaults = lab_run_defaults();
-        assert!(defaults.iter().any(|(k, _)| k == "profile"), "{defaults:?}");
+        assert!(defaults.iter().any(|(k, _)| k == "env"), "{defaults:?}");
         for (long, default) in defaults {
             let flag = format!("`--{long}");
             let line = text.lines().find(|l| l.contains(&flag));

@@ -300,3 +300,42 @@ fn a_quick_arm_runs_on_docker_verified_and_sigint_leaves_no_container() {
     assert!(prov.env.cpu_caps.values().any(|c| c.contains("read back by inspect")), "{:?}", prov.env.cpu_caps);
     assert!(containers_of(&run_id).is_empty(), "containers left after the run: {:?}", containers_of(&run_id));
 }
+
+#[test]
+#[ignore = "starts Kafka and runs arms: cargo xtask test"]
+fn a_budgeted_run_spends_its_minutes_on_a_claim_s_rep_pairs_and_ends_with_the_verdicts_and_the_site() {
+    let out = tempfile::tempdir().unwrap();
+    let budget = Duration::from_secs(240);
+    let started = Instant::now();
+    // The 000 framework-over-raw claim's two points, at the quick profile with a window long enough for the
+    // framework's whole-batch acknowledgements to give a rate every rep.
+    let args = ["lab", "run", "--env", "native", "--profile", "quick", "--budget", "4m", "--matrix", "kafka_sink"];
+    let points = ["--point", "mode=raw rdkafka", "--point", "mode=framework path", "--set", "window_s=8"];
+    let done = xtask().args(args).args(points).arg("--out").arg(out.path()).output(RUN_TIMEOUT).unwrap();
+    let elapsed = started.elapsed();
+    let stdout = &done.stdout;
+    assert!(done.status.success(), "{stdout}\n{}", done.stderr);
+    // The plan said what fits before it started; the run kept to its budget (the end's reserve covers the last
+    // task's overrun, the environment brought down, the verdicts and the site).
+    assert!(stdout.contains("budget 4 min: first one rep of the 2 points"), "{stdout}");
+    assert!(elapsed < budget + Duration::from_secs(90), "a 4-minute budget took {elapsed:?}\n{stdout}");
+    let run = std::fs::read_dir(out.path()).unwrap().next().unwrap().unwrap().path();
+    let records = streamlab_record::jsonl::read_records(&run.join("kafka_sink.jsonl")).unwrap();
+    let reps = |arm: &str| {
+        let mut r: Vec<u32> = records.iter().filter(|r| r.arm == arm).map(|r| r.rep).collect();
+        r.sort();
+        r
+    };
+    // Reps were added beyond the first pass, to both sides alike: every rep pairs.
+    assert!(reps("raw").len() >= 2, "{stdout}");
+    assert_eq!(reps("raw"), reps("framework"), "{stdout}");
+    // The phases go to stderr, the verdict table to stdout.
+    let phases = &done.stderr;
+    assert!(phases.contains("==> budget: round 1, ") && phases.contains("000-framework-over-raw"), "{phases}");
+    // It ends with the answer: the claim's verdict and the site built.
+    assert!(stdout.contains("The framework path (1.21M rec/s) sustains ~49%"), "{stdout}");
+    assert!(stdout.contains("claims: ") && stdout.contains(" reproduce, "), "{stdout}");
+    let site = phases.find("==> site: ").map(|at| phases[at + 10..].lines().next().unwrap().trim().to_owned());
+    assert!(site.as_deref().is_some_and(|s| Path::new(s).is_file()), "{phases}");
+    assert!(processes_of(&records[0].run.id).is_empty());
+}

@@ -148,6 +148,10 @@ pub struct RunSpec {
     /// `KEY=VALUE` overrides.
     #[serde(default)]
     pub sets: Vec<String>,
+    /// A time-budgeted run's wall-clock budget in seconds (`lab run`'s default, `--budget`): the points the claims
+    /// and headline ratios rest on, then reps where they decide a claim; absent: every planned task.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget_s: Option<u64>,
 }
 
 /// Schema 1: the clap arguments as they were serialised (runs made before schema 2).
@@ -204,6 +208,7 @@ impl RunSpec {
                     arms: Vec::new(),
                     points: Vec::new(),
                     sets: old.sets,
+                    budget_s: None,
                 })
             }
             Some(Some(n)) if n == u64::from(RUN_SPEC_SCHEMA) => serde_json::from_value(value).map_err(invalid),

@@ -6,6 +6,7 @@
 //! verdict (compare). A precision target adds interleaved reps where the noise is (precision). The seeds' claims
 //! get their verdicts in the terminal (verdicts).
 
+pub mod budget;
 pub mod compare;
 pub mod conditions;
 pub mod faults;
@@ -34,9 +35,16 @@ pub struct RunArgs {
     /// Matrix to run (repeatable; default: every matrix under harness/matrices/).
     #[arg(long = "matrix", value_name = "NAME")]
     pub matrices: Vec<String>,
-    /// quick (seconds per arm), standard (the whole lab in about two hours on 2 cores), seed (the seeds' exact scales).
-    #[arg(long, default_value = "standard", value_parser = named::<Profile>(Profile::NAMES))]
-    pub profile: Profile,
+    /// Every point of every sweep at this profile, with its reps and precision target: quick (seconds per arm),
+    /// standard (hours on 2 cores), seed (the seeds' exact scales). Without it (and without --reps or
+    /// --precision) the run is time-budgeted at the standard profile's points: see --budget.
+    #[arg(long, value_parser = named::<Profile>(Profile::NAMES))]
+    pub profile: Option<Profile>,
+    /// A wall-clock budget (45m, 20m, 3h, 1h30m): first one rep of every point the seeds' claims and the
+    /// headline ratios rest on, then rep pairs where they bring an undecided claim to its verdict, until the
+    /// budget is spent. The default, 45m, when no --profile, --reps or --precision is given.
+    #[arg(long, value_name = "DURATION", value_parser = budget::parse_budget)]
+    pub budget: Option<std::time::Duration>,
     /// auto (external with --bootstrap; else docker where an engine answers, else native), native, docker or
     /// external.
     #[arg(long, default_value = "auto", value_parser = named::<BackendChoice>(BackendChoice::NAMES))]
@@ -86,12 +94,18 @@ fn named<T: std::str::FromStr + Clone + Send + Sync + 'static>(
 }
 
 impl RunArgs {
+    /// The run's budget: `--budget`, else the default one unless a flag asks for the full sweeps.
+    pub fn budget(&self) -> Option<std::time::Duration> {
+        let full_sweeps = self.profile.is_some() || self.reps.is_some() || self.precision.is_some();
+        self.budget.or((!full_sweeps).then_some(budget::DEFAULT_BUDGET))
+    }
+
     /// What run.json keeps of these arguments (the DSN's password redacted).
     pub fn spec(&self) -> RunSpec {
         RunSpec {
             schema: RUN_SPEC_SCHEMA,
             matrices: self.matrices.clone(),
-            profile: self.profile,
+            profile: self.profile.unwrap_or(Profile::Standard),
             env: self.env,
             bootstrap: self.bootstrap.clone(),
             mysql_dsn: self.mysql_dsn.as_deref().map(reproduce::redact_dsn),
@@ -101,6 +115,7 @@ impl RunArgs {
             arms: self.arms.clone(),
             points: self.points.clone(),
             sets: self.sets.clone(),
+            budget_s: self.budget().map(|b| b.as_secs()),
         }
     }
 }

@@ -60,13 +60,13 @@ pub fn goals(matrices: &[Matrix], spec: &RunSpec) -> Result<BTreeMap<String, Goa
 }
 
 /// One point of the plan: (matrix, arm, sweep, label).
-type PointKey = (String, String, String, String);
+pub(crate) type PointKey = (String, String, String, String);
 
-fn key_of_task(t: &Task) -> PointKey {
+pub(crate) fn key_of_task(t: &Task) -> PointKey {
     (t.bench.clone(), t.arm.clone(), t.sweep.clone(), t.label.clone())
 }
 
-fn key_of_record(r: &Record) -> PointKey {
+pub(crate) fn key_of_record(r: &Record) -> PointKey {
     let sweep = r.variant.sweeps.first().cloned().unwrap_or_default();
     (r.bench.clone(), r.arm.clone(), sweep, r.variant.label.clone())
 }

@@ -1,7 +1,7 @@
 //! Commands that reproduce: a whole run (for provenance) and exactly one task's point (for its record).
 //! Shell-quoted, because sweep labels may hold spaces; secrets redacted.
 
-use streamlab_record::run_spec::{BackendChoice, RunSpec};
+use streamlab_record::run_spec::{BackendChoice, Profile, RunSpec};
 
 use super::matrix::Matrix;
 use super::plan::Task;
@@ -29,7 +29,15 @@ pub fn run_command(args: &RunSpec) -> String {
     let repeated =
         |flag: &str, values: &[String]| values.iter().flat_map(|v| [flag.to_owned(), v.clone()]).collect::<Vec<_>>();
     words.extend(repeated("--matrix", &args.matrices));
-    words.extend(["--profile".into(), args.profile.to_string()]);
+    // A budgeted run names its profile only where it is not the standard one it defaults to.
+    match args.budget_s {
+        Some(budget) if budget % 60 == 0 => words.extend(["--budget".into(), format!("{}m", budget / 60)]),
+        Some(budget) => words.extend(["--budget".into(), format!("{budget}s")]),
+        None => {}
+    }
+    if args.budget_s.is_none() || args.profile != Profile::Standard {
+        words.extend(["--profile".into(), args.profile.to_string()]);
+    }
     words.extend(repeated("--arm", &args.arms));
     words.extend(repeated("--point", &args.points));
     words.extend(environment_flags(args));
@@ -102,7 +110,7 @@ pub(crate) mod tests {
     fn a_records_reproduce_command_names_its_point_and_every_set_of_its_matrix() {
         let m = plan::tests::toy();
         let args = RunArgs {
-            profile: "quick".parse().unwrap(),
+            profile: Some("quick".parse().unwrap()),
             reps: Some(3),
             sets: vec!["window_s=1.5".into(), "other_matrix_knob=1".into()],
             bootstrap: Some("127.0.0.1:9092".into()),
@@ -143,7 +151,13 @@ pub(crate) mod tests {
         };
         let cmd = run_command(&args.spec());
         assert!(!cmd.contains("secret") && cmd.contains("--bootstrap 127.0.0.1:9092"), "{cmd}");
-        assert!(cmd.contains("--point 'mode=fast arm'") && cmd.contains("--profile standard"), "{cmd}");
+        // No profile flag: the budgeted run, at its default budget.
+        assert!(cmd.contains("--point 'mode=fast arm'") && cmd.contains("--budget 45m"), "{cmd}");
+        assert!(!cmd.contains("--profile"), "{cmd}");
+        let full = run_command(&parse_run_args(&["run", "--profile", "standard"]).spec());
+        assert!(full.contains("--profile standard") && !full.contains("--budget"), "{full}");
+        let both = run_command(&parse_run_args(&["run", "--profile", "quick", "--budget", "90s"]).spec());
+        assert!(both.contains("--budget 90s --profile quick"), "{both}");
         assert_eq!(redact_dsn("mysql://u:secret@127.0.0.1:3306"), "mysql://u:PASSWORD@127.0.0.1:3306");
     }
 }

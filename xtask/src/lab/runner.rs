@@ -3,7 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use streamlab_record::Record;
@@ -12,6 +12,7 @@ use streamlab_record::run_spec::{Need, RunSpec};
 use streamlab_record::tools::RedpandaConnect;
 
 use super::RunArgs;
+use super::budget;
 use super::harness;
 use super::matrix::{self, Matrix};
 use super::plan::{self, Task};
@@ -25,11 +26,15 @@ use super::ui::{self, phase};
 use crate::env::backend::EnvShape;
 use crate::env::pins;
 use crate::provenance::{self, Git, Host, PROVENANCE_FILE, Provenance};
+use crate::site::claims::{self, Claim};
 use crate::site::config::SiteConfig;
+use crate::site::load::{Run, load_results};
 use crate::{interrupt, paths};
 
 pub fn run(args: RunArgs) -> Result<()> {
     interrupt::install();
+    // A budget counts from here: the build and the environments are part of the answer's time.
+    let started = Instant::now();
     let out_root = args.out.clone().unwrap_or_else(paths::results_dir);
     let (run_id, spec, dsn) = identify(&args, &out_root)?;
     if args.resume.is_some() {
@@ -39,8 +44,17 @@ pub fn run(args: RunArgs) -> Result<()> {
     let matrices = select_matrices(&spec.matrices)?;
     let backend =
         crate::env::choose(spec.env, spec.bootstrap.as_deref(), dsn.as_deref(), spec.kafka_config.as_deref())?;
-    let tasks = plan::for_run(&matrices, &spec, backend.as_ref())?;
-    let goals = precision::goals(&matrices, &spec)?;
+    let budget = spec.budget_s.map(Duration::from_secs);
+    if let Some(b) = budget {
+        budget::check(b)?;
+    }
+    let (cfg, claims) = (SiteConfig::builtin()?, claims::builtin()?);
+    let mut tasks = plan::for_run(&matrices, &spec, backend.as_ref())?;
+    if budget.is_some() {
+        tasks = budget::first_pass(tasks, &matrices, &cfg, &claims);
+    }
+    // A budgeted run spends its reps on the claims, not on a precision target per point.
+    let goals = if budget.is_some() { BTreeMap::new() } else { precision::goals(&matrices, &spec)? };
     // The lab's own services write their data under envs/ (an external cluster's brokers do not).
     if backend.kind() != BackendKind::External {
         crate::env::disk::ensure_free(&paths::envs_dir(), crate::env::disk::RUN_NEEDS_BYTES)?;
@@ -62,8 +76,13 @@ pub fn run(args: RunArgs) -> Result<()> {
         false => None,
     };
 
-    let started = Instant::now();
     println!("run {run_id}: {} tasks, profile {}, {} environment", todo.len(), spec.profile, backend.name());
+    // What each point took in the runs before this one: the budget's plan and its rounds go by them.
+    let earlier: Vec<Run> = if out_root.exists() { load_results(&out_root)? } else { Vec::new() };
+    let times = budget::Times::from_runs(&earlier);
+    if let Some(b) = budget {
+        budget::plan_text(&todo, &times, b).iter().for_each(|l| println!("{l}"));
+    }
     let harness = harness::build()?;
     registry::check_all(&matrices, &Registry::from_harness(&harness)?)?;
     phase("fetch", &backend.prepare_what());
@@ -89,13 +108,103 @@ pub fn run(args: RunArgs) -> Result<()> {
     let mut session = Session::start(setup, RunDir::new(run_dir.path.clone()), written, first_shape)?;
     let title = format!("{} tasks, one harness process each; records go to {}", todo.len(), run_dir.path.display());
     phase("tasks", &title);
-    run_tasks(&mut session, &todo, &matrices, &spec)?;
-    reach_precision(&mut session, &goals, &tasks, &matrices, &spec)?;
+    match budget {
+        Some(b) => {
+            let ctx = Budgeted {
+                clock: budget::Clock::since(started, b),
+                times: &times,
+                claims: &claims,
+                out_root: &out_root,
+            };
+            run_budgeted(&mut session, &tasks, &todo, &matrices, &spec, &ctx)?;
+        }
+        None => {
+            run_tasks(&mut session, &todo, &matrices, &spec)?;
+            reach_precision(&mut session, &goals, &tasks, &matrices, &spec)?;
+        }
+    }
     let (written, stopped) = session.finish()?;
-    report(&run_id, &matrices, &written, &run_dir, started)?;
+    summarize(&run_id, &matrices, &written, &run_dir, started);
+    if budget.is_some() {
+        answer(&out_root, &logs, &claims, &matrices)?;
+    }
+    fail_on_failures(&written, &run_dir)?;
     if let Some(reason) = stopped {
         bail!("the run stopped early: {reason}");
     }
+    Ok(())
+}
+
+/// What a budgeted run's rounds go by.
+struct Budgeted<'a> {
+    clock: budget::Clock,
+    times: &'a budget::Times,
+    claims: &'a [Claim],
+    out_root: &'a Path,
+}
+
+/// The first pass as far as the budget allows, then one claim's rep pairs at a time, each to the undecided
+/// claim whose verdict they reach at the least cost, until none is within reach of the time left.
+fn run_budgeted(
+    session: &mut Session,
+    first: &[Task],
+    todo: &[Task],
+    matrices: &[Matrix],
+    spec: &RunSpec,
+    ctx: &Budgeted,
+) -> Result<()> {
+    let fits = todo
+        .iter()
+        .scan(0.0, |spent, t| {
+            *spent += ctx.times.of(t);
+            Some(*spent)
+        })
+        .take_while(|spent| *spent <= ctx.clock.left_s())
+        .count();
+    run_tasks(session, &todo[..fits], matrices, spec)?;
+    if fits < todo.len() {
+        let left: Vec<String> = todo[fits..].iter().map(Task::describe).collect();
+        phase("budget", &format!("spent before {} first-pass tasks: {}", left.len(), left.join("; ")));
+        return Ok(());
+    }
+    let run_id = session.run_id().to_owned();
+    for round in 1.. {
+        interrupt::check()?;
+        let runs = load_results(ctx.out_root)?;
+        let verdicts = budget::verdicts_of(&runs, ctx.claims, matrices);
+        let left_s = ctx.clock.left_s();
+        // What the points took so far, this run's reps included.
+        let times = budget::Times::from_runs(&runs);
+        let Some((tasks, why)) =
+            budget::next_reps(&verdicts, ctx.claims, &run_id, session.written(), first, &times, left_s)
+        else {
+            let undecided = verdicts.iter().filter(|v| v.verdict == claims::Kind::CannotTell).count();
+            phase(
+                "budget",
+                &format!(
+                    "{:.1} min left; no rep pair here would bring any of the {undecided} claims this host cannot tell \
+                     yet to a verdict within it",
+                    left_s.max(0.0) / 60.0
+                ),
+            );
+            return Ok(());
+        };
+        phase("budget", &format!("round {round}, {:.1} min left: {why}", left_s / 60.0));
+        run_tasks(session, &tasks, matrices, spec)?;
+    }
+    Ok(())
+}
+
+/// A budgeted run ends with the answer: every claim's verdict over the results, and the site built from them
+/// (target/site/ from results/; another --out's beside the run's logs).
+fn answer(out_root: &Path, logs: &Path, claims: &[Claim], matrices: &[Matrix]) -> Result<()> {
+    let runs = load_results(out_root)?;
+    phase("verdicts", &format!("every claim on these matrices, judged over {}", out_root.display()));
+    print!("{}", super::verdicts::table(&budget::verdicts_of(&runs, claims, matrices)));
+    let site =
+        if out_root == paths::results_dir() { paths::repo_root().join("target/site") } else { logs.join("site") };
+    crate::site::build(crate::site::BuildArgs { results: Some(out_root.to_owned()), out: Some(site.clone()) })?;
+    phase("site", &format!("{}", site.join("index.html").display()));
     Ok(())
 }
 
@@ -169,7 +278,10 @@ fn identify(args: &RunArgs, out_root: &Path) -> Result<(String, RunSpec, Option<
             let dsn = resume_dsn(spec.mysql_dsn.as_deref(), args.mysql_dsn.clone())?;
             (id.clone(), spec, dsn)
         }
-        None => (results::new_run_id(args.profile), args.spec(), args.mysql_dsn.clone()),
+        None => {
+            let spec = args.spec();
+            (results::new_run_id(spec.profile), spec, args.mysql_dsn.clone())
+        }
     })
 }
 
@@ -259,9 +371,8 @@ fn prepare_tools(
     Ok(Some((path, crate::clients::versions(&tools))))
 }
 
-/// The summary of each matrix and the run's time; a failed or withdrawn record fails the run (CI reads the
-/// exit status; a legitimate not-run does not fail it).
-fn report(run_id: &str, matrices: &[Matrix], written: &[Record], run_dir: &RunDir, started: Instant) -> Result<()> {
+/// The summary of each matrix and the run's time.
+fn summarize(run_id: &str, matrices: &[Matrix], written: &[Record], run_dir: &RunDir, started: Instant) {
     // A resumed run's provenance says which attempt ran each task; unreadable, the summary goes without it.
     let prov = Provenance::load(&run_dir.path.join(PROVENANCE_FILE)).ok();
     for m in matrices {
@@ -271,6 +382,10 @@ fn report(run_id: &str, matrices: &[Matrix], written: &[Record], run_dir: &RunDi
         }
     }
     println!("run {run_id} finished in {:.1} min: {}", started.elapsed().as_secs_f64() / 60.0, run_dir.path.display());
+}
+
+/// A failed or withdrawn record fails the run (CI reads the exit status; a legitimate not-run does not fail it).
+fn fail_on_failures(written: &[Record], run_dir: &RunDir) -> Result<()> {
     let failed = summary::failures(written);
     if failed > 0 {
         bail!(

@@ -194,6 +194,10 @@ impl<'a> Session<'a> {
         Ok(self.written.last().expect("just pushed"))
     }
 
+    pub fn run_id(&self) -> &str {
+        self.setup.run_id
+    }
+
     /// Every record of the run so far.
     pub fn written(&self) -> &[Record] {
         &self.written

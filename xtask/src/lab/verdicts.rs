@@ -30,7 +30,7 @@ pub fn verdicts_cmd(args: VerdictsArgs) -> Result<()> {
 }
 
 /// One block per claim: its verdict and figures on the first line, the claim and why beneath.
-fn table(verdicts: &[ClaimVerdict]) -> String {
+pub fn table(verdicts: &[ClaimVerdict]) -> String {
     let mut out = String::new();
     for v in verdicts {
         let seed =

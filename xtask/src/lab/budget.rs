@@ -1,0 +1,456 @@
+//! The time-budgeted run, `lab run`'s default (`--budget 45m`): first one rep of every point a seed's claim
+//! (site/claims.toml) or a headline ratio (site/headlines.toml) rests on, and each matrix's default point, so
+//! every matrix is exercised and verified; then, while the budget lasts, the reps that bring an undecided claim
+//! to a verdict at the least cost in minutes. A point's cost is what it took in the committed runs. The plan
+//! says before anything starts what fits and what will be left.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use anyhow::{Result, bail};
+use streamlab_record::Record;
+
+use super::matrix::Matrix;
+use super::plan::Task;
+use super::precision::{PointKey, key_of_record as record_key, key_of_task as key};
+use crate::site::claims::{self, Claim, ClaimKind, ClaimVerdict, Kind, Side};
+use crate::site::config::SiteConfig;
+use crate::site::load::Run;
+
+/// `lab run` with no profile, reps or precision flag: the whole answer within this.
+pub const DEFAULT_BUDGET: Duration = Duration::from_secs(45 * 60);
+
+/// What bringing up another environment costs (a broker or a cluster, the calibration is not repeated).
+const ENV_SWITCH_S: f64 = 40.0;
+
+/// A point with no history and no timed phases to go by.
+const UNKNOWN_POINT_S: f64 = 60.0;
+
+/// Time kept back for the end: the last calibration, the environment brought down, the verdicts and the site.
+const RESERVE_S: f64 = 60.0;
+
+/// Rep pairs a claim's run needs before its pairs' spread says anything (two give one degree of freedom).
+const FIRST_PAIRS: usize = 3;
+
+/// `45m`, `3h`, `90s`, `1h30m`: a wall-clock budget.
+pub fn parse_budget(text: &str) -> Result<Duration, String> {
+    let bad = || format!("{text:?}: a duration such as 45m, 20m, 3h, 1h30m or 900s");
+    let (mut total, mut digits) = (0u64, String::new());
+    for c in text.trim().chars() {
+        if c.is_ascii_digit() {
+            digits.push(c);
+            continue;
+        }
+        let unit = match c {
+            'h' => 3600,
+            'm' => 60,
+            's' => 1,
+            _ => return Err(bad()),
+        };
+        let n: u64 = digits.parse().map_err(|_| bad())?;
+        total += n * unit;
+        digits.clear();
+    }
+    if !digits.is_empty() || total == 0 {
+        return Err(bad());
+    }
+    Ok(Duration::from_secs(total))
+}
+
+/// The wall clock against the budget.
+pub struct Clock {
+    started: Instant,
+    budget: Duration,
+}
+
+impl Clock {
+    /// The budget, counted from `started`.
+    pub fn since(started: Instant, budget: Duration) -> Self {
+        Clock { started, budget }
+    }
+
+    /// Seconds left for tasks (the end's reserve kept back).
+    pub fn left_s(&self) -> f64 {
+        self.budget.as_secs_f64() - self.started.elapsed().as_secs_f64() - RESERVE_S
+    }
+}
+
+/// The sides of a claim the lab measures: its two points, its ceiling's and its bound's, a shape's labels.
+fn claim_sides(c: &Claim) -> Vec<Side> {
+    let mut sides: Vec<Side> = [&c.numerator, &c.denominator].into_iter().flatten().cloned().collect();
+    sides.extend(c.ceiling.iter().map(|ceil| ceil.point.clone()));
+    sides.extend(c.bound.iter().flat_map(|b| [b.numerator.clone(), b.denominator.clone()]));
+    if let Some(shape) = &c.shape {
+        sides.extend(shape.labels.iter().map(|l| Side {
+            sweep: shape.sweep.clone(),
+            arm: shape.arm.clone(),
+            label: l.clone(),
+        }));
+    }
+    sides
+}
+
+/// The first pass: of the planned tasks, rep 1 of every point a claim or a headline ratio rests on, and the
+/// default point of a matrix that has neither; in the plan's order (grouped by environment, arms interleaved).
+pub fn first_pass(planned: Vec<Task>, matrices: &[Matrix], cfg: &SiteConfig, claims: &[Claim]) -> Vec<Task> {
+    let rests_on = |t: &Task| {
+        let by_claim = claims
+            .iter()
+            .filter(|c| c.matrix == t.bench)
+            .flat_map(claim_sides)
+            .any(|side| side.is_point(&t.arm, &t.sweep, &t.label));
+        let by_ratio = cfg.headline(&t.bench).is_some_and(|h| {
+            h.ratios.iter().any(|r| r.sweep == t.sweep && (r.numerator == t.arm || r.denominator == t.arm))
+        });
+        by_claim || by_ratio
+    };
+    let mut kept: Vec<Task> = planned.iter().filter(|t| t.rep == 1 && rests_on(t)).cloned().collect();
+    for m in matrices {
+        if !kept.iter().any(|t| t.bench == m.name) {
+            kept.extend(planned.iter().filter(|t| t.bench == m.name && t.rep == 1 && t.default).cloned());
+        }
+    }
+    // Back in the plan's order.
+    let order: Vec<PointKey> = planned.iter().map(key).collect();
+    kept.sort_by_key(|t| order.iter().position(|k| *k == key(t)));
+    kept.dedup_by_key(|t| key(t));
+    kept
+}
+
+/// What each point took in the committed runs: the median wall time of its tasks, else its matrix's.
+#[derive(Debug, Default)]
+pub struct Times {
+    by_point: BTreeMap<PointKey, f64>,
+    by_matrix: BTreeMap<String, f64>,
+}
+
+impl Times {
+    pub fn from_runs(runs: &[Run]) -> Self {
+        let (mut points, mut matrices): (BTreeMap<PointKey, Vec<f64>>, BTreeMap<String, Vec<f64>>) = Default::default();
+        for r in runs.iter().flat_map(|run| run.matrices.values()).flat_map(|f| &f.records) {
+            let Some(wall) = r.conditions.as_ref().map(|c| c.wall_s).filter(|w| *w > 0.0) else { continue };
+            points.entry(record_key(r)).or_default().push(wall);
+            matrices.entry(r.bench.clone()).or_default().push(wall);
+        }
+        let median = |mut v: Vec<f64>| {
+            v.sort_by(f64::total_cmp);
+            v[v.len() / 2]
+        };
+        Times {
+            by_point: points.into_iter().map(|(k, v)| (k, median(v))).collect(),
+            by_matrix: matrices.into_iter().map(|(k, v)| (k, median(v))).collect(),
+        }
+    }
+
+    /// Seconds one rep of `t` is expected to take: its point's history, its matrix's, else its windows.
+    pub fn of(&self, t: &Task) -> f64 {
+        self.by_point.get(&key(t)).or(self.by_matrix.get(&t.bench)).copied().unwrap_or_else(|| windows_s(t))
+    }
+
+    /// Seconds the tasks take in this order, environment switches included.
+    pub fn of_all(&self, tasks: &[Task]) -> f64 {
+        let switches =
+            tasks.windows(2).filter(|w| w[0].brokers != w[1].brokers || w[0].kafka().ok() != w[1].kafka().ok());
+        tasks.iter().map(|t| self.of(t)).sum::<f64>() + ENV_SWITCH_S * switches.count() as f64
+    }
+}
+
+/// A point without history: its timed phases (warm-up, window, stop, fault downtime) and a set-up's worth.
+fn windows_s(t: &Task) -> f64 {
+    let phases: f64 = ["warmup_s", "window_s", "stop_s", "down_s"]
+        .iter()
+        .filter_map(|k| t.knobs.get(*k).and_then(|v| v.as_f64()))
+        .sum();
+    if phases > 0.0 { phases + SET_UP_S } else { UNKNOWN_POINT_S }
+}
+
+/// A task's own set-up around its timed phases: the harness process, topics, the client's start.
+const SET_UP_S: f64 = 15.0;
+
+/// What the plan says before anything starts: the first pass, what of it fits, and what the rest is for.
+pub fn plan_text(first: &[Task], times: &Times, budget: Duration) -> Vec<String> {
+    let budget_s = budget.as_secs_f64();
+    let first_s = times.of_all(first);
+    let matrices: BTreeSet<&str> = first.iter().map(|t| t.bench.as_str()).collect();
+    let mut lines = vec![format!(
+        "budget {:.0} min: first one rep of the {} points the seeds' claims and the headline ratios rest on, in {} \
+         matrices, about {:.0} min by the committed runs' times",
+        budget_s / 60.0,
+        first.len(),
+        matrices.len(),
+        first_s / 60.0
+    )];
+    if first_s + RESERVE_S > budget_s {
+        let fits = fitting(first, times, budget_s - RESERVE_S);
+        lines.push(format!(
+            "  only about {fits} of them fit; the {} after them will be left unrun and their claims read \"not run\" \
+             (a larger --budget runs them)",
+            first.len() - fits
+        ));
+    } else {
+        lines.push(format!(
+            "  then about {:.0} min of added rep pairs, each to the undecided claim a rep brings nearest its verdict; \
+             a claim only more runs could decide gets none",
+            (budget_s - RESERVE_S - first_s) / 60.0
+        ));
+    }
+    lines
+}
+
+/// How many of `tasks`, in order, fit in `seconds`.
+fn fitting(tasks: &[Task], times: &Times, seconds: f64) -> usize {
+    (0..=tasks.len()).take_while(|n| times.of_all(&tasks[..*n]) <= seconds).last().unwrap_or(0)
+}
+
+/// The next reps of the added rounds: the undecided claim (anchored in this run) whose verdict a rep pair here
+/// can reach at the least cost, with why; `None` when no claim is within reach of the time left.
+pub fn next_reps(
+    verdicts: &[ClaimVerdict],
+    claims: &[Claim],
+    run_id: &str,
+    written: &[Record],
+    first: &[Task],
+    times: &Times,
+    left_s: f64,
+) -> Option<(Vec<Task>, String)> {
+    let reps = reps_so_far(written);
+    let mut best: Option<(f64, Vec<Task>, String)> = None;
+    for v in verdicts.iter().filter(|v| v.verdict == Kind::CannotTell && v.run.as_deref() == Some(run_id)) {
+        let Some(c) = claims.iter().find(|c| c.id == v.id) else { continue };
+        let (Some(num), Some(den)) = (&c.numerator, &c.denominator) else { continue };
+        let template =
+            |side: &Side| first.iter().find(|t| t.bench == c.matrix && side.is_point(&t.arm, &t.sweep, &t.label));
+        let (Some(num_t), Some(den_t)) = (template(num), template(den)) else { continue };
+        let (n_num, n_den) = (reps.get(&key(num_t)).copied().unwrap_or(0), reps.get(&key(den_t)).copied().unwrap_or(0));
+        // The lagging side catches up first (a pair is the same rep of both sides).
+        let tasks: Vec<Task> = match n_num.cmp(&n_den) {
+            std::cmp::Ordering::Greater => vec![Task { rep: n_den + 1, ..den_t.clone() }],
+            std::cmp::Ordering::Less => vec![Task { rep: n_num + 1, ..num_t.clone() }],
+            std::cmp::Ordering::Equal => {
+                vec![Task { rep: n_num + 1, ..num_t.clone() }, Task { rep: n_den + 1, ..den_t.clone() }]
+            }
+        };
+        let pair_s = times.of(num_t) + times.of(den_t);
+        let here = n_num.min(n_den) as usize;
+        let Some(more) = pairs_to_decide(v, c, here) else { continue };
+        let cost = pair_s * more as f64;
+        let step_s = times.of_all(&tasks);
+        if step_s > left_s || cost > left_s {
+            continue;
+        }
+        if best.as_ref().is_none_or(|(b, _, _)| cost < *b) {
+            let why =
+                format!("{}: {more} more rep pairs here (about {}) may decide it; it has {here}", c.id, minutes(cost));
+            best = Some((cost, tasks, why));
+        }
+    }
+    best.map(|(_, tasks, why)| (tasks, why))
+}
+
+/// `40 s`, `3 min`.
+fn minutes(seconds: f64) -> String {
+    if seconds < 90.0 { format!("{seconds:.0} s") } else { format!("{:.0} min", seconds / 60.0) }
+}
+
+/// The highest rep each point of this run has a record for (a failed rep's number is not used again).
+fn reps_so_far(written: &[Record]) -> BTreeMap<PointKey, u32> {
+    let mut out: BTreeMap<PointKey, u32> = BTreeMap::new();
+    for r in written {
+        let e = out.entry(record_key(r)).or_default();
+        *e = (*e).max(r.rep);
+    }
+    out
+}
+
+/// How many more rep pairs in this run would bring the claim's interval clear of the edge nearest its estimate,
+/// if the pairs keep the spread they show; `None` if no number of them would (the run-to-run part alone is wider:
+/// only more runs decide it) or the claim has no edge a rep can move it off.
+fn pairs_to_decide(v: &ClaimVerdict, c: &Claim, here: usize) -> Option<usize> {
+    if here < FIRST_PAIRS {
+        // No spread to go by yet: the pairs an interval of this run needs first.
+        return Some(FIRST_PAIRS - here);
+    }
+    let (estimate, spread) = (v.estimate?, v.spread.as_ref()?);
+    let s = spread.within_log_sd?;
+    let distance = edges(v, c).into_iter().map(|e| (estimate.ln() - e.ln()).abs()).reduce(f64::min)?;
+    let runs = v.runs.len().max(1) as f64;
+    let others = v.pairs.saturating_sub(here);
+    // What the other runs' pairs put into the mean's variance (each run's 1/n, their pairs spread evenly).
+    let others_inv_n = if runs > 1.0 && others > 0 { (runs - 1.0).powi(2) / others as f64 } else { 0.0 };
+    let half_width = |n: f64| {
+        let var = spread.between_log_sd.powi(2) / runs + s * s * (others_inv_n + 1.0 / n) / (runs * runs);
+        T_FOR_RANKING * var.sqrt()
+    };
+    if half_width(f64::INFINITY) >= distance {
+        return None;
+    }
+    (here + 1..=here + MAX_ADDED_PAIRS).find(|n| half_width(*n as f64) < distance).map(|n| n - here)
+}
+
+/// Student's t at 95% for the ranking only (the verdict computes its own from the degrees of freedom).
+const T_FOR_RANKING: f64 = 2.1;
+
+/// More pairs than this in one run is not a budget's business.
+const MAX_ADDED_PAIRS: usize = 40;
+
+/// The values an undecided part of the claim is judged against: the band's edges, 1 for a direction.
+fn edges(v: &ClaimVerdict, c: &Claim) -> Vec<f64> {
+    let mut out = Vec::new();
+    for part in v.parts.iter().filter(|p| p.verdict == Kind::CannotTell) {
+        match part.kind {
+            ClaimKind::Size => out.extend(v.band.iter().flatten().copied()),
+            ClaimKind::Parity => out.extend(streamlab_record::stats::equivalence::band(1.0, c.tolerance)),
+            ClaimKind::Direction => out.push(match c.direction {
+                Some(streamlab_record::stats::equivalence::Direction::NotLower) => 1.0 / (1.0 + c.tolerance),
+                _ => 1.0,
+            }),
+            // A shape's steps are many ratios: reps of its points come with the first pass only.
+            ClaimKind::Shape => {}
+        }
+    }
+    out
+}
+
+/// The claims of the run's matrices, judged over `runs`.
+pub fn verdicts_of(runs: &[Run], claims: &[Claim], matrices: &[Matrix]) -> Vec<ClaimVerdict> {
+    let ours: Vec<Claim> = claims.iter().filter(|c| matrices.iter().any(|m| m.name == c.matrix)).cloned().collect();
+    claims::verdicts(runs, &ours)
+}
+
+/// Refuse a budget that cannot hold even the end's reserve.
+pub fn check(budget: Duration) -> Result<()> {
+    if budget.as_secs_f64() < RESERVE_S * 2.0 {
+        bail!("--budget {}s: too short to run anything; give at least {}s", budget.as_secs(), RESERVE_S * 2.0);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use streamlab_record::run_spec::Profile;
+
+    use super::*;
+    use crate::lab::{matrix, plan};
+    use crate::site::claims::{Part, SpreadUsed};
+
+    #[test]
+    fn a_budget_reads_as_a_duration_and_anything_else_says_what_would_be_right() {
+        assert_eq!(parse_budget("45m"), Ok(Duration::from_secs(2700)));
+        assert_eq!(parse_budget("1h30m"), Ok(Duration::from_secs(5400)));
+        assert_eq!(parse_budget("900s"), Ok(Duration::from_secs(900)));
+        for bad in ["45", "m", "0m", "45 minutes", "-5m"] {
+            let err = parse_budget(bad).unwrap_err();
+            assert!(err.contains(&format!("{bad:?}")) && err.contains("45m"), "{err}");
+        }
+        assert!(check(Duration::from_secs(60)).unwrap_err().to_string().contains("--budget 60s"));
+    }
+
+    fn whole_lab() -> (Vec<Matrix>, Vec<Task>, Vec<Task>, Vec<Claim>) {
+        let matrices = matrix::load_all(&crate::paths::matrices_dir()).unwrap();
+        let opts = plan::PlanOptions { profile: Profile::Standard, reps: None, sets: Vec::new() };
+        let planned: Vec<Task> = matrices.iter().flat_map(|m| plan::expand(m, &opts).unwrap()).collect();
+        let claims = claims::builtin().unwrap();
+        let first = first_pass(planned.clone(), &matrices, &SiteConfig::builtin().unwrap(), &claims);
+        (matrices, planned, first, claims)
+    }
+
+    #[test]
+    fn the_first_pass_is_one_rep_of_every_point_a_claim_or_ratio_rests_on_and_every_matrix_is_exercised() {
+        let (matrices, planned, first, claims) = whole_lab();
+        assert!(first.iter().all(|t| t.rep == 1), "one rep each");
+        assert!(first.len() < planned.iter().filter(|t| t.rep == 1).count(), "not every point of every sweep");
+        for c in claims.iter().filter(|c| c.unmapped.is_none()) {
+            for side in claim_sides(c) {
+                let here = first.iter().any(|t| t.bench == c.matrix && side.is_point(&t.arm, &t.sweep, &t.label));
+                let planned_here =
+                    planned.iter().any(|t| t.bench == c.matrix && side.is_point(&t.arm, &t.sweep, &t.label));
+                assert_eq!(here, planned_here, "claim {}: {side:?}", c.id);
+            }
+        }
+        for m in &matrices {
+            assert!(first.iter().any(|t| t.bench == m.name), "{} is exercised", m.name);
+        }
+        let mut keys: Vec<PointKey> = first.iter().map(key).collect();
+        keys.dedup();
+        assert_eq!(keys.len(), first.len(), "each point once");
+    }
+
+    #[test]
+    fn the_plan_says_what_fits_and_what_will_be_left() {
+        let (_, _, first, _) = whole_lab();
+        let times = Times::default();
+        let total = times.of_all(&first);
+        let roomy = plan_text(&first, &times, Duration::from_secs_f64(total + 600.0)).join("\n");
+        assert!(roomy.contains("then about") && roomy.contains("added rep pairs"), "{roomy}");
+        let tight = plan_text(&first, &times, Duration::from_secs_f64(total / 2.0)).join("\n");
+        assert!(tight.contains("only about") && tight.contains("left unrun"), "{tight}");
+    }
+
+    /// A size claim at 1.0 ± 15% judged over one run of `pairs` pairs with this spread, estimate `estimate`.
+    fn undecided(estimate: f64, within: f64, between: f64, pairs: usize) -> (ClaimVerdict, Claim) {
+        let c = claims::builtin().unwrap().into_iter().find(|c| c.kind == [ClaimKind::Size]).unwrap();
+        let c = Claim { published: 1.0, tolerance: 0.15, ..c };
+        let v = ClaimVerdict {
+            verdict: Kind::CannotTell,
+            parts: vec![Part { kind: ClaimKind::Size, verdict: Kind::CannotTell, text: String::new() }],
+            band: Some(streamlab_record::stats::equivalence::band(1.0, 0.15)),
+            estimate: Some(estimate),
+            runs: vec!["this".into()],
+            pairs,
+            spread: Some(SpreadUsed {
+                within_log_sd: Some(within),
+                between_log_sd: between,
+                between_from: streamlab_record::stats::equivalence::BetweenFrom::Host,
+                host: None,
+                df: 10.0,
+            }),
+            run: Some("this".into()),
+            ..claims::verdicts(&[], std::slice::from_ref(&c)).remove(0)
+        };
+        (v, c)
+    }
+
+    #[test]
+    fn reps_go_where_they_can_decide_and_a_claim_only_runs_could_decide_gets_none() {
+        // Noisy pairs, a quiet host: more pairs narrow it to a verdict.
+        let (v, c) = undecided(1.0, 0.20, 0.02, 4);
+        let more = pairs_to_decide(&v, &c, 4).unwrap();
+        assert!((1..=MAX_ADDED_PAIRS).contains(&more), "{more}");
+        // Fewer pairs need more of them.
+        assert!(pairs_to_decide(&undecided(1.0, 0.20, 0.02, 4).0, &c, 6).unwrap() < more);
+        // The run-to-run spread alone is wider than the distance to the band's edge: no rep decides it.
+        assert_eq!(pairs_to_decide(&undecided(1.0, 0.05, 0.10, 12).0, &c, 12), None);
+        // A claim without an interval yet gets the pairs one needs first.
+        assert_eq!(pairs_to_decide(&v, &c, 1), Some(FIRST_PAIRS - 1));
+    }
+
+    #[test]
+    fn the_lagging_side_of_a_claim_catches_up_first_so_every_rep_pairs() {
+        let (_, _, first, claims) = whole_lab();
+        let c = claims.iter().find(|c| c.id == "000-framework-over-raw").unwrap();
+        let (mut v, _) = undecided(0.6, 0.20, 0.02, 1);
+        v.id = c.id.clone();
+        let side = |s: &Side| first.iter().find(|t| t.bench == c.matrix && s.is_point(&t.arm, &t.sweep, &t.label));
+        let (num, den) = (side(c.numerator.as_ref().unwrap()).unwrap(), side(c.denominator.as_ref().unwrap()).unwrap());
+        let record = |t: &Task, rep: u32| {
+            let mut r = crate::site::fixtures::record("this", &t.arm, &t.label, &[&t.sweep], false, rep, 1.0);
+            r.bench = t.bench.clone();
+            r
+        };
+        let times = Times::default();
+        // The numerator has two reps, the denominator one: only the denominator's second runs.
+        let written = [record(num, 1), record(num, 2), record(den, 1)];
+        let (tasks, why) = next_reps(&[v.clone()], &claims, "this", &written, &first, &times, 3600.0).unwrap();
+        assert_eq!(tasks.iter().map(|t| (t.arm.as_str(), t.rep)).collect::<Vec<_>>(), [(den.arm.as_str(), 2)]);
+        assert!(why.starts_with("000-framework-over-raw"), "{why}");
+        // Even: both sides' next rep.
+        let written = [record(num, 1), record(den, 1)];
+        let (tasks, _) = next_reps(&[v.clone()], &claims, "this", &written, &first, &times, 3600.0).unwrap();
+        assert_eq!(tasks.iter().map(|t| t.rep).collect::<Vec<_>>(), [2, 2]);
+        // No time left for the pair: nothing.
+        assert!(next_reps(&[v.clone()], &claims, "this", &written, &first, &times, 10.0).is_none());
+        // A claim anchored in another run is not this run's to decide.
+        v.run = Some("earlier".into());
+        assert!(next_reps(&[v], &claims, "this", &written, &first, &times, 3600.0).is_none());
+    }
+}
