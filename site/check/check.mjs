@@ -1,6 +1,8 @@
-// Opens every page of a built streamlab site in headless Chromium, from file://, with JavaScript off,
-// and fails if anything does not load, anything reaches for the network, a link points nowhere, or a
-// results page lacks its charts and data tables. Usage: node check.mjs SITE_DIR (CHROMIUM=path optional).
+// Opens every page of a built streamlab site in headless Chromium at 1280x900, from file://, with JavaScript
+// off, and fails if anything does not load, anything reaches for the network, a link points nowhere, a results
+// page lacks its charts and data tables, an element runs past the viewport's right edge (unless a scroll box
+// holds it), or the index's verdict table does not start on the first screen. Usage: node check.mjs SITE_DIR
+// (CHROMIUM=path optional).
 import fs from 'node:fs';
 import path from 'node:path';
 import { pathToFileURL, fileURLToPath } from 'node:url';
@@ -12,7 +14,7 @@ if (!process.argv[2] || !fs.existsSync(path.join(site, 'index.html'))) {
   process.exit(2);
 }
 const executablePath = process.env.CHROMIUM || '/usr/bin/chromium';
-const shots = process.env.SITE_CHECK_SCREENSHOTS; // optional: a directory for full-page PNGs
+const shots = process.env.SITE_CHECK_SCREENSHOTS; // optional: a directory for full-page and first-screen PNGs
 
 function walk(dir) {
   return fs.readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
@@ -39,7 +41,8 @@ const browser = await chromium.launch({
   headless: true,
   args: ['--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-dev-shm-usage'],
 });
-const context = await browser.newContext({ javaScriptEnabled: false, viewport: { width: 1200, height: 900 } });
+const VIEWPORT = { width: 1280, height: 900 };
+const context = await browser.newContext({ javaScriptEnabled: false, viewport: VIEWPORT });
 const failures = [];
 let charts = 0;
 let tables = 0;
@@ -71,6 +74,16 @@ for (const file of pages) {
     tables: document.querySelectorAll('table').length,
     links: [...document.querySelectorAll('a[href]')].map((a) => a.getAttribute('href')),
     h1: document.querySelector('h1')?.textContent ?? '',
+    // Elements whose right edge passes the viewport's, unless an ancestor that scrolls or clips holds them.
+    wide: [...document.querySelectorAll('body *')].filter((e) => {
+      if (e.getBoundingClientRect().right <= window.innerWidth + 1) return false;
+      for (let a = e.parentElement; a && a !== document.body; a = a.parentElement) {
+        if (getComputedStyle(a).overflowX !== 'visible' && a.getBoundingClientRect().right <= window.innerWidth + 1) return false;
+      }
+      return true;
+    }).slice(0, 3).map((e) => `${e.tagName.toLowerCase()}${e.className && typeof e.className === 'string' ? '.' + e.className.split(' ').join('.') : ''} (right edge ${Math.round(e.getBoundingClientRect().right)} px)`),
+    pageWidth: document.documentElement.scrollWidth,
+    firstVerdictTop: document.querySelector('table.claims tbody tr')?.getBoundingClientRect().top ?? null,
   }));
 
   if (!facts.title) problems.push('no <title>');
@@ -83,6 +96,13 @@ for (const file of pages) {
     if (!c.table) problems.push(`chart ${i + 1} is not followed by a data table with rows`);
   });
   if (isMatrixPage(rel) && facts.charts.length === 0) problems.push('a results page without charts');
+  if (facts.wide.length || facts.pageWidth > VIEWPORT.width) {
+    problems.push(`wider than a ${VIEWPORT.width} px viewport (page ${facts.pageWidth} px): ${facts.wide.join(', ')}`);
+  }
+  if (rel === 'index.html' && facts.firstVerdictTop === null) problems.push('no verdict table (table.claims)');
+  if (rel === 'index.html' && facts.firstVerdictTop >= VIEWPORT.height) {
+    problems.push(`the verdict table's first row starts at ${Math.round(facts.firstVerdictTop)} px, below the first ${VIEWPORT.height} px`);
+  }
   for (const href of facts.links) {
     if (/^[a-z]+:/i.test(href) && !href.startsWith('file:')) {
       problems.push(`absolute link ${href}: the site must work offline`);
@@ -103,6 +123,8 @@ for (const file of pages) {
   if (shots) {
     fs.mkdirSync(shots, { recursive: true });
     await page.screenshot({ path: path.join(shots, rel.replaceAll('/', '__') + '.png'), fullPage: true });
+    // The first screen as a reader at 1280x900 meets it.
+    await page.screenshot({ path: path.join(shots, rel.replaceAll('/', '__') + '.first.png') });
   }
   await page.close();
   charts += facts.charts.length;

@@ -19,6 +19,11 @@ pub fn table_value(x: f64) -> String {
     }
 }
 
+/// A count of things (records, reps): an integer with thousands separators.
+pub fn count(x: f64) -> String {
+    if x.is_finite() { group_thousands(x.round() as i64) } else { "—".into() }
+}
+
 /// A short value for a chart label or axis tick: 2.49M, 174k, 62.0, 0.49.
 pub fn compact(x: f64) -> String {
     if !x.is_finite() {

@@ -26,9 +26,12 @@ pub struct Run {
 }
 
 impl Run {
-    /// Limited with `--arm` or `--point` to part of its matrices, or with knobs changed by `--set`.
+    /// Limited with `--arm` or `--point` to part of its matrices, to the points the claims rest on by a budget,
+    /// or with knobs changed by `--set`.
     pub fn is_partial(&self) -> bool {
-        self.spec.as_ref().is_some_and(|s| !s.arms.is_empty() || !s.points.is_empty() || !s.sets.is_empty())
+        self.spec
+            .as_ref()
+            .is_some_and(|s| !s.arms.is_empty() || !s.points.is_empty() || !s.sets.is_empty() || s.budget_s.is_some())
     }
 
     /// Run with knobs changed by `--set`: not the matrix as defined. (A run limited with `--arm` or `--point`

@@ -170,6 +170,12 @@ mod tests {
         }
         let index = text(&files, "index.html");
         assert!(index.contains("framework path &#x2f; raw rdkafka"), "ratio on the index");
+        // The first screen: the totals, then the verdict table, one row per claim, each quote a click away.
+        let claims = claims::builtin().unwrap().len();
+        let totals = index.find(&format!("<p class=\"totals\">{claims} claims: ")).expect("the totals line");
+        let table = index.find("<table class=\"claims\">").expect("the verdict table");
+        assert!(totals < table && table < index.find("matrix-card").unwrap(), "totals, verdicts, then the matrices");
+        assert_eq!(index.matches("<details class=\"claim\">").count(), claims);
         assert!(index.contains("0.54×") && index.contains("0.49×"), "measured and published ratios");
         let page = text(&files, "matrix/kafka_sink.html");
         assert_eq!(page.matches("<svg class=\"chart\"").count(), 5, "one chart per sweep");

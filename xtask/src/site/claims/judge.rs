@@ -78,6 +78,7 @@ pub(super) fn judge(c: &Claim, runs: &[Run], spreads: &mut SpreadCache, v: &mut 
     let ceiling = c.ceiling.as_ref().and_then(|ceil| ceiling_here(ceil, c, anchor, &den_records));
     let cpu_bound = cpu_bound(&num_records, &den_records, anchor);
     v.host_note = ceiling.as_ref().map(|(_, text)| text.clone()).or(cpu_bound.clone());
+    v.above_ceiling = ceiling.is_some();
     let parts: Vec<Part> =
         c.kind.iter().map(|kind| part(c, *kind, &p, &pool, host, ceiling.as_ref().map(|(x, _)| *x))).collect();
     let overall = if parts.iter().all(|p| p.verdict == Kind::Reproduces) {

@@ -32,6 +32,8 @@ pub struct Claim {
     pub source: String,
     /// The publisher's words.
     pub claim: String,
+    /// The claim in a few words, for the index's verdict table.
+    pub short: String,
     /// The ratio the claim rests on, numerator over denominator.
     pub published: f64,
     /// Where in the seed that number comes from.
@@ -189,6 +191,10 @@ pub fn parse(text: &str) -> Result<Vec<Claim>> {
         let at = format!("site/claims.toml claim {:?}", c.id);
         ensure!(ids.insert(c.id.as_str()), "{at}: the id is used twice");
         ensure!(c.published.is_finite() && c.published > 0.0, "{at}: `published` is a positive ratio");
+        ensure!(
+            !c.short.trim().is_empty() && c.short.chars().count() <= SHORT_MAX,
+            "{at}: `short` is the claim in a few words ({SHORT_MAX} characters at most)"
+        );
         ensure!((0.0..1.0).contains(&c.tolerance), "{at}: `tolerance` is a fraction in [0, 1)");
         ensure!(
             c.unmapped.is_some() || (c.numerator.is_some() && c.denominator.is_some()),
@@ -206,6 +212,9 @@ pub fn parse(text: &str) -> Result<Vec<Claim>> {
     }
     Ok(file.claims)
 }
+
+/// The longest `short` a claim may have: the verdict table's claim column fits it on a line or two.
+pub const SHORT_MAX: usize = 56;
 
 /// What the lab concludes about a claim.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -270,6 +279,10 @@ pub struct ClaimVerdict {
     pub id: String,
     pub seed: String,
     pub claim: String,
+    pub short: String,
+    /// The seed's hardware and versions, for the provenance beside the verdict.
+    pub hardware: String,
+    pub versions: String,
     pub matrix: String,
     pub like_for_like: bool,
     pub published: f64,
@@ -303,6 +316,8 @@ pub struct ClaimVerdict {
     pub runs_to_decide: Option<usize>,
     /// What this host can show: its ceiling for the ratio, or that both sides saturated its cores.
     pub host_note: Option<String>,
+    /// The published figure needs more than this host's ceiling: no rep or run here can tell its size.
+    pub above_ceiling: bool,
     /// One paragraph: why this verdict.
     pub why: String,
     /// The newest run the verdict comes from.
@@ -320,6 +335,9 @@ fn verdict_of(c: &Claim, runs: &[Run], spreads: &mut SpreadCache) -> ClaimVerdic
         id: c.id.clone(),
         seed: c.seed.clone(),
         claim: c.claim.trim().to_owned(),
+        short: c.short.clone(),
+        hardware: c.hardware.clone(),
+        versions: c.versions.clone(),
         matrix: c.matrix.clone(),
         like_for_like: c.like_for_like,
         published: c.published,
@@ -343,6 +361,7 @@ fn verdict_of(c: &Claim, runs: &[Run], spreads: &mut SpreadCache) -> ClaimVerdic
         spread: None,
         runs_to_decide: None,
         host_note: None,
+        above_ceiling: false,
         why: String::new(),
         run: None,
     };

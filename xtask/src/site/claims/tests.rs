@@ -18,6 +18,7 @@ id = "000-test"
 seed = "000"
 source = "000_572cf4762e3ae6c6.txt"
 claim = "the framework reaches half of raw librdkafka"
+short = "framework at half of raw"
 published = {published}
 published_from = "a table"
 hardware = "Apple M5 Max"
@@ -118,7 +119,7 @@ fn a_direction_claim_holds_on_the_pairs_and_a_sentence_of_two_claims_judges_both
 
 fn claim_text_with_kind(kind: &str) -> String {
     format!(
-        "[[claims]]\nid = \"x\"\nseed = \"000\"\nsource = \"s\"\nclaim = \"c\"\npublished = 1.0\npublished_from = \"t\"\n\
+        "[[claims]]\nid = \"x\"\nseed = \"000\"\nsource = \"s\"\nclaim = \"c\"\nshort = \"c\"\npublished = 1.0\npublished_from = \"t\"\n\
          hardware = \"h\"\nversions = \"v\"\nmatrix = \"kafka_sink\"\nmetric = \"records_per_s\"\n\
          unmapped = \"none\"\ntolerance = 0.15\nkind = {kind}\n"
     )

@@ -3,6 +3,7 @@
 //! ISR refill and loss and duplicate counts per acks setting in one table, and a timeline of acknowledgements
 //! per 100 ms around each fault (rep 1 of every point).
 
+mod summary;
 mod timeline;
 
 use std::collections::BTreeMap;
@@ -26,6 +27,9 @@ pub struct DurabilityPage {
     pub matrix_href: String,
     pub raw_href: String,
     pub footer: String,
+    /// The first screen: RF 3 over RF 1 per arm and acks setting, and each fault's reps summarised.
+    pub replication_summary: Vec<summary::RfSummary>,
+    pub fault_summary: Vec<summary::FaultSummary>,
     pub replication: Vec<RfRow>,
     pub faults: Vec<FaultTable>,
     pub timelines: Vec<TimelineView>,
@@ -156,12 +160,15 @@ pub fn page(run: &Run) -> Option<DurabilityPage> {
         }
     }
     let ran: Vec<&Record> = records.iter().filter(|r| r.status != Status::NotRun).collect();
+    let (replication, replication_summary) = replication(&ran, &title);
     Some(DurabilityPage {
         run: pages::run_link(run),
         matrix_href: pages::latest_matrix_href(MATRIX),
         raw_href: pages::run_matrix_href(&run.id, MATRIX).replace(".html", ".jsonl"),
         footer: pages::footer(&run.provenance),
-        replication: replication(&ran, &title),
+        replication_summary,
+        fault_summary: summary::faults(&ran, &title),
+        replication,
         faults: faults(&ran, &title),
         timelines: timelines(&ran, &title),
         not_run: not_run.into_iter().map(|(k, v)| pages::KeyValue { key: k, value: v }).collect(),
@@ -170,12 +177,13 @@ pub fn page(run: &Run) -> Option<DurabilityPage> {
     })
 }
 
-/// RF 3 over RF 1 for each arm, acks setting and rep, from the replication sweeps (no fault).
-fn replication(records: &[&Record], title: &dyn Fn(&str) -> String) -> Vec<RfRow> {
+/// RF 3 over RF 1 for each arm, acks setting and rep, from the replication sweeps (no fault), and per arm and
+/// setting the comparable pairs summarised.
+fn replication(records: &[&Record], title: &dyn Fn(&str) -> String) -> (Vec<RfRow>, Vec<summary::RfSummary>) {
     let rf = |r: &&Record, n: i64| {
         r.variant.sweeps.iter().any(|s| s.starts_with("rf_")) && knob_i64(r, "replication") == Some(n)
     };
-    let mut rows = Vec::new();
+    let (mut rows, mut pairs, mut arms_settings) = (Vec::new(), Vec::new(), Vec::new());
     for one in records.iter().filter(|r| rf(r, 1)) {
         let Some(three) = records
             .iter()
@@ -198,9 +206,16 @@ fn replication(records: &[&Record], title: &dyn Fn(&str) -> String) -> Vec<RfRow
                 ("no ratio: a side states no applied settings".to_owned(), false)
             }
             (true, ..) if !differ.is_empty() => (format!("no ratio: the sides differ in {}", differ.join(", ")), false),
-            (true, Some(a), Some(b)) if a > 0.0 => (format::ratio(b / a), true),
+            (true, Some(a), Some(b)) if a > 0.0 => {
+                pairs.push(summary::RfPair { arm: title(&one.arm), setting: setting(one), ratio: b / a });
+                (format::ratio(b / a), true)
+            }
             _ => ("no ratio: no rate".to_owned(), false),
         };
+        let arm_setting = (title(&one.arm), setting(one));
+        if !arms_settings.contains(&arm_setting) {
+            arms_settings.push(arm_setting);
+        }
         rows.push(RfRow {
             arm: title(&one.arm),
             setting: setting(one),
@@ -215,7 +230,8 @@ fn replication(records: &[&Record], title: &dyn Fn(&str) -> String) -> Vec<RfRow
             broker_cpu_rf3: num(three, "broker_cpu_s_per_m_records"),
         });
     }
-    rows
+    let summary = summary::replication(&pairs, &arms_settings);
+    (rows, summary)
 }
 
 const FAULT_ORDER: [&str; 4] = ["none", "kill", "stop", "restart"];
@@ -349,14 +365,14 @@ mod tests {
             |rf: i64| serde_json::json!({"acks": 1, "idempotence": false, "replication": rf, "max_records": 4e6});
         let full = rec("java", "rf_acks_1", "RF 1", knobs(1), &[("records_per_s", 3e5), ("sent", 4e6)]);
         let three = rec("java", "rf_acks_1", "RF 3", knobs(3), &[("records_per_s", 2.5e5), ("sent", 3.5e6)]);
-        let rows = replication(&[&full, &three], &|a: &str| a.to_owned());
+        let (rows, _) = replication(&[&full, &three], &|a: &str| a.to_owned());
         assert_eq!(rows[0].rf1, "– (capped: 4,000,000 sent)");
         assert_eq!(rows[0].rf3, format::table_value(2.5e5));
         assert!(!rows[0].comparable && rows[0].ratio.contains("counts an idle tail"), "{:?}", rows[0].ratio);
         let measured = [("records_per_s", 3e5), ("sent", 4e6), ("window_s", 28.9)];
         let mut shortened = rec("java", "rf_acks_1", "RF 1", knobs(1), &measured);
         shortened.variant.knobs.insert("window_s".into(), serde_json::json!(30.0));
-        let rows = replication(&[&shortened, &three], &|a: &str| a.to_owned());
+        let (rows, _) = replication(&[&shortened, &three], &|a: &str| a.to_owned());
         let over = format!("{} (over 28.9 of 30 s: max_records sent)", format::table_value(3e5));
         assert_eq!(rows[0].rf1, over, "measured up to its last send: a rate, and over how long");
         assert!(rows[0].comparable, "{:?}", rows[0].ratio);

@@ -178,7 +178,12 @@ mod tests {
         assert_eq!(page_run(dir.path()), "b-whole", "a newer --point run does not replace a whole one");
         write("d-set", 4_000, &[], &["timeout_s=60"]);
         assert_eq!(page_run(dir.path()), "b-whole", "nor does a run with knobs changed by --set");
-        write("e-whole", 5_000, &[], &[]);
-        assert_eq!(page_run(dir.path()), "e-whole");
+        let budgeted = fixtures::write_run(dir.path(), "e-budget", 4_500, &fixtures::kafka_sink_records("e-budget"));
+        let spec = serde_json::json!({"schema": 2, "matrices": [], "profile": "standard", "env": "native",
+            "bootstrap": null, "mysql_dsn": null, "reps": null, "budget_s": 2700});
+        std::fs::write(budgeted.join("run.json"), spec.to_string()).unwrap();
+        assert_eq!(page_run(dir.path()), "b-whole", "nor a budgeted run, which ran only the claims' points");
+        write("f-whole", 5_000, &[], &[]);
+        assert_eq!(page_run(dir.path()), "f-whole");
     }
 }
