@@ -266,6 +266,10 @@ fn reps_so_far(written: &[Record]) -> BTreeMap<PointKey, u32> {
 /// if the pairs keep the spread they show; `None` if no number of them would (the run-to-run part alone is wider:
 /// only more runs decide it) or the claim has no edge a rep can move it off.
 fn pairs_to_decide(v: &ClaimVerdict, c: &Claim, here: usize) -> Option<usize> {
+    let only_size = v.parts.iter().filter(|p| p.verdict == Kind::CannotTell).all(|p| p.kind == ClaimKind::Size);
+    if v.above_ceiling && only_size {
+        return None;
+    }
     if here < FIRST_PAIRS {
         // No spread to go by yet: the pairs an interval of this run needs first.
         return Some(FIRST_PAIRS - here);
@@ -298,6 +302,8 @@ fn edges(v: &ClaimVerdict, c: &Claim) -> Vec<f64> {
     let mut out = Vec::new();
     for part in v.parts.iter().filter(|p| p.verdict == Kind::CannotTell) {
         match part.kind {
+            // Above this host's ceiling a size stays untold whatever the reps.
+            ClaimKind::Size if v.above_ceiling => {}
             ClaimKind::Size => out.extend(v.band.iter().flatten().copied()),
             ClaimKind::Parity => out.extend(streamlab_record::stats::equivalence::band(1.0, c.tolerance)),
             ClaimKind::Direction => out.push(match c.direction {
@@ -422,6 +428,9 @@ mod tests {
         assert_eq!(pairs_to_decide(&undecided(1.0, 0.05, 0.10, 12).0, &c, 12), None);
         // A claim without an interval yet gets the pairs one needs first.
         assert_eq!(pairs_to_decide(&v, &c, 1), Some(FIRST_PAIRS - 1));
+        // A size above this host's ceiling stays untold whatever the reps.
+        let above = ClaimVerdict { above_ceiling: true, ..v.clone() };
+        assert_eq!(pairs_to_decide(&above, &c, 4), None);
     }
 
     #[test]
