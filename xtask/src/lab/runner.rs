@@ -48,10 +48,12 @@ pub fn run(args: RunArgs) -> Result<()> {
     if let Some(b) = budget {
         budget::check(b)?;
     }
-    let (cfg, claims) = (SiteConfig::builtin()?, claims::builtin()?);
+    // The site's configuration holds the claims, checked once.
+    let cfg = SiteConfig::builtin()?;
+    let claims = &cfg.claims;
     let mut tasks = plan::for_run(&matrices, &spec, backend.as_ref())?;
     if budget.is_some() {
-        tasks = budget::first_pass(tasks, &matrices, &cfg, &claims);
+        tasks = budget::first_pass(tasks, &matrices, &cfg, claims);
     }
     // A budgeted run spends its reps on the claims, not on a precision target per point.
     let goals = if budget.is_some() { BTreeMap::new() } else { precision::goals(&matrices, &spec)? };
@@ -110,12 +112,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     phase("tasks", &title);
     match budget {
         Some(b) => {
-            let ctx = Budgeted {
-                clock: budget::Clock::since(started, b),
-                times: &times,
-                claims: &claims,
-                out_root: &out_root,
-            };
+            let ctx = Budgeted { clock: budget::Clock::since(started, b), times: &times, claims, out_root: &out_root };
             run_budgeted(&mut session, &tasks, &todo, &matrices, &spec, &ctx)?;
         }
         None => {
@@ -126,7 +123,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     let (written, stopped) = session.finish()?;
     summarize(&run_id, &matrices, &written, &run_dir, started);
     if budget.is_some() {
-        answer(&out_root, &logs, &claims, &matrices)?;
+        answer(&out_root, &logs, claims, &matrices)?;
     }
     fail_on_failures(&written, &run_dir)?;
     if let Some(reason) = stopped {
