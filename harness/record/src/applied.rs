@@ -19,6 +19,10 @@
 //!   where the client caps a setting itself (librdkafka's idempotent producer: at most 5 requests in flight),
 //!   the value is the one in force.
 //! - [`CONNECTIONS`]: broker connections the client opened (or its cap) for the data path.
+//! - [`QUEUE_CAP`]: a producer's cap on records queued and not yet acknowledged, as the client ran it, spelled
+//!   by [`queue_cap`]: `1000000 records or 1048576 KiB` (librdkafka's queue.buffering.max.messages and
+//!   .kbytes), `32768 KiB` (Java's and partitionline's buffer.memory, a byte cap only). A cap decides when the
+//!   client refuses or blocks a send, so two clients with different caps say so.
 //! - [`CLOCK_START`]: when the arm's clock starts, e.g. `before connect` or `after metadata`.
 //! - [`OFFERED_LOAD`]: what was offered to the arm: `all rows present before the start` (a snapshot or a
 //!   backlog), `paced at 20000 rows/s`, `unpaced: one inserting session` (the seed's CDC rig), `unbounded
@@ -37,6 +41,7 @@ pub const WORKLOAD: &str = "workload";
 pub const FORMAT: &str = "format";
 pub const KEY: &str = "key";
 pub const CONNECTIONS: &str = "connections";
+pub const QUEUE_CAP: &str = "queue_cap";
 pub const CLOCK_START: &str = "clock_start";
 pub const OFFERED_LOAD: &str = "offered_load";
 pub const SINK: &str = "sink";
@@ -114,6 +119,19 @@ pub fn canonical(key: &str, value: &str) -> String {
     }
 }
 
+/// The [`QUEUE_CAP`] value: a record-count cap where the client has one, and its byte cap (0 bytes: none).
+pub fn queue_cap(records: Option<u64>, bytes: u64) -> String {
+    let bytes = match bytes {
+        0 => "no byte cap".to_owned(),
+        b if b % 1024 == 0 => format!("{} KiB", b / 1024),
+        b => format!("{b} B"),
+    };
+    match records {
+        Some(n) => format!("{n} records or {bytes}"),
+        None => bytes,
+    }
+}
+
 /// The keys on which two applied maps differ (a key one side lacks counts as different), sorted.
 pub fn differing_keys(a: &Applied, b: &Applied) -> Vec<String> {
     let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
@@ -155,6 +173,14 @@ mod tests {
         assert_eq!(canonical("linger.ms", "0.5"), "0.5");
         assert_eq!(canonical("compression.type", " lz4 "), "lz4");
         assert_eq!(canonical("batch.size", "16384"), "16384");
+    }
+
+    #[test]
+    fn a_queue_cap_names_its_record_count_where_the_client_has_one_and_its_bytes() {
+        assert_eq!(queue_cap(Some(1_000_000), 1_048_576 * 1024), "1000000 records or 1048576 KiB");
+        assert_eq!(queue_cap(None, 33_554_432), "32768 KiB");
+        assert_eq!(queue_cap(None, 1000), "1000 B");
+        assert_eq!(queue_cap(None, 0), "no byte cap");
     }
 
     #[test]

@@ -45,6 +45,7 @@ const OTHER: &[&str] = &[
     "message.max.bytes",
     "batch.num.messages",
     "queue.buffering.max.messages",
+    "queue.buffering.max.kbytes",
     "queued.min.messages",
 ];
 
@@ -191,6 +192,14 @@ impl LibrdkafkaConf {
             (2.0 * linger).min(900_000.0) as i64
         };
         Some(format!("librdkafka {name}, sticky for {sticky} ms"))
+    }
+
+    /// The producer's queue cap (`streamlab_record::applied::QUEUE_CAP`): queue.buffering.max.messages and
+    /// queue.buffering.max.kbytes, whichever fills first.
+    pub fn queue_cap(&self) -> Option<String> {
+        let records = u64::try_from(self.int("queue.buffering.max.messages")?).ok()?;
+        let kbytes = u64::try_from(self.int("queue.buffering.max.kbytes")?).ok()?;
+        Some(streamlab_record::applied::queue_cap(Some(records), kbytes.saturating_mul(1024)))
     }
 
     /// A librdkafka-only setting the record names in its details (e.g. `batch.num.messages`).
@@ -340,5 +349,20 @@ mod tests {
             .join("\n");
         let parsed = LibrdkafkaConf::parse_dump(&dump, native.explicit.iter().cloned()).unwrap();
         assert_eq!(parsed.producer(), native.producer());
+        assert_eq!(parsed.queue_cap(), native.queue_cap());
+    }
+
+    #[test]
+    fn the_queue_cap_is_the_one_the_client_runs_with() {
+        let set = config(&[("queue.buffering.max.messages", "1000000")]);
+        let cap = LibrdkafkaConf::of_client_config(&set).unwrap().queue_cap().unwrap();
+        let producer: BaseProducer = set.create().unwrap();
+        let rk = producer.client().native_ptr();
+        let kbytes: u64 = live(rk, "queue.buffering.max.kbytes").parse().unwrap();
+        assert_eq!(cap, format!("{} records or {kbytes} KiB", live(rk, "queue.buffering.max.messages")));
+        assert_eq!(cap, "1000000 records or 1048576 KiB", "librdkafka's byte cap default, 1 GiB");
+        let dump = include_str!("../arms/clients/testdata/c_2_15_produce_idempotent_dump.stdout");
+        let tool = LibrdkafkaConf::parse_dump(dump, []).unwrap();
+        assert_eq!(tool.queue_cap().as_deref(), Some("1000000 records or 1048576 KiB"), "the C tool 2.15.0's");
     }
 }

@@ -18,9 +18,10 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail, ensure};
 use streamlab_process::Cmd;
 use streamlab_record::Measurement;
+use streamlab_record::applied;
 
 use super::rdkafka_arm::{fetch_properties, producer_properties};
-use super::{Asymmetries, CTool, ClientInfo, Fetched, Knobs, NotRunnable, Produced, Tools, Workload};
+use super::{Asymmetries, CTool, ClientInfo, Fetched, Knobs, NotRunnable, Produced, QueueFullSeen, Tools, Workload};
 use crate::arms::ArmContext;
 use crate::arms::spec::ArmSpec;
 use crate::kafka::config::client_config;
@@ -263,8 +264,14 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str, tool: &CTool) -> Result
             run.tail(10)
         );
     }
-    let produced =
-        Produced { acked: s.delivered, failed: s.failed, elapsed: s.elapsed(), client_cpu_s: run.cpu_s, broker_cpu_s };
+    let produced = Produced {
+        acked: s.delivered,
+        failed: s.failed,
+        elapsed: s.elapsed(),
+        client_cpu_s: run.cpu_s,
+        broker_cpu_s,
+        queue_full: QueueFullSeen::Refusals(s.backpressures),
+    };
     let hw = super::topic_high_watermark(&ctx.env, topic)?;
     let mut note = vec![format!(
         "tool summary: {} produced, {} delivered, {} failed in {} ms ({} msgs/s, {:.2} MB/s); {} QUEUE_FULL \
@@ -283,7 +290,10 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str, tool: &CTool) -> Result
         command: call.shown,
         asymmetries: produce_asymmetries(knobs),
         note: Some(note.join("; ")),
-        applied: super::applied::base(knobs, 1, super::applied::CLOCK_BEFORE_CONNECT).producer(conf.producer()).build(),
+        applied: super::applied::base(knobs, 1, super::applied::CLOCK_BEFORE_CONNECT)
+            .producer(conf.producer())
+            .set(applied::QUEUE_CAP, conf.queue_cap().context("the tool's configuration listing has no queue cap")?)
+            .build(),
     };
     Ok(super::produce_measurement(knobs, &produced, hw, info))
 }
@@ -551,6 +561,8 @@ mod tests {
                 assert_eq!(m.applied["producer.max.in.flight.requests.per.connection"], "1000000", "{what}");
                 assert_eq!(m.applied["producer.security.protocol"], protocol(listener), "{what}");
                 assert_eq!(m.applied["clock_start"], "before connect", "{what}");
+                assert!(m.applied["queue_cap"].ends_with(" records or 1048576 KiB"), "{what}: {:?}", m.applied);
+                assert!(m.metrics.contains_key("queue_full_waits"), "{what}: the tool's backpressure count");
                 if let Some(pw) = password(listener) {
                     assert!(!format!("{:?}", m.applied).contains(&pw), "{what}: no password in applied");
                 }

@@ -23,7 +23,8 @@ use streamlab_record::Measurement;
 use self::jvm::{Jvm, ToolRun};
 use self::output::{ConsumerTotal, ProducerTotal};
 use super::{
-    Asymmetries, ClientInfo, Compression, Fetched, JavaTools, Knobs, NotRunnable, Payload, Produced, Tools, Workload,
+    Asymmetries, ClientInfo, Compression, Fetched, JavaTools, Knobs, NotRunnable, Payload, Produced, QueueFullSeen,
+    Tools, Workload,
 };
 use crate::arms::ArmContext;
 use crate::arms::spec::ArmSpec;
@@ -126,6 +127,8 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, tools: &JavaTools, topic: &str) -> R
         elapsed: Duration::from_secs_f64(total.window_s().unwrap_or(0.0)),
         client_cpu_s: run.cpu_s,
         broker_cpu_s,
+        queue_full: output::producer_metric(&run.stdout, "bufferpool-wait-time-ns-total")
+            .map_or(QueueFullSeen::NotCounted, |ns| QueueFullSeen::BlockedMs(ns / 1e6)),
     };
     let hw = super::topic_high_watermark(&ctx.env, topic)?;
     let values = output::config_values(&run.stderr, "ProducerConfig")
@@ -137,6 +140,7 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, tools: &JavaTools, topic: &str) -> R
         note: Some(produce_note(knobs, &total, &produced, &run)),
         applied: super::applied::base(knobs, 1, super::applied::CLOCK_BEFORE_CONNECT)
             .producer(output::producer_applied(&values)?)
+            .set(streamlab_record::applied::QUEUE_CAP, output::queue_cap(&values)?)
             .build(),
     };
     Ok(super::produce_measurement(knobs, &produced, hw, info))
@@ -432,6 +436,8 @@ mod tests {
             assert_eq!(m.applied["producer.security.protocol"], *protocol, "{listener}");
             assert_eq!(m.applied["producer.max.in.flight.requests.per.connection"], "5", "{listener}");
             assert_eq!(m.applied["producer.batch.size"], "1000000", "{listener}");
+            assert_eq!(m.applied["queue_cap"], "32768 KiB", "{listener}: buffer.memory");
+            assert!(m.metrics["queue_full_blocked_ms"].value >= 0.0, "{listener}: {:?}", m.metrics);
         }
     }
 

@@ -211,6 +211,20 @@ pub struct Produced {
     pub client_cpu_s: f64,
     /// CPU seconds of the environment's brokers over the same span; `None` where they cannot be read.
     pub broker_cpu_s: Option<f64>,
+    /// How often the client's queue was full, as the client can tell it.
+    pub queue_full: QueueFullSeen,
+}
+
+/// What a full producer queue cost, in the client's own terms: librdkafka and partitionline refuse a record
+/// (QUEUE_FULL, QueueFull) and the caller waits and retries, so the refusals are counted; Java's `send` blocks
+/// until buffer.memory has room, so the time it blocked is what there is.
+#[derive(Debug, Clone, Copy, PartialEq, Default)]
+pub enum QueueFullSeen {
+    /// The arm does not count it (the durability ledger's producers).
+    #[default]
+    NotCounted,
+    Refusals(u64),
+    BlockedMs(f64),
 }
 
 /// What an adapter measured for a fetch run.
@@ -268,6 +282,15 @@ pub fn produce_measurement(knobs: &Knobs, p: &Produced, high_watermark: u64, inf
         );
     }
     crate::cpu::add_broker_cpu(&mut metrics, p.acked, p.client_cpu_s, p.broker_cpu_s);
+    match p.queue_full {
+        QueueFullSeen::NotCounted => {}
+        QueueFullSeen::Refusals(n) => {
+            metrics.insert("queue_full_waits".into(), metric(n as f64, "queue-full refusals", false));
+        }
+        QueueFullSeen::BlockedMs(ms) => {
+            metrics.insert("queue_full_blocked_ms".into(), metric(ms, "ms blocked on a full queue", false));
+        }
+    }
     let integrity = produce_integrity(knobs.count, p, high_watermark);
     finish("produce", metrics, integrity, info)
 }
@@ -449,7 +472,14 @@ mod tests {
     use super::*;
 
     fn produced(acked: u64, failed: u64) -> Produced {
-        Produced { acked, failed, elapsed: Duration::from_secs(1), client_cpu_s: 0.5, broker_cpu_s: Some(1.5) }
+        Produced {
+            acked,
+            failed,
+            elapsed: Duration::from_secs(1),
+            client_cpu_s: 0.5,
+            broker_cpu_s: Some(1.5),
+            queue_full: QueueFullSeen::Refusals(7),
+        }
     }
 
     #[test]
@@ -472,6 +502,29 @@ mod tests {
         assert!(err.downcast_ref::<NotRunnable>().is_some(), "not runnable, not failed: {err}");
         assert_eq!(random.payload.format(), "bytes, random A-Z per record");
         assert_eq!(applied::base(&random, 1, "x").build()["format"], "bytes, random A-Z per record");
+    }
+
+    #[test]
+    fn a_produce_record_says_how_full_the_queue_was_in_the_clients_own_terms() {
+        let knobs: Knobs = serde_json::from_value(serde_json::json!({
+            "workload": "produce", "listener": "plaintext", "compression": "none", "acks": 1,
+            "idempotence": false, "count": 1000, "payload_bytes": 100, "partitions": 1, "linger_ms": 0,
+            "batch_messages": 0, "batch_bytes": 16384, "queue_messages": 0, "fetch_max_wait_ms": 100,
+            "fetch_min_bytes": 1, "fetch_max_bytes": 16777216, "latency_warmup": 1, "latency_samples": 1
+        }))
+        .unwrap();
+        let with = |queue_full| {
+            let p = Produced { queue_full, ..produced(1000, 0) };
+            produce_measurement(&knobs, &p, 1000, ClientInfo::default()).metrics
+        };
+        let counted = with(QueueFullSeen::Refusals(7));
+        assert_eq!(counted["queue_full_waits"].value, 7.0);
+        assert!(!counted.contains_key("queue_full_blocked_ms"));
+        let blocked = with(QueueFullSeen::BlockedMs(12.5));
+        assert_eq!(blocked["queue_full_blocked_ms"].value, 12.5);
+        assert!(!blocked.contains_key("queue_full_waits"));
+        let silent = with(QueueFullSeen::NotCounted);
+        assert!(!silent.contains_key("queue_full_waits") && !silent.contains_key("queue_full_blocked_ms"));
     }
 
     #[test]

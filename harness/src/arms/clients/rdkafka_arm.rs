@@ -6,6 +6,7 @@
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
+use rdkafka::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
 use rdkafka::error::KafkaError;
 use rdkafka::producer::{BaseProducer, BaseRecord, FutureProducer, FutureRecord, Producer};
@@ -13,9 +14,9 @@ use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::util::Timeout;
 use rdkafka::{Offset, TopicPartitionList};
 use streamlab_record::Measurement;
-use streamlab_record::applied::Applied;
+use streamlab_record::applied::{self, Applied, AppliedBuilder};
 
-use super::{Asymmetries, ClientInfo, Fetched, Knobs, Produced, Workload};
+use super::{Asymmetries, ClientInfo, Fetched, Knobs, Produced, QueueFullSeen, Workload};
 use crate::arms::ArmContext;
 use crate::arms::spec::ArmSpec;
 use crate::kafka::config::client_config;
@@ -74,6 +75,13 @@ pub fn fetch_properties(knobs: &Knobs) -> Vec<(&'static str, String)> {
     ]
 }
 
+/// The work and the producer settings librdkafka holds for `cfg`, its queue cap among them.
+fn producer_applied(knobs: &Knobs, cfg: &ClientConfig, clock_start: &str) -> Result<AppliedBuilder> {
+    let conf = LibrdkafkaConf::of_client_config(cfg)?;
+    let queue_cap = conf.queue_cap().context("librdkafka reports no queue cap")?;
+    Ok(super::applied::base(knobs, 1, clock_start).producer(conf.producer()).set(applied::QUEUE_CAP, queue_cap))
+}
+
 fn describe(props: &[(&str, String)]) -> String {
     props.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
 }
@@ -108,16 +116,14 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> 
     for (k, v) in &props {
         cfg.set(*k, v);
     }
-    let applied = super::applied::base(knobs, 1, super::applied::CLOCK_BEFORE_CONNECT)
-        .producer(LibrdkafkaConf::of_client_config(&cfg)?.producer())
-        .build();
+    let applied = producer_applied(knobs, &cfg, super::applied::CLOCK_BEFORE_CONNECT)?.build();
     let producer: BaseProducer<Counting> =
         cfg.create_with_context(Counting::default()).context("cannot create the producer")?;
     let payload = super::payload(knobs.payload_bytes);
     let cpu_before = crate::cpu::process_cpu_seconds();
     let brokers = crate::cpu::BrokersCpu::start(&ctx.env);
     let started = Instant::now();
-    let mut sent = 0u64;
+    let (mut sent, mut queue_full) = (0u64, 0u64);
     while sent < knobs.count {
         match producer.send(BaseRecord::<(), [u8]>::to(topic).payload(&payload)) {
             Ok(()) => {
@@ -128,6 +134,7 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> 
                 }
             }
             Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
+                queue_full += 1;
                 producer.poll(Duration::from_millis(10));
             }
             Err((e, _)) => bail!("produce failed after {sent} records: {e}"),
@@ -148,6 +155,7 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> 
         elapsed,
         client_cpu_s: crate::cpu::process_cpu_seconds() - cpu_before,
         broker_cpu_s: brokers.spent(),
+        queue_full: QueueFullSeen::Refusals(queue_full),
     };
     drop(producer);
     let hw = super::topic_high_watermark(&ctx.env, topic)?;
@@ -244,8 +252,7 @@ fn latency(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> 
     for (k, v) in &props {
         cfg.set(*k, v);
     }
-    let applied = super::applied::base(knobs, 1, super::applied::CLOCK_PER_ROUND_TRIP)
-        .producer(LibrdkafkaConf::of_client_config(&cfg)?.producer())
+    let applied = producer_applied(knobs, &cfg, super::applied::CLOCK_PER_ROUND_TRIP)?
         .set("producer.partitioner.class", super::applied::EXPLICIT_PARTITION)
         .build();
     // The seed timed FutureProducer::send: its delivery future is awaited while rust-rdkafka's own thread
@@ -282,8 +289,6 @@ fn latency(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> 
 
 #[cfg(test)]
 mod tests {
-    use streamlab_record::applied::AppliedBuilder;
-
     use super::*;
 
     fn knobs(overrides: serde_json::Value) -> Knobs {
@@ -305,7 +310,7 @@ mod tests {
         for (k, v) in producer_properties(knobs) {
             cfg.set(k, v);
         }
-        AppliedBuilder::new().producer(LibrdkafkaConf::of_client_config(&cfg).unwrap().producer()).build()
+        producer_applied(knobs, &cfg, "x").unwrap().build()
     }
 
     #[test]
@@ -321,6 +326,9 @@ mod tests {
         let tuned = applied_for(&knobs(serde_json::json!({"compression": "lz4", "linger_ms": 100})));
         assert_eq!(tuned["producer.max.in.flight.requests.per.connection"], "1000000");
         assert_eq!(tuned["producer.compression.type"], "lz4");
+        assert_eq!(a["queue_cap"], "100000 records or 1048576 KiB", "librdkafka's defaults");
+        let seed_c = applied_for(&knobs(serde_json::json!({"queue_messages": 1000000})));
+        assert_eq!(seed_c["queue_cap"], "1000000 records or 1048576 KiB", "the seed's C side lock");
     }
 
     #[test]

@@ -177,6 +177,13 @@ pub fn producer_applied(values: &BTreeMap<String, String>) -> Result<Vec<(&'stat
     Ok(out)
 }
 
+/// Java's queue cap (`buffer.memory`, bytes only), from its `ProducerConfig values:` block.
+pub fn queue_cap(values: &BTreeMap<String, String>) -> Result<String> {
+    let bytes = values.get("buffer.memory").context("the client's configuration block has no buffer.memory")?;
+    let bytes: u64 = number(bytes)?;
+    Ok(streamlab_record::applied::queue_cap(None, bytes))
+}
+
 /// Java's consumer settings for the record, from its `ConsumerConfig values:` block.
 pub fn consumer_applied(values: &BTreeMap<String, String>) -> Result<Vec<(&'static str, String)>> {
     let mut out = pick(
@@ -330,6 +337,7 @@ mod tests {
         assert_eq!(applied["batch.size"], "1000000");
         assert_eq!(applied["max.in.flight.requests.per.connection"], "5");
         assert_eq!(applied["partitioner.class"], "Java built-in sticky, adaptive");
+        assert_eq!(queue_cap(&values).unwrap(), "32768 KiB", "buffer.memory's default, 33554432 B");
         assert_eq!(applied["security.protocol"], "PLAINTEXT");
         assert!(!applied.contains_key("sasl.mechanism"), "GSSAPI is Java's default, not in use");
         assert!(config_values(stderr, "ConsumerConfig").is_none());

@@ -117,6 +117,11 @@ pub(super) fn producer_applied(cfg: &ProducerConfig, security: &Security) -> Vec
     out
 }
 
+/// The producer's queue cap: buffer.memory bytes, no record-count cap (the crate's default is Java's 32 MiB).
+pub(super) fn queue_cap(cfg: &ProducerConfig) -> String {
+    streamlab_record::applied::queue_cap(None, cfg.buffer_memory as u64)
+}
+
 /// The consumer settings as configured (a `max_poll_records` of None is no cap, as in librdkafka: no key).
 pub(super) fn consumer_applied(cfg: &ConsumerConfig, security: &Security) -> Vec<(&'static str, String)> {
     let mut out = vec![

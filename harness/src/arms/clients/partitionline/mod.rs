@@ -15,7 +15,7 @@ mod produce_loop;
 
 use self::config::{
     Security, compression, consumer_applied, consumer_config, describe_producer, latency_producer_config,
-    producer_applied, producer_config,
+    producer_applied, producer_config, queue_cap,
 };
 use self::produce_loop::{produce_async, queue_full_text};
 use super::{Asymmetries, ClientInfo, Fetched, Knobs, Produced, Workload};
@@ -110,6 +110,7 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> 
     let asymmetries = produce_asymmetries(&cfg, knobs.partitions);
     let applied = super::applied::base(knobs, cfg.connections, super::applied::CLOCK_BEFORE_CONNECT)
         .producer(producer_applied(&cfg, &security))
+        .set(streamlab_record::applied::QUEUE_CAP, queue_cap(&cfg))
         .build();
     let rt = runtime()?;
     let brokers = crate::cpu::BrokersCpu::start(&ctx.env);
@@ -143,10 +144,6 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> 
     );
     let note = (!notes.is_empty()).then(|| notes.join("; "));
     let mut m = super::produce_measurement(knobs, &outcome.produced, hw, info(command, asymmetries, note, applied));
-    m.metrics.insert(
-        "queue_full_waits".into(),
-        streamlab_record::Metric::new(outcome.queue_full as f64, "QueueFull refusals", false),
-    );
     // How much of the clock went to connecting, metadata and the leader connections.
     m.metrics.insert(
         "first_queued_ms".into(),
@@ -317,6 +314,7 @@ fn latency(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> 
     let applied = super::applied::base(knobs, cfg.connections, super::applied::CLOCK_PER_ROUND_TRIP)
         .producer(producer_applied(&cfg, &security))
         .set("producer.partitioner.class", super::applied::EXPLICIT_PARTITION)
+        .set(streamlab_record::applied::QUEUE_CAP, queue_cap(&cfg))
         .build();
     let record = ProduceRecord::to(topic).partition(0).value(super::payload(knobs.payload_bytes));
     let rt = runtime()?;
@@ -367,7 +365,7 @@ pub(super) mod tests {
     use streamlab_record::IntegrityStatus;
     use streamlab_record::descriptor::Listener;
 
-    use super::super::NotRunnable;
+    use super::super::{NotRunnable, QueueFullSeen};
 
     use super::*;
 
@@ -435,6 +433,8 @@ pub(super) mod tests {
         assert_eq!(m.metrics["high_watermark"].value, count as f64);
         assert!(m.metrics["records_per_s"].value > 0.0);
         assert_eq!(m.versions.get("partitionline").map(String::as_str), Some("0.1.0"));
+        assert_eq!(m.applied["queue_cap"], "32768 KiB", "the crate's buffer.memory");
+        assert!(m.metrics.contains_key("queue_full_waits"), "{:?}", m.metrics);
     }
 
     /// Every listener carries every record to the broker, and the verdict follows the client's own count.
@@ -475,6 +475,7 @@ pub(super) mod tests {
             elapsed: Duration::from_secs(1),
             client_cpu_s: 0.1,
             broker_cpu_s: None,
+            queue_full: QueueFullSeen::Refusals(0),
         };
         let landed = failed_note(&produced(19691, 309), 20000, 20000);
         assert!(landed.starts_with("309 records failed") && landed.contains("yet the topic holds 20000"), "{landed}");

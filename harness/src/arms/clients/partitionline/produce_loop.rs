@@ -7,7 +7,7 @@ use anyhow::{Result, bail};
 use partitionline::{ProduceRecord, ProducerConfig};
 
 use super::{CLOSE_TIMEOUT, FLUSH_TIMEOUT, STALL_TIMEOUT, Stall, new_producer};
-use crate::arms::clients::{Produced, QueueFull};
+use crate::arms::clients::{Produced, QueueFull, QueueFullSeen};
 
 /// The seed's bench_produce retries `try_send` this many times on QueueFull before it yields.
 const SPINS_BEFORE_YIELD: u32 = 32;
@@ -32,8 +32,6 @@ pub(super) struct ProduceOutcome {
     pub(super) stalled_at: Option<u64>,
     pub(super) flush_error: Option<String>,
     pub(super) close_error: Option<String>,
-    /// How many times try_send refused a record (QueueFull) and the loop parked or spun.
-    pub(super) queue_full: u64,
 }
 
 /// The seed's bench_produce loop with COUNT set and no warm-up, counting the broker's acknowledgements, its
@@ -102,12 +100,13 @@ pub(super) async fn produce_async(
             elapsed,
             client_cpu_s,
             broker_cpu_s: None,
+            // How many times try_send refused a record (QueueFull) and the loop parked or spun.
+            queue_full: QueueFullSeen::Refusals(queue_full),
         },
         first_queued,
         setup_note,
         stalled_at: stalled.then_some(queued),
         flush_error,
         close_error,
-        queue_full,
     })
 }
