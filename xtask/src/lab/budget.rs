@@ -197,8 +197,8 @@ pub fn plan_text(first: &[Task], times: &Times, budget: Duration) -> Vec<String>
     lines
 }
 
-/// How many of `tasks`, in order, fit in `seconds`.
-fn fitting(tasks: &[Task], times: &Times, seconds: f64) -> usize {
+/// How many of `tasks`, in order, fit in `seconds` (their environment switches included).
+pub fn fitting(tasks: &[Task], times: &Times, seconds: f64) -> usize {
     (0..=tasks.len()).take_while(|n| times.of_all(&tasks[..*n]) <= seconds).last().unwrap_or(0)
 }
 
@@ -390,6 +390,21 @@ mod tests {
         assert!(roomy.contains("then about") && roomy.contains("added rep pairs"), "{roomy}");
         let tight = plan_text(&first, &times, Duration::from_secs_f64(total / 2.0)).join("\n");
         assert!(tight.contains("only about") && tight.contains("left unrun"), "{tight}");
+    }
+
+    #[test]
+    fn what_fits_counts_each_environment_switch_between_tasks() {
+        let (_, _, first, _) = whole_lab();
+        let one = first.iter().find(|t| t.brokers == 1).unwrap().clone();
+        let three = first.iter().find(|t| t.brokers == 3).unwrap().clone();
+        let times = Times::default();
+        let (a, b) = (times.of(&one), times.of(&three));
+        let alternating = [one.clone(), three.clone(), one.clone()];
+        assert_eq!(times.of_all(&alternating), 2.0 * a + b + 2.0 * ENV_SWITCH_S);
+        // Room for the three tasks' own times but not their two switches: the third does not fit.
+        assert_eq!(fitting(&alternating, &times, 2.0 * a + b + ENV_SWITCH_S), 2);
+        assert_eq!(fitting(&alternating, &times, 2.0 * a + b + 2.0 * ENV_SWITCH_S), 3);
+        assert_eq!(fitting(&[one.clone(), one.clone()], &times, 2.0 * a), 2, "no switch on one environment");
     }
 
     /// A size claim at 1.0 ± 15% judged over one run of `pairs` pairs with this spread, estimate `estimate`.

@@ -150,14 +150,8 @@ fn run_budgeted(
     spec: &RunSpec,
     ctx: &Budgeted,
 ) -> Result<()> {
-    let fits = todo
-        .iter()
-        .scan(0.0, |spent, t| {
-            *spent += ctx.times.of(t);
-            Some(*spent)
-        })
-        .take_while(|spent| *spent <= ctx.clock.left_s())
-        .count();
+    // The same count the plan printed, environment switches included.
+    let fits = budget::fitting(todo, ctx.times, ctx.clock.left_s());
     run_tasks(session, &todo[..fits], matrices, spec)?;
     if fits < todo.len() {
         let left: Vec<String> = todo[fits..].iter().map(Task::describe).collect();
