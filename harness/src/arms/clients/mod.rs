@@ -482,18 +482,20 @@ mod tests {
         }
     }
 
+    /// A produce of 10 records of 8000 B, with `extra` knobs.
+    fn knobs(extra: serde_json::Value) -> Knobs {
+        let mut v = serde_json::json!({
+            "workload": "produce", "listener": "plaintext", "compression": "none", "acks": 1,
+            "idempotence": false, "count": 10, "payload_bytes": 8000, "partitions": 1, "linger_ms": 0,
+            "batch_messages": 0, "batch_bytes": 16384, "queue_messages": 0, "fetch_max_wait_ms": 100,
+            "fetch_min_bytes": 1, "fetch_max_bytes": 16777216, "latency_warmup": 1, "latency_samples": 1
+        });
+        v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+        serde_json::from_value(v).unwrap()
+    }
+
     #[test]
     fn a_random_payload_is_the_java_tools_own_and_says_so_in_the_format() {
-        let knobs = |extra: serde_json::Value| -> Knobs {
-            let mut v = serde_json::json!({
-                "workload": "produce", "listener": "plaintext", "compression": "none", "acks": 1,
-                "idempotence": false, "count": 10, "payload_bytes": 8000, "partitions": 1, "linger_ms": 0,
-                "batch_messages": 0, "batch_bytes": 16384, "queue_messages": 0, "fetch_max_wait_ms": 100,
-                "fetch_min_bytes": 1, "fetch_max_bytes": 16777216, "latency_warmup": 1, "latency_samples": 1
-            });
-            v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
-            serde_json::from_value(v).unwrap()
-        };
         let x = knobs(serde_json::json!({}));
         assert_eq!((x.payload, x.queue_full), (Payload::X, QueueFull::Park), "the defaults");
         assert!(x_payload_only(&x, "the C tool").is_ok());
@@ -506,16 +508,9 @@ mod tests {
 
     #[test]
     fn a_produce_record_says_how_full_the_queue_was_in_the_clients_own_terms() {
-        let knobs: Knobs = serde_json::from_value(serde_json::json!({
-            "workload": "produce", "listener": "plaintext", "compression": "none", "acks": 1,
-            "idempotence": false, "count": 1000, "payload_bytes": 100, "partitions": 1, "linger_ms": 0,
-            "batch_messages": 0, "batch_bytes": 16384, "queue_messages": 0, "fetch_max_wait_ms": 100,
-            "fetch_min_bytes": 1, "fetch_max_bytes": 16777216, "latency_warmup": 1, "latency_samples": 1
-        }))
-        .unwrap();
         let with = |queue_full| {
-            let p = Produced { queue_full, ..produced(1000, 0) };
-            produce_measurement(&knobs, &p, 1000, ClientInfo::default()).metrics
+            let p = Produced { queue_full, ..produced(10, 0) };
+            produce_measurement(&knobs(serde_json::json!({})), &p, 10, ClientInfo::default()).metrics
         };
         let counted = with(QueueFullSeen::Refusals(7));
         assert_eq!(counted["queue_full_waits"].value, 7.0);

@@ -453,18 +453,36 @@ pub(super) mod tests {
                 assert_produced_all(&m, 20000);
                 continue;
             }
-            eprintln!("{listener}: the client reported failures: {:?}", m.note);
-            assert_eq!(m.integrity.status, IntegrityStatus::Failed, "{listener}");
-            let (acked, hw) = (m.metrics["acked"].value, m.metrics["high_watermark"].value);
-            assert!(acked < 20000.0, "{listener}: {:?}", m.integrity);
-            // Nothing the client counted as acknowledged is missing, nothing beyond what it sent is there; the note
-            // names the failures (and whether the topic holds them: failed_note's test).
-            assert!(acked <= hw && hw <= 20000.0, "{listener}: {:?} {:?}", m.integrity, m.note);
-            let note = m.note.as_deref().unwrap_or_default();
-            assert!(note.contains("records failed (produce_errors)"), "{listener}: {note}");
+            assert_a_client_fault(&m, listener);
             client_faults.push(listener);
         }
         assert!(client_faults.len() <= 1, "the client failed records on {client_faults:?}");
+    }
+
+    /// A run in which the client itself failed records: a failed record, nothing the client counted as
+    /// acknowledged missing, nothing beyond what it sent there, and a note naming the failures (and whether the
+    /// topic holds them: failed_note's test).
+    fn assert_a_client_fault(m: &Measurement, what: &str) {
+        eprintln!("{what}: the client reported failures: {:?}", m.note);
+        assert_eq!(m.integrity.status, IntegrityStatus::Failed, "{what}");
+        let (acked, hw) = (m.metrics["acked"].value, m.metrics["high_watermark"].value);
+        assert!(acked < 20000.0, "{what}: {:?}", m.integrity);
+        assert!(acked <= hw && hw <= 20000.0, "{what}: {:?} {:?}", m.integrity, m.note);
+        let note = m.note.as_deref().unwrap_or_default();
+        assert!(note.contains("records failed (produce_errors)"), "{what}: {note}");
+    }
+
+    /// A setting's run, verified. The client's occasional fault (the listener test's; at 31aaf68 once on lz4 and
+    /// idempotent each while the other test lane ran a three-broker cluster on the same 2 cores: 4,166 records
+    /// failed, none acknowledged) must read as a failed record that says so, and a second run must carry
+    /// every record: the adapter's own failure would fail both.
+    fn run_verified(overrides: serde_json::Value) -> Measurement {
+        let first = run_with(overrides.clone());
+        if first.integrity.status == IntegrityStatus::Verified {
+            return first;
+        }
+        assert_a_client_fault(&first, &overrides.to_string());
+        run_with(overrides)
     }
 
     #[test]
@@ -489,7 +507,7 @@ pub(super) mod tests {
     #[test]
     #[ignore = "needs a broker: cargo xtask test"]
     fn lz4_produce_is_verified() {
-        let m = run_with(serde_json::json!({"compression": "lz4"}));
+        let m = run_verified(serde_json::json!({"compression": "lz4"}));
         assert_produced_all(&m, 20000);
         assert!(m.details["command"].contains("compression=lz4"));
     }
@@ -497,7 +515,7 @@ pub(super) mod tests {
     #[test]
     #[ignore = "needs a broker: cargo xtask test"]
     fn idempotent_produce_is_verified() {
-        let m = run_with(serde_json::json!({"acks": -1, "idempotence": true}));
+        let m = run_verified(serde_json::json!({"acks": -1, "idempotence": true}));
         assert_produced_all(&m, 20000);
         assert!(m.metrics["total_cpu_s_per_m_records"].value > m.metrics["client_cpu_s_per_m_records"].value);
         assert!(m.details["command"].contains("acks=-1") && m.details["in_flight"].starts_with("5 "));
