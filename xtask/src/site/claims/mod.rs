@@ -285,6 +285,8 @@ pub struct ClaimVerdict {
     pub versions: String,
     pub matrix: String,
     pub like_for_like: bool,
+    /// What the claim says, as site/claims.toml states it (size, direction, parity, shape), run or not.
+    pub kind: Vec<ClaimKind>,
     pub published: f64,
     pub published_text: String,
     /// The seed file and where in it the published figure comes from.
@@ -340,6 +342,7 @@ fn verdict_of(c: &Claim, runs: &[Run], spreads: &mut SpreadCache) -> ClaimVerdic
         versions: c.versions.clone(),
         matrix: c.matrix.clone(),
         like_for_like: c.like_for_like,
+        kind: c.kind.clone(),
         published: c.published,
         published_text: format::ratio(c.published),
         source: c.source.clone(),

@@ -150,6 +150,9 @@ fn a_point_not_run_gives_not_run_with_the_records_reason() {
     assert!(v.why.contains("no Redpanda Connect binary here"), "{}", v.why);
     let (_dir, none) = history(&[&[]], |_| {});
     assert_eq!(verdicts(&none, &[claim(0.49)])[0].verdict, Kind::NotRun);
+    // `lab verdicts --json` says what kind of claim it is even with nothing measured.
+    let json = serde_json::to_value(&verdicts(&none, &[claim(0.49)])[0]).unwrap();
+    assert_eq!(json["kind"], serde_json::json!(["size"]));
 }
 
 #[test]
