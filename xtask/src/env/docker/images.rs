@@ -82,22 +82,31 @@ fn load_lock() -> Result<Lock> {
 }
 
 fn save_lock(lock: &Lock) -> Result<()> {
-    let header = "# Digests of the official images as pulled, by `cargo xtask env images` or a docker-backend run that could reach\n\
-                  # a registry. Written by the lab; commit it so every later pull is verified against it.\n";
+    let header = "# Digests of the official images as pulled by `cargo xtask env images` where a registry answers (a run\n\
+                  # never writes this file). Commit it: every later pull is verified against it.\n";
     let body = toml::to_string(lock)?;
     streamlab_record::jsonl::write_atomic(&lock_path(), format!("{header}{body}").as_bytes())?;
     Ok(())
 }
 
+/// Whether an official image's digest may be written to images.lock when it has none: only by `cargo xtask env
+/// images`, a deliberate step whose lock is then committed. A run never rewrites it (a lock a run wrote would
+/// pin whatever the registry served that day and mark the run's tree dirty).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Pinning {
+    PinIfUnpinned,
+    LockedOnly,
+}
+
 /// The image to run for `role`: the pinned official one if it is here or can be pulled (its digest checked
 /// against the lock), else the local equivalent, built if it is missing.
-pub fn ensure(engine: &Engine, role: ImageRole) -> Result<ImageInfo> {
+pub fn ensure(engine: &Engine, role: ImageRole, pinning: Pinning) -> Result<ImageInfo> {
     let pins = load_pins()?;
     let official = pins
         .official
         .get(role.key())
         .with_context(|| format!("env/docker/images.toml pins no official image for {:?}", role.key()))?;
-    match official_image(engine, official) {
+    match official_image(engine, official, pinning) {
         Ok(info) => Ok(info),
         Err(why) => {
             // Said once per process: a run brings environments up more than once.
@@ -113,9 +122,10 @@ pub fn ensure(engine: &Engine, role: ImageRole) -> Result<ImageInfo> {
 }
 
 /// The official image, present with the locked digest or pulled now; `Err` says why it cannot be had.
-fn official_image(engine: &Engine, reference: &str) -> std::result::Result<ImageInfo, String> {
+fn official_image(engine: &Engine, reference: &str, pinning: Pinning) -> std::result::Result<ImageInfo, String> {
     let mut lock = load_lock().map_err(|e| format!("{e:#}"))?;
     let locked = lock.digests.get(reference).cloned();
+    pinned_enough(locked.as_deref(), pinning)?;
     let present = |engine: &Engine| {
         engine.block_on(engine.docker().inspect_image(reference)).ok().map(|i| {
             let digest =
@@ -150,6 +160,17 @@ fn official_image(engine: &Engine, reference: &str) -> std::result::Result<Image
         id,
         source: "pulled from its registry, digest verified against env/docker/images.lock".into(),
     })
+}
+
+/// A run takes an official image only when the lock pins its digest; `cargo xtask env images` may pin one.
+fn pinned_enough(locked: Option<&str>, pinning: Pinning) -> std::result::Result<(), String> {
+    match (locked, pinning) {
+        (None, Pinning::LockedOnly) => Err("env/docker/images.lock pins no digest for it, and a run never writes \
+                                            one: pin it with `cargo xtask env images` where a registry answers, and \
+                                            commit the lock"
+            .to_owned()),
+        _ => Ok(()),
+    }
 }
 
 /// Pull with progress on stderr; a registry that does not answer is an `Err` saying so.
@@ -364,7 +385,7 @@ pub fn images_command() -> Result<()> {
     let engine = Engine::connect()?;
     for role in [ImageRole::Kafka, ImageRole::Mariadb] {
         let started = Instant::now();
-        let info = ensure(&engine, role)?;
+        let info = ensure(&engine, role, Pinning::PinIfUnpinned)?;
         println!("{:<8} {} ({:.0} s)", role.key(), info.reference, started.elapsed().as_secs_f64());
         println!("         {}", info.source);
     }
@@ -374,6 +395,14 @@ pub fn images_command() -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_run_takes_only_a_locked_official_image_and_the_images_command_may_pin_one() {
+        let why = pinned_enough(None, Pinning::LockedOnly).unwrap_err();
+        assert!(why.contains("cargo xtask env images") && why.contains("never writes"), "{why}");
+        assert_eq!(pinned_enough(Some("sha256:ab"), Pinning::LockedOnly), Ok(()));
+        assert_eq!(pinned_enough(None, Pinning::PinIfUnpinned), Ok(()));
+    }
 
     #[test]
     fn every_role_has_an_official_pin_and_a_local_recipe() {

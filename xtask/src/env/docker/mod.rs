@@ -20,7 +20,7 @@ use streamlab_record::provenance::EnvInfo;
 
 use self::engine::Engine;
 use self::host::DockerHost;
-use self::images::ImageRole;
+use self::images::{ImageRole, Pinning};
 use super::backend::{self, Backend, EnvSpec, Environment};
 use super::health::{self, ServiceDown};
 use super::host::{Role, ServiceHost, running_pids, server_versions, start_services};
@@ -53,8 +53,8 @@ impl Backend for DockerBackend {
         pins::kafka_classpath()?;
         let engine = Engine::connect()?;
         sweep(&engine)?;
-        images::ensure(&engine, ImageRole::Kafka)?;
-        images::ensure(&engine, ImageRole::Mariadb)?;
+        images::ensure(&engine, ImageRole::Kafka, Pinning::LockedOnly)?;
+        images::ensure(&engine, ImageRole::Mariadb, Pinning::LockedOnly)?;
         Ok(())
     }
 
@@ -232,8 +232,9 @@ impl Drop for DockerEnv {
 /// no directory is left.
 pub fn up(spec: &EnvSpec) -> Result<DockerEnv> {
     let engine = Arc::new(Engine::connect()?);
-    let kafka_image = images::ensure(&engine, ImageRole::Kafka)?;
-    let mysql_image = if spec.with_mysql { Some(images::ensure(&engine, ImageRole::Mariadb)?) } else { None };
+    let kafka_image = images::ensure(&engine, ImageRole::Kafka, Pinning::LockedOnly)?;
+    let mysql_image =
+        if spec.with_mysql { Some(images::ensure(&engine, ImageRole::Mariadb, Pinning::LockedOnly)?) } else { None };
     let dir = spec.dir();
     std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
     // `env up` by hand: never swept while its containers run; lab runs and tests: swept once their xtask is gone.
@@ -407,7 +408,7 @@ mod tests {
     #[ignore = "needs a Docker engine: cargo xtask test"]
     fn a_sweep_removes_what_a_killed_run_left_and_keeps_what_env_up_started() {
         let engine = Engine::connect().unwrap();
-        let image = images::ensure(&engine, ImageRole::Kafka).unwrap();
+        let image = images::ensure(&engine, ImageRole::Kafka, Pinning::LockedOnly).unwrap();
         // A pid that is not running: the xtask that owned these is gone.
         let dead = (50_000..u32::MAX).find(|&p| !crate::env::process::is_alive(p)).unwrap();
         let id = backend::new_id("t-sweep-");
