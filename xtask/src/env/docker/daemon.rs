@@ -43,8 +43,10 @@ pub fn ensure_engine(log: &Path) -> Result<Option<StartedDaemon>> {
     if let Some(dir) = log.parent() {
         std::fs::create_dir_all(dir)?;
     }
-    println!("no Docker engine answers: starting {dockerd} {} (log: {})", DOCKERD_FLAGS.join(" "), log.display());
-    let daemon = StartedDaemon { pid: Cmd::new(dockerd).args(DOCKERD_FLAGS).log_to(log).spawn()?.release() };
+    let mut flags: Vec<String> = DOCKERD_FLAGS.iter().map(|f| f.to_string()).collect();
+    flags.extend(listen_flag(std::env::var("DOCKER_HOST").ok().as_deref()));
+    println!("no Docker engine answers: starting {dockerd} {} (log: {})", flags.join(" "), log.display());
+    let daemon = StartedDaemon { pid: Cmd::new(dockerd).args(&flags).log_to(log).spawn()?.release() };
     let deadline = Instant::now() + Duration::from_secs(30);
     while Engine::answers().is_none() {
         if !process::is_alive(daemon.pid) || Instant::now() > deadline {
@@ -53,4 +55,27 @@ pub fn ensure_engine(log: &Path) -> Result<Option<StartedDaemon>> {
         std::thread::sleep(Duration::from_millis(200));
     }
     Ok(Some(daemon))
+}
+
+/// Where the started dockerd listens: the unix socket DOCKER_HOST names, so that clients (bollard reads DOCKER_HOST
+/// too) find it there; dockerd's default socket otherwise. A CI container job sets it to a socket of its own: GitHub
+/// mounts the host's engine at the default path, whose containers would not see the job's files.
+fn listen_flag(docker_host: Option<&str>) -> Option<String> {
+    docker_host.filter(|h| h.starts_with("unix://")).map(|h| format!("--host={h}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_started_dockerd_listens_where_docker_host_points() {
+        assert_eq!(
+            listen_flag(Some("unix:///run/streamlab/docker.sock")).as_deref(),
+            Some("--host=unix:///run/streamlab/docker.sock")
+        );
+        assert_eq!(listen_flag(None), None);
+        // A TCP engine is someone else's to start: the lab never opens a network listener.
+        assert_eq!(listen_flag(Some("tcp://127.0.0.1:2375")), None);
+    }
 }
