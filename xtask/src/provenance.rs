@@ -24,7 +24,22 @@ pub fn collect_host() -> Host {
         os: System::long_os_version().unwrap_or_default(),
         kernel: System::kernel_version().unwrap_or_default(),
         arch: System::cpu_arch(),
+        runner: ci_runner(|name| std::env::var(name).ok()),
     }
+}
+
+/// The GitHub Actions runner this process runs on, from the variables the runner sets; `None` elsewhere.
+fn ci_runner(var: impl Fn(&str) -> Option<String>) -> Option<String> {
+    (var("GITHUB_ACTIONS").as_deref() == Some("true")).then(|| {
+        let or_unknown = |name: &str| var(name).filter(|v| !v.is_empty()).unwrap_or_else(|| "unknown".into());
+        format!(
+            "GitHub Actions {} runner ({} {}, {})",
+            or_unknown("RUNNER_ENVIRONMENT"),
+            or_unknown("ImageOS"),
+            or_unknown("ImageVersion"),
+            or_unknown("RUNNER_ARCH")
+        )
+    })
 }
 
 /// `git rev-parse HEAD` and whether the work tree has changes.
@@ -71,6 +86,27 @@ pub fn crate_versions(lock: &std::path::Path) -> BTreeMap<String, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_github_runner_is_named_with_its_kind_image_and_arch_and_none_elsewhere() {
+        fn env<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+            move |name| pairs.iter().find(|(k, _)| *k == name).map(|(_, v)| v.to_string())
+        }
+        let hosted = [
+            ("GITHUB_ACTIONS", "true"),
+            ("RUNNER_ENVIRONMENT", "github-hosted"),
+            ("ImageOS", "ubuntu24"),
+            ("ImageVersion", "20261123.1"),
+            ("RUNNER_ARCH", "X64"),
+        ];
+        assert_eq!(
+            ci_runner(env(&hosted)).as_deref(),
+            Some("GitHub Actions github-hosted runner (ubuntu24 20261123.1, X64)")
+        );
+        let bare = [("GITHUB_ACTIONS", "true")];
+        assert_eq!(ci_runner(env(&bare)).as_deref(), Some("GitHub Actions unknown runner (unknown unknown, unknown)"));
+        assert_eq!(ci_runner(env(&[])), None);
+    }
 
     #[test]
     fn crate_versions_come_from_the_lock_file() {

@@ -163,18 +163,27 @@ pub struct Host {
     pub os: String,
     pub kernel: String,
     pub arch: String,
+    /// The CI runner the run ran on, e.g. `GitHub Actions github-hosted runner (ubuntu24 20261123.1, X64)`; none on
+    /// a machine of one's own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runner: Option<String>,
 }
 
 impl Host {
-    /// The machine a figure depends on: CPU model, cores, memory and kernel.
+    /// The machine a figure depends on: CPU model, cores, memory and kernel, and the CI runner kind when there is
+    /// one (a hosted runner shares its CPU with others: its runs are their own series).
     pub fn fingerprint(&self) -> String {
-        format!(
+        let machine = format!(
             "{}, {} logical cores, {} GiB, kernel {}",
             self.cpu_brand,
             self.logical_cores,
             (self.memory_bytes as f64 / (1u64 << 30) as f64).round(),
             self.kernel
-        )
+        );
+        match &self.runner {
+            Some(runner) => format!("{machine}, {runner}"),
+            None => machine,
+        }
     }
 }
 
