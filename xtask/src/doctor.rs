@@ -43,7 +43,7 @@ pub fn run() -> Result<()> {
     }
     let optional_missing: Vec<&str> =
         checks.iter().filter(|c| !c.required && c.found.is_none()).map(|c| c.what).collect();
-    if optional_missing.iter().any(|w| w.contains("site tests") || w.contains("actionlint")) {
+    if optional_missing.iter().any(|w| w.contains("site tests") || w.contains("workflow lints")) {
         println!(
             "this machine can run `cargo xtask lab run`; `cargo xtask test` also needs: {}",
             optional_missing.join(", ")
@@ -134,9 +134,15 @@ fn checks() -> Vec<Check> {
             required: false,
         },
         Check {
-            what: "Go (actionlint)",
+            what: "Go (actionlint, workflow lints)",
             found: first_line_of("go", &["version"]),
             fix: "apt-get install -y golang",
+            required: false,
+        },
+        Check {
+            what: "shellcheck (workflow lints)",
+            found: first_line_of("shellcheck", &["--version"]),
+            fix: "apt-get install -y shellcheck",
             required: false,
         },
         Check {

@@ -1,7 +1,7 @@
 //! `cargo xtask test`, the README's test command: formatting and lints, one release build of the workspace,
 //! unit tests, then the integration tests against real services (the xtask ones start their own
 //! environments; the harness ones share one native environment brought up here), the site checks and the
-//! workflow linter. Prints how long each step took and ends with one `N passed, N failed` line.
+//! workflow linters. Prints how long each step took and ends with one `N passed, N failed` line.
 
 use std::io::Read;
 use std::path::Path;
@@ -58,8 +58,8 @@ pub fn run(args: TestArgs) -> Result<()> {
         integration(&mut t);
         drop(daemon);
         t.step("site build + check", site_checks);
-        t.step("actionlint", || {
-            Cmd::new("bash").arg(repo_root().join("site/check/actionlint.sh")).run(Duration::from_secs(300))
+        t.step("workflow lints (actionlint + shellcheck, zizmor)", || {
+            Cmd::new("bash").arg(repo_root().join("site/check/workflows.sh")).run(Duration::from_secs(300))
         });
     }
     println!("\nstreamlab tests: {} passed, {} failed", t.passed, t.failed);
