@@ -67,7 +67,7 @@ done <"$PR_DIR/runs.txt"
 if [ -s "$failed" ]; then marked=true; fi
 
 # The site builds from the merged results/ (pages.yml publishes it once the pull request is merged).
-"${xtask[@]}" site build --out "$SITE_OUT"
+"${xtask[@]}" site build --results "$OUT" --out "$SITE_OUT"
 
 {
   if [ "$marked" = true ]; then
@@ -89,7 +89,7 @@ if [ -s "$failed" ]; then marked=true; fi
     echo "Against the newest comparable committed run (\`cargo xtask lab compare newest $run_id\`):"
     echo
     echo '```'
-    "${xtask[@]}" lab compare newest "$run_id" --fail-on-regression 10 2>&1 | head -n 60 ||
+    "${xtask[@]}" lab compare newest "$OUT/$run_id" --fail-on-regression 10 2>&1 | head -n 60 ||
       echo "(lab compare exited non-zero: a regression beyond 10%, or no comparable run)"
     echo '```'
   done <"$PR_DIR/runs.txt"

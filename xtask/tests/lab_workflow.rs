@@ -87,5 +87,8 @@ fn a_matrix_job_stopped_at_its_deadline_keeps_its_records_and_the_merge_proposes
     assert!(body.contains(&run_id) && body.contains("stopped at its deadline"), "{body}");
     assert!(body.lines().count() <= 403 && body.len() <= 60_200, "the body is not capped");
     assert!(pr.join("results").join(&run_id).join("kafka_sink.jsonl").is_file());
-    assert!(site.join("index.html").is_file(), "{merge_log}");
+    assert!(
+        site.join("runs").join(&run_id).join("index.html").is_file(),
+        "the site has no page of the run\n{merge_log}"
+    );
 }
