@@ -3,7 +3,7 @@
 //! environments; the harness ones share one native environment brought up here), the site checks and the
 //! workflow linters. Prints how long each step took and ends with one `N passed, N failed` line.
 
-use std::io::Read;
+use std::io::{BufRead, BufReader, Read};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -32,7 +32,12 @@ struct Tally {
     failed: u64,
     failures: Vec<String>,
     times: Vec<(String, Duration)>,
+    /// Each test that ran in a step, `step: test`, with how long it took.
+    test_times: Vec<(String, Duration)>,
 }
+
+/// How many of the slowest tests the summary names: where CI's time goes.
+const SLOWEST_SHOWN: usize = 12;
 
 pub fn run(args: TestArgs) -> Result<()> {
     crate::interrupt::install();
@@ -64,6 +69,12 @@ pub fn run(args: TestArgs) -> Result<()> {
     }
     println!("\nstreamlab tests: {} passed, {} failed", t.passed, t.failed);
     for (name, took) in &t.times {
+        println!("  {:>6.0} s  {name}", took.as_secs_f64());
+    }
+    println!("slowest tests:");
+    let mut slowest = t.test_times.clone();
+    slowest.sort_by_key(|(_, took)| std::cmp::Reverse(*took));
+    for (name, took) in slowest.iter().take(SLOWEST_SHOWN) {
         println!("  {:>6.0} s  {name}", took.as_secs_f64());
     }
     for f in &t.failures {
@@ -183,15 +194,9 @@ const INTERRUPT_GRACE: Duration = Duration::from_secs(60);
 /// Run `cmd` to its end (stdout captured when `capture`), killed at [`STEP_TIMEOUT`]. Ctrl-C reaches its whole
 /// process group (cargo, the test binaries, the lab runs they start: each cleans up after itself), which then
 /// gets [`INTERRUPT_GRACE`] before SIGKILL.
-fn run_interruptible(cmd: Cmd, capture: bool) -> Result<(String, bool)> {
+fn run_interruptible(cmd: Cmd, capture: bool) -> Result<(Captured, bool)> {
     let mut child = if capture { cmd.pipe_stdout_show_stderr() } else { cmd }.spawn()?;
-    let reader = child.take_stdout().map(|mut pipe| {
-        std::thread::spawn(move || {
-            let mut out = String::new();
-            let _ = pipe.read_to_string(&mut out);
-            out
-        })
-    });
+    let reader = child.take_stdout().map(|pipe| std::thread::spawn(move || capture_lines(pipe)));
     let started = Instant::now();
     let status = loop {
         if let Some(status) = child.try_wait()? {
@@ -237,7 +242,7 @@ impl Tally {
     fn add(&mut self, run: TestRun) {
         let TestRun { name, took, outcome } = run;
         self.times.push((name.clone(), took));
-        let (stdout, success) = match outcome {
+        let (Captured { text: stdout, test_times }, success) = match outcome {
             Ok(o) => o,
             Err(e) => {
                 eprintln!("step {name} failed: {e:#}");
@@ -248,6 +253,7 @@ impl Tally {
         };
         println!("\n== {name}");
         print!("{stdout}");
+        self.test_times.extend(test_times.into_iter().map(|(test, took)| (format!("{name}: {test}"), took)));
         let (passed, failed) = parse_results(&stdout);
         self.passed += passed;
         self.failed += failed;
@@ -265,7 +271,44 @@ impl Tally {
 struct TestRun {
     name: String,
     took: Duration,
-    outcome: Result<(String, bool)>,
+    outcome: Result<(Captured, bool)>,
+}
+
+/// A test step's stdout as it ran: the text, and how long each test took. libtest prints a test's result line as
+/// the test ends; at one test thread a test took the time since the line before it that ended one, or since the
+/// binary's `running N tests`.
+#[derive(Default)]
+struct Captured {
+    text: String,
+    test_times: Vec<(String, Duration)>,
+}
+
+fn capture_lines(pipe: impl Read) -> Captured {
+    let mut captured = Captured::default();
+    let mut since = Instant::now();
+    let (mut reader, mut bytes) = (BufReader::new(pipe), Vec::new());
+    // Byte lines, decoded leniently: the pipe is drained to its end whatever a test prints.
+    while reader.read_until(b'\n', &mut bytes).is_ok_and(|n| n > 0) {
+        let line = String::from_utf8_lossy(&bytes).trim_end_matches('\n').to_owned();
+        bytes.clear();
+        let now = Instant::now();
+        if line.starts_with("running ") {
+            since = now;
+        } else if let Some(test) = finished_test(&line) {
+            captured.test_times.push((test.to_owned(), now - since));
+            since = now;
+        }
+        captured.text.push_str(&line);
+        captured.text.push('\n');
+    }
+    captured
+}
+
+/// The test a libtest result line names, `test NAME ... ok` or `... FAILED`; not an ignored one, nor the
+/// "has been running for over 60 seconds" notice.
+fn finished_test(line: &str) -> Option<&str> {
+    let (name, result) = line.strip_prefix("test ")?.rsplit_once(" ... ")?;
+    matches!(result, "ok" | "FAILED").then_some(name)
 }
 
 impl TestRun {
@@ -295,6 +338,20 @@ fn parse_results(stdout: &str) -> (u64, u64) {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn each_test_takes_the_time_since_the_line_before_it_that_ended_one() {
+        assert_eq!(super::finished_test("test lab::a_test ... ok"), Some("lab::a_test"));
+        assert_eq!(super::finished_test("test b ... FAILED"), Some("b"));
+        assert_eq!(super::finished_test("test c ... ignored, starts Kafka"), None);
+        assert_eq!(super::finished_test("test d has been running for over 60 seconds"), None);
+        let out =
+            "running 2 tests\ntest a ... ok\nnoise\ntest b ... FAILED\n\ntest result: FAILED. 1 passed; 1 failed\n";
+        let captured = super::capture_lines(out.as_bytes());
+        assert_eq!(captured.text, out);
+        let names: Vec<&str> = captured.test_times.iter().map(|(n, _)| n.as_str()).collect();
+        assert_eq!(names, ["a", "b"]);
+    }
+
     #[test]
     fn result_lines_are_summed() {
         let out = "test result: ok. 7 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.00s\n\
