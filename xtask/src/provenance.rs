@@ -83,9 +83,49 @@ pub fn crate_versions(lock: &std::path::Path) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// How the harness binary was built, from the workspace's `[profile.release]` with cargo's defaults for what it
+/// leaves out, e.g. `cargo build --release: opt-level 3, lto off, codegen-units 16, debug line-tables-only`. A
+/// seed's figure can depend on it (seed 003 built partitionline's benches with thin LTO and one codegen unit).
+pub fn harness_build_profile(manifest: &std::path::Path) -> Option<String> {
+    let doc = std::fs::read_to_string(manifest).ok()?.parse::<toml::Table>().ok()?;
+    let release = doc.get("profile").and_then(|p| p.get("release")).and_then(|r| r.as_table()).cloned();
+    let release = release.unwrap_or_default();
+    let setting = |key: &str, default: &str| match release.get(key) {
+        Some(toml::Value::String(s)) => s.clone(),
+        Some(toml::Value::Boolean(false)) if key == "lto" => "off".into(),
+        Some(v) => v.to_string(),
+        None => default.to_owned(),
+    };
+    Some(format!(
+        "cargo build --release: opt-level {}, lto {}, codegen-units {}, debug {}",
+        setting("opt-level", "3"),
+        setting("lto", "off"),
+        setting("codegen-units", "16"),
+        setting("debug", "off")
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_harness_build_profile_is_the_workspace_s_release_profile_with_cargo_s_defaults() {
+        let dir = tempfile::tempdir().unwrap();
+        let manifest = dir.path().join("Cargo.toml");
+        std::fs::write(&manifest, "[profile.release]\ndebug = \"line-tables-only\"\n").unwrap();
+        assert_eq!(
+            harness_build_profile(&manifest).as_deref(),
+            Some("cargo build --release: opt-level 3, lto off, codegen-units 16, debug line-tables-only")
+        );
+        std::fs::write(&manifest, "[profile.release]\nlto = \"thin\"\ncodegen-units = 1\n").unwrap();
+        assert_eq!(
+            harness_build_profile(&manifest).as_deref(),
+            Some("cargo build --release: opt-level 3, lto thin, codegen-units 1, debug off")
+        );
+        let ours = harness_build_profile(&crate::paths::repo_root().join("Cargo.toml")).unwrap();
+        assert!(ours.starts_with("cargo build --release: opt-level 3"), "{ours}");
+    }
 
     #[test]
     fn a_github_runner_is_named_with_its_kind_image_and_arch_and_none_elsewhere() {
