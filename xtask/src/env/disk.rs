@@ -1,6 +1,6 @@
 //! Free space where the lab's brokers and database write (`target/streamlab/envs`). A broker that fills the disk
 //! dies mid-task (`java.io.IOException: No space left on device`) and takes the task with it, so a run that
-//! provisions services checks first, before anything is built or started.
+//! provisions services checks first, before anything is built or started, and again before every task.
 
 use std::path::Path;
 

@@ -177,6 +177,7 @@ impl<'a> Session<'a> {
         let runs = task.not_run.is_none() && self.stopped.is_none();
         if runs {
             self.replace_if_down(bar)?;
+            self.stop_if_disk_short(bar);
         }
         if runs && self.stopped.is_none() {
             self.switch_env_for(task, bar)?;
@@ -212,6 +213,20 @@ impl<'a> Session<'a> {
         self.prov.finished_ts_ms = Some(clock::now_ms());
         write_provenance(&self.run_dir, &self.prov)?;
         Ok((self.written, self.stopped))
+    }
+
+    /// Free disk, checked before every task as at the start: a broker that fills it dies mid-task and takes the
+    /// task with it (a runner's spare disk goes as a run writes). When it is short the remaining tasks are not run,
+    /// with why, and the run fails.
+    fn stop_if_disk_short(&mut self, bar: &ProgressBar) {
+        if self.stopped.is_some() {
+            return;
+        }
+        if let Err(short) = crate::env::disk::ensure_free(&crate::paths::envs_dir(), crate::env::disk::RUN_NEEDS_BYTES)
+        {
+            say(bar, format!("  {short:#}; the remaining tasks are not run"));
+            self.stopped = Some(format!("not run: {short:#}; the run stopped"));
+        }
     }
 
     /// A service that died between tasks: a fresh environment before the next task runs.
