@@ -4,7 +4,7 @@
 //! acknowledged only after every delivery report). Rate = the rise of the topic's high watermarks over the
 //! window, as for the raw arm; the sink's own count (`spate_sink_records_total`, through
 //! `MetricsHandle::render()`) is the integrity check, and a window needs ten of its whole-batch
-//! acknowledgements.
+//! acknowledgements (it stays open past `window_s`, up to four times it, until it holds them).
 //!
 //! - `config`: the knobs and the pipeline YAML they become (the seed harness's sizing rules);
 //! - `source`: the generator and the zero-copy chain types;

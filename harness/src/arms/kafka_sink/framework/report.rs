@@ -13,7 +13,7 @@ use super::config::{BUDGET_LOW_RATIO, Knobs};
 use super::exposition::{Snapshot, bucket_delta, histogram_quantile};
 use super::pipeline::{Drain, Outcome, Window};
 use crate::arms::kafka_sink::verdict::{self, DownstreamSignals, UpstreamSignals};
-use crate::arms::kafka_sink::window::{self, rate_metrics, rate_note};
+use crate::arms::kafka_sink::window::{self, MIN_ACKS_IN_WINDOW, rate_metrics, rate_note};
 
 /// The sink's acknowledgements in the window. Batches are acknowledged whole, so the count over a fixed
 /// window is off by at most the batch straddling each edge; `largest_step` says how big that can be.
@@ -31,9 +31,26 @@ impl AckCount {
     fn records_per_s(&self) -> f64 {
         if self.seconds > 0.0 { self.records / self.seconds } else { 0.0 }
     }
+
+    /// Whether the window holds the acknowledgements a rate needs.
+    pub(super) fn enough(&self) -> bool {
+        self.acks as u64 >= MIN_ACKS_IN_WINDOW
+    }
 }
 
-fn acks_in_window(open: &Snapshot, samples: &[Snapshot]) -> AckCount {
+/// Said when the window stayed open past `window_s` to hold the acknowledgements a rate needs.
+fn stretch_note(window_s: f64, seconds: f64) -> String {
+    if seconds > window_s * 1.05 {
+        format!(
+            ", stretched past window_s {window_s} s to {seconds:.2} s until it held {MIN_ACKS_IN_WINDOW} whole-batch \
+             acknowledgements"
+        )
+    } else {
+        String::new()
+    }
+}
+
+pub(super) fn acks_in_window(open: &Snapshot, samples: &[Snapshot]) -> AckCount {
     let close = samples.last().unwrap_or(open);
     let mut previous = open.sink_records;
     let (mut acks, mut largest_step) = (0, 0.0f64);
@@ -133,7 +150,7 @@ pub(super) fn measurement(knobs: &Knobs, outcome: &Outcome, observed: u64, appli
     let integrity = integrity(outcome.delivered, observed, outcome.drain);
 
     let note = format!(
-        "{rate}; window after {warmup:.1} s warm-up; the sink's own count, spate_sink_records_total (records in \
+        "{rate}; window after {warmup:.1} s warm-up{stretched}; the sink's own count, spate_sink_records_total (records in \
          batches whose every delivery report confirmed, read via MetricsHandle::render every {sample_ms} ms), rose \
          by {records:.0} in {seconds:.2} s in {acks} whole-batch acknowledgements, the largest {largest:.0}; e2e = spate_e2e_latency_seconds over {e2e_batches:.0} batches \
          (ingest of the batch's oldest record to its acknowledgement, bucket-interpolated); librdkafka figures are \
@@ -144,6 +161,7 @@ pub(super) fn measurement(knobs: &Knobs, outcome: &Outcome, observed: u64, appli
          {threads}, io threads {io_threads}, sink queue {queue_cap} chunks, inflight.max_per_shard {slots}, \
          max pending batches {max_pending}, batch.linger {linger} ms, budget {budget_mib} MiB, min_pause {min_pause} ms",
         rate = rate_note(&window.watermarks),
+        stretched = stretch_note(knobs.window_s, acks.seconds),
         sample_ms = SAMPLE_EVERY.as_millis(),
         seconds = acks.seconds,
         warmup = knobs.warmup_s,
@@ -244,11 +262,22 @@ mod tests {
         assert_eq!((a.records, a.acks, a.largest_step), (1_250_000.0, 3, 500_000.0));
         assert!((a.seconds - 2.0).abs() < 1e-9);
         assert!((a.records_per_s() - 625_000.0).abs() < 1e-6, "{a:?}");
+        assert!(!a.enough());
         let three = enough_acks(&a).unwrap_err().to_string();
         assert!(three.contains("only 3 whole-batch acknowledgements (1250000 records)"), "{three}");
         // Ten batches of 100k, one every 100 ms.
         let ten: Vec<Snapshot> = (1..=10).map(|i| at(t0, 100 * i, 1_000_000.0 + 100_000.0 * i as f64)).collect();
         enough_acks(&acks_in_window(&open, &ten)).unwrap();
+        assert!(acks_in_window(&open, &ten).enough());
+    }
+
+    #[test]
+    fn a_window_stretched_to_hold_its_acknowledgements_says_so() {
+        assert_eq!(stretch_note(4.0, 4.1), "", "a window's own jitter is no stretch");
+        assert_eq!(
+            stretch_note(4.0, 9.35),
+            ", stretched past window_s 4 s to 9.35 s until it held 10 whole-batch acknowledgements"
+        );
     }
 
     #[test]
