@@ -286,6 +286,9 @@ struct Captured {
 fn capture_lines(pipe: impl Read) -> Captured {
     let mut captured = Captured::default();
     let mut since = Instant::now();
+    // A test whose processes print to the same stdout (a lab run's progress) gets its result on a line of its
+    // own: `test NAME ... <their output>`, ..., `ok`.
+    let mut pending: Option<String> = None;
     let (mut reader, mut bytes) = (BufReader::new(pipe), Vec::new());
     // Byte lines, decoded leniently: the pipe is drained to its end whatever a test prints.
     while reader.read_until(b'\n', &mut bytes).is_ok_and(|n| n > 0) {
@@ -293,15 +296,28 @@ fn capture_lines(pipe: impl Read) -> Captured {
         bytes.clear();
         let now = Instant::now();
         if line.starts_with("running ") {
-            since = now;
+            (since, pending) = (now, None);
         } else if let Some(test) = finished_test(&line) {
             captured.test_times.push((test.to_owned(), now - since));
+            (since, pending) = (now, None);
+        } else if let Some(test) = started_test(&line) {
+            pending = Some(test.to_owned());
+        } else if matches!(line.as_str(), "ok" | "FAILED")
+            && let Some(test) = pending.take()
+        {
+            captured.test_times.push((test, now - since));
             since = now;
         }
         captured.text.push_str(&line);
         captured.text.push('\n');
     }
     captured
+}
+
+/// The test a libtest line starts whose result comes on a later line (its processes printed after ` ... `).
+fn started_test(line: &str) -> Option<&str> {
+    let (name, rest) = line.strip_prefix("test ")?.split_once(" ... ")?;
+    (!rest.starts_with("ignored")).then_some(name)
 }
 
 /// The test a libtest result line names, `test NAME ... ok` or `... FAILED`; not an ignored one, nor the
@@ -350,6 +366,10 @@ mod tests {
         assert_eq!(captured.text, out);
         let names: Vec<&str> = captured.test_times.iter().map(|(n, _)| n.as_str()).collect();
         assert_eq!(names, ["a", "b"]);
+        // A test whose lab run printed between its name and its result.
+        let out = "running 2 tests\ntest c ... run 2026: 2 tasks\n  ok kafka_sink raw\nok\ntest d ... ignored, x\n";
+        let names: Vec<String> = super::capture_lines(out.as_bytes()).test_times.into_iter().map(|(n, _)| n).collect();
+        assert_eq!(names, ["c"]);
     }
 
     #[test]
