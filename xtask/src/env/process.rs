@@ -23,16 +23,46 @@ pub fn wait_ready(
         }
         crate::interrupt::check()?;
         if !is_alive(child_pid) {
-            anyhow::bail!("{what} exited before it was ready; last lines of {}:\n{}", log.display(), log_tail(log, 30));
+            anyhow::bail!("{what} exited before it was ready; {}", what_the_log_says(log));
         }
         if Instant::now() > deadline {
-            anyhow::bail!(
-                "{what} was not ready after {} s; last lines of {}:\n{}",
-                timeout.as_secs(),
-                log.display(),
-                log_tail(log, 30)
-            );
+            anyhow::bail!("{what} was not ready after {} s; {}", timeout.as_secs(), what_the_log_says(log));
         }
         std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// A failed service's log for its error: the first error line (a JVM's cause sits above a stack trace and shutdown
+/// lines that can outrun any tail), then the last lines.
+fn what_the_log_says(log: &Path) -> String {
+    let tail = log_tail(log, 30);
+    let text = String::from_utf8_lossy(&std::fs::read(log).unwrap_or_default()).into_owned();
+    let first_error = text.lines().find(|l| ["ERROR", "FATAL", "Exception:", "Error:"].iter().any(|m| l.contains(m)));
+    match first_error {
+        Some(line) if !tail.contains(line) => {
+            format!("its first error line: {}\nlast lines of {}:\n{tail}", line.trim(), log.display())
+        }
+        _ => format!("last lines of {}:\n{tail}", log.display()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cause_above_a_long_stack_trace_is_named_with_the_tail() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("kafka.out");
+        let mut text =
+            String::from("starting\n[ERROR] KafkaException: Socket server failed to bind: Address already in use\n");
+        text.extend((0..40).map(|i| format!("\tat frame{i}\n")));
+        std::fs::write(&log, &text).unwrap();
+        let said = what_the_log_says(&log);
+        assert!(said.starts_with("its first error line: [ERROR] KafkaException"), "{said}");
+        assert!(said.contains("Address already in use") && said.ends_with("\tat frame39"), "{said}");
+        // A cause inside the tail is not said twice.
+        std::fs::write(&log, "starting\njava.net.BindException: Address already in use\n").unwrap();
+        assert!(what_the_log_says(&log).starts_with("last lines of "), "{}", what_the_log_says(&log));
     }
 }
