@@ -7,10 +7,11 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail, ensure};
+use streamlab_record::Record;
 use streamlab_record::jsonl;
 use streamlab_record::run_spec::{RUN_SPEC_FILE, RunSpec};
-use streamlab_record::{Record, Status};
 
+use super::backfill;
 use crate::provenance::{PROVENANCE_FILE, Provenance};
 
 /// One run directory, fully loaded and checked.
@@ -95,35 +96,14 @@ pub fn load_run(dir: &Path) -> Result<Run> {
         ensure!(is_safe_name(matrix), "{}: a matrix file name must be letters, digits, '_' or '-'", path.display());
         let mut records = jsonl::read_records(&path)?;
         check_records(&path, &id, matrix, &records)?;
-        backfill_environment(&mut records, &provenance);
+        backfill::environment(&mut records, &provenance);
+        backfill::queue_cap(&mut records);
         matrices.insert(matrix.to_owned(), MatrixFile { path, records });
     }
     let spec_path = dir.join(RUN_SPEC_FILE);
     let spec = if regular_file(&spec_path)? { Some(RunSpec::load(&spec_path)?) } else { None };
     Ok(Run { id, dir: dir.to_owned(), provenance, matrices, spec })
 }
-
-/// Records written before records named their environment's shape get it from their run's provenance: the brokers
-/// its Kafka sizing states (a run from before provenance stated it ran one broker: the cluster came with the
-/// sizing, in the same commit) and the heap every lab-started broker has had. An external cluster's shape is not
-/// the lab's to know, and a task that did not run had none.
-fn backfill_environment(records: &mut [Record], prov: &Provenance) {
-    if !prov.env.managed {
-        return;
-    }
-    let brokers = match &prov.env.kafka_sizing {
-        Some(sizing) => sizing.split_whitespace().next().and_then(|n| n.parse::<u32>().ok()),
-        None => Some(1),
-    };
-    for r in records.iter_mut().filter(|r| r.status != Status::NotRun && r.run.kafka_brokers.is_none()) {
-        r.run.kafka_brokers = brokers;
-        r.run.broker_heap = Some(PRE_SHAPE_BROKER_HEAP.to_owned());
-    }
-}
-
-/// The heap of every broker the lab started before records named it (`-Xms1g -Xmx1g` since the first native
-/// environment).
-const PRE_SHAPE_BROKER_HEAP: &str = "1g";
 
 /// Every record must belong to the run and matrix its file says; errors name `file:line`.
 fn check_records(path: &Path, run_id: &str, matrix: &str, records: &[Record]) -> Result<()> {

@@ -5,6 +5,7 @@
 //! them for the templates, `chart` draws the SVG, `render` runs minijinja, and `check` validates a built site.
 
 pub(crate) mod attempts;
+mod backfill;
 mod chart;
 mod check;
 pub(crate) mod claims;
