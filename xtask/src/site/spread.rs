@@ -1,7 +1,11 @@
 //! This host's between-run spread of a ratio, from the committed history: how much a ratio of two points of one
 //! run moves from run to run beyond what its reps explain. Every pair of points of one sweep (any arms, any
-//! labels) measured in two or more runs on the same hardware, with the same configuration on both sides, is one
-//! group; their per-rep-pair log ratios go to `stats::equivalence::between_run_spread`.
+//! labels) of one matrix measured in two or more runs on the same hardware, with the same configuration on both
+//! sides, is one group; their per-rep-pair log ratios go to `stats::equivalence::between_run_spread`.
+//!
+//! One spread per matrix: how much runs differ is the matrix's own (measured here: kafka_sink's framework path
+//! moves from run to run well beyond its reps, the clients' points hardly do), and a matrix with many points
+//! would otherwise outvote another's (its sweeps give the most pairs of points).
 
 use std::collections::BTreeMap;
 
@@ -18,26 +22,26 @@ struct Point<'r> {
     by_rep: BTreeMap<u32, &'r Record>,
 }
 
-/// Memoised spreads, one per hardware fingerprint and metric.
+/// Memoised spreads, one per hardware fingerprint, matrix and metric.
 #[derive(Default)]
 pub struct SpreadCache {
-    spreads: BTreeMap<(String, String), Option<Spread>>,
+    spreads: BTreeMap<(String, String, String), Option<Spread>>,
 }
 
 impl SpreadCache {
-    pub fn get(&mut self, runs: &[Run], fingerprint: &str, metric: &str) -> Option<Spread> {
-        let key = (fingerprint.to_owned(), metric.to_owned());
-        *self.spreads.entry(key).or_insert_with(|| host_spread(runs, fingerprint, metric))
+    pub fn get(&mut self, runs: &[Run], fingerprint: &str, matrix: &str, metric: &str) -> Option<Spread> {
+        let key = (fingerprint.to_owned(), matrix.to_owned(), metric.to_owned());
+        *self.spreads.entry(key).or_insert_with(|| host_spread(runs, fingerprint, matrix, metric))
     }
 }
 
-/// The between-run spread of ratios of `metric` over the runs on the hardware `fingerprint`; `None` when no
-/// ratio was measured in two comparable runs there.
-pub fn host_spread(runs: &[Run], fingerprint: &str, metric: &str) -> Option<Spread> {
-    // (matrix, sweep, both points' ids and configurations) -> each run's log ratios.
+/// The between-run spread of ratios of `metric` in `matrix` over the runs on the hardware `fingerprint`; `None`
+/// when no ratio was measured in two comparable runs there.
+pub fn host_spread(runs: &[Run], fingerprint: &str, matrix: &str, metric: &str) -> Option<Spread> {
+    // (sweep, both points' ids and configurations) -> each run's log ratios.
     let mut groups: BTreeMap<String, Vec<Vec<f64>>> = BTreeMap::new();
     for run in runs.iter().filter(|r| r.provenance.hardware_fingerprint() == fingerprint) {
-        for (matrix, file) in &run.matrices {
+        if let Some(file) = run.matrices.get(matrix) {
             for (sweep, points) in sweep_points(&file.records, metric) {
                 for (i, a) in points.iter().enumerate() {
                     for b in &points[i + 1..] {
@@ -45,7 +49,7 @@ pub fn host_spread(runs: &[Run], fingerprint: &str, metric: &str) -> Option<Spre
                         if logs.len() < 2 {
                             continue;
                         }
-                        let key = format!("{matrix}|{sweep}|{:?}|{:?}|{:?}|{:?}", a.id, b.id, a.config, b.config);
+                        let key = format!("{sweep}|{:?}|{:?}|{:?}|{:?}", a.id, b.id, a.config, b.config);
                         groups.entry(key).or_default().push(logs);
                     }
                 }
@@ -118,15 +122,17 @@ mod tests {
         // Run means ln 0.4 and ln 0.5 around reps ±1%: the spread is about |ln 0.5 − ln 0.4| / √2.
         let (_dir, runs) = history(&[&[0.396, 0.404, 0.4], &[0.495, 0.505, 0.5]]);
         let fp = runs[0].provenance.hardware_fingerprint();
-        let s = host_spread(&runs, &fp, "records_per_s").unwrap();
+        let s = host_spread(&runs, &fp, "kafka_sink", "records_per_s").unwrap();
         let expected = (0.5_f64 / 0.4).ln() / 2.0_f64.sqrt();
         assert!((s.log_sd - expected).abs() < 0.01, "{s:?} vs {expected}");
         assert_eq!((s.groups, s.df), (1, 1.0));
         // One run says nothing of runs; another machine's history is not this one's.
         let (_dir, one) = history(&[&[0.4, 0.41, 0.39]]);
-        assert!(host_spread(&one, &fp, "records_per_s").is_none());
-        assert!(host_spread(&runs, "another machine", "records_per_s").is_none());
+        assert!(host_spread(&one, &fp, "kafka_sink", "records_per_s").is_none());
+        assert!(host_spread(&runs, "another machine", "kafka_sink", "records_per_s").is_none());
+        // Another matrix's runs say nothing of this one's.
+        assert!(host_spread(&runs, &fp, "clients", "records_per_s").is_none());
         let mut cache = SpreadCache::default();
-        assert_eq!(cache.get(&runs, &fp, "records_per_s"), Some(s));
+        assert_eq!(cache.get(&runs, &fp, "kafka_sink", "records_per_s"), Some(s));
     }
 }

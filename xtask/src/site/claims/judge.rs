@@ -68,7 +68,7 @@ pub(super) fn judge(c: &Claim, runs: &[Run], spreads: &mut SpreadCache, v: &mut 
         })
         .filter(|(_, r)| !r.is_empty())
         .collect();
-    let host = spreads.get(runs, &anchor.provenance.hardware_fingerprint(), &c.metric);
+    let host = spreads.get(runs, &anchor.provenance.hardware_fingerprint(), &c.matrix, &c.metric);
     let Some(p) = equivalence::pooled(&per_run.iter().map(|(_, r)| r.clone()).collect::<Vec<_>>(), host) else {
         let why =
             format!("Run {} gives no interval of the ratio: one rep pair, or pairs with no spread at all.", anchor.id);
