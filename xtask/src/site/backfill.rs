@@ -51,28 +51,48 @@ pub fn queue_cap(records: &mut [Record]) {
 /// The queue cap a producer command states, for the arms (and their workloads) that write `queue_cap` today.
 fn stated_queue_cap(arm: &str, workload: &str, command: &str) -> Option<String> {
     let librdkafka = || {
-        let records = setting(command, "queue.buffering.max.messages=").unwrap_or(LIBRDKAFKA_QUEUE_MESSAGES);
-        let kbytes = setting(command, "queue.buffering.max.kbytes=").unwrap_or(LIBRDKAFKA_QUEUE_KBYTES);
+        let records = setting(command, "queue.buffering.max.messages=").or(LIBRDKAFKA_QUEUE_MESSAGES)?;
+        let kbytes = setting(command, "queue.buffering.max.kbytes=").or(LIBRDKAFKA_QUEUE_KBYTES)?;
         Some(applied::queue_cap(Some(records), kbytes * 1024))
     };
     match (arm, workload) {
         (_, "produce") if arm.starts_with("c_") => librdkafka(),
         ("rdkafka", "produce" | "latency") => librdkafka(),
-        ("partitionline", "produce" | "latency") => {
-            setting(command, "buffer_memory=").map(|bytes| applied::queue_cap(None, bytes))
-        }
+        ("partitionline", "produce" | "latency") => match setting(command, "buffer_memory=") {
+            Setting::Value(bytes) => Some(applied::queue_cap(None, bytes)),
+            Setting::Absent | Setting::Unreadable => None,
+        },
         ("java", "produce") => {
-            Some(applied::queue_cap(None, setting(command, "buffer.memory=").unwrap_or(JAVA_BUFFER_MEMORY)))
+            Some(applied::queue_cap(None, setting(command, "buffer.memory=").or(JAVA_BUFFER_MEMORY)?))
         }
         _ => None,
     }
 }
 
+/// A numeric setting in a command's text.
+enum Setting {
+    Absent,
+    Value(u64),
+    /// Present, but not a plain number: nothing is read from it, not even the default.
+    Unreadable,
+}
+
+impl Setting {
+    /// The value, the client's `default` where the command does not set it, or None where it cannot be read.
+    fn or(self, default: u64) -> Option<u64> {
+        match self {
+            Setting::Absent => Some(default),
+            Setting::Value(v) => Some(v),
+            Setting::Unreadable => None,
+        }
+    }
+}
+
 /// The number after `key` in `command` (the first occurrence).
-fn setting(command: &str, key: &str) -> Option<u64> {
-    let rest = &command[command.find(key)? + key.len()..];
-    let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-    digits.parse().ok()
+fn setting(command: &str, key: &str) -> Setting {
+    let Some(at) = command.find(key) else { return Setting::Absent };
+    let digits: String = command[at + key.len()..].chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().map_or(Setting::Unreadable, Setting::Value)
 }
 
 /// librdkafka's defaults (CONFIGURATION.md, 2.x): queue.buffering.max.messages and .kbytes.
@@ -110,6 +130,12 @@ mod tests {
     fn what_the_command_does_not_settle_stays_unstated() {
         // partitionline's command without its buffer_memory: no default is assumed.
         assert_eq!(stated_queue_cap("partitionline", "produce", "partitionline 0.1.0 Producer: acks=1"), None);
+        // A setting that is there but not a plain number is not replaced by the default.
+        assert_eq!(
+            stated_queue_cap("c_2_15", "produce", "rdkafka_performance -X queue.buffering.max.messages='7'"),
+            None
+        );
+        assert_eq!(stated_queue_cap("java", "produce", "java ... buffer.memory=${MEM}"), None);
         // Arms and workloads that state no queue cap today get none.
         assert_eq!(stated_queue_cap("c_2_15", "latency", "rdkafka_performance -P -l"), None);
         assert_eq!(stated_queue_cap("java", "fetch", "java ... ConsumerPerformance"), None);
