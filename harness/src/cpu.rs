@@ -41,24 +41,24 @@ impl BrokersCpu {
     }
 }
 
-/// The CPU metrics of `records` handled with `client_cpu_s` by the client and `broker_cpu_s` by the brokers:
-/// the brokers' seconds and per million records, both together per million records, and records per CPU
-/// second of every process. Without a broker reading only the client's are known, and nothing is added.
-pub fn add_broker_cpu(
-    metrics: &mut BTreeMap<String, Metric>,
-    records: u64,
-    client_cpu_s: f64,
-    broker_cpu_s: Option<f64>,
-) {
-    let Some(broker) = broker_cpu_s.filter(|b| b.is_finite() && *b >= 0.0) else { return };
-    metrics.insert("broker_cpu_s".into(), Metric::new(broker, "CPU s", false));
-    if records == 0 {
-        return;
+/// The CPU metrics of `records` handled with `client_cpu_s` by the client and `broker_cpu_s` by the brokers: each
+/// side's seconds and per million records, both together per million records, and records per CPU second of every
+/// process. A side without a reading (an external cluster's brokers are not read; a client reading that failed is
+/// not finite) adds nothing, never a zero, and then neither do the totals.
+pub fn add_cpu(metrics: &mut BTreeMap<String, Metric>, records: u64, client_cpu_s: f64, broker_cpu_s: Option<f64>) {
+    let millions = (records > 0).then_some(records as f64 / 1e6);
+    let client = Some(client_cpu_s).filter(|c| c.is_finite() && *c >= 0.0);
+    let broker = broker_cpu_s.filter(|b| b.is_finite() && *b >= 0.0);
+    for (side, cpu) in [("client", client), ("broker", broker)] {
+        let Some(cpu) = cpu else { continue };
+        metrics.insert(format!("{side}_cpu_s"), Metric::new(cpu, "CPU s", false));
+        if let Some(m) = millions {
+            metrics.insert(format!("{side}_cpu_s_per_m_records"), Metric::new(cpu / m, "CPU s / 1M records", false));
+        }
     }
-    let millions = records as f64 / 1e6;
-    let total = client_cpu_s + broker;
-    metrics.insert("broker_cpu_s_per_m_records".into(), Metric::new(broker / millions, "CPU s / 1M records", false));
-    metrics.insert("total_cpu_s_per_m_records".into(), Metric::new(total / millions, "CPU s / 1M records", false));
+    let (Some(client), Some(broker), Some(m)) = (client, broker, millions) else { return };
+    let total = client + broker;
+    metrics.insert("total_cpu_s_per_m_records".into(), Metric::new(total / m, "CPU s / 1M records", false));
     if total > 0.0 {
         metrics.insert("records_per_cpu_s".into(), Metric::new(records as f64 / total, "records / CPU s", true));
     }
@@ -71,14 +71,23 @@ mod tests {
     #[test]
     fn the_brokers_share_is_added_per_million_records_and_per_cpu_second_of_every_process() {
         let mut m = BTreeMap::new();
-        add_broker_cpu(&mut m, 2_000_000, 3.0, Some(5.0));
+        add_cpu(&mut m, 2_000_000, 3.0, Some(5.0));
         let v = |k: &str| m[k].value;
+        assert_eq!((v("client_cpu_s"), v("client_cpu_s_per_m_records")), (3.0, 1.5));
         assert_eq!((v("broker_cpu_s"), v("broker_cpu_s_per_m_records")), (5.0, 2.5));
         assert_eq!((v("total_cpu_s_per_m_records"), v("records_per_cpu_s")), (4.0, 250_000.0));
         assert!(m["records_per_cpu_s"].higher_is_better && !m["broker_cpu_s"].higher_is_better);
         let mut none = BTreeMap::new();
-        add_broker_cpu(&mut none, 2_000_000, 3.0, None);
-        assert!(none.is_empty(), "an external cluster's brokers are not read: nothing, never a zero");
+        add_cpu(&mut none, 2_000_000, 3.0, None);
+        let names: Vec<&str> = none.keys().map(String::as_str).collect();
+        assert_eq!(names, ["client_cpu_s", "client_cpu_s_per_m_records"], "an external cluster's brokers: nothing");
+        let mut unread_client = BTreeMap::new();
+        add_cpu(&mut unread_client, 2_000_000, f64::NAN, Some(5.0));
+        let names: Vec<&str> = unread_client.keys().map(String::as_str).collect();
+        assert_eq!(names, ["broker_cpu_s", "broker_cpu_s_per_m_records"], "no client reading: the brokers' only");
+        let mut nothing_sent = BTreeMap::new();
+        add_cpu(&mut nothing_sent, 0, 3.0, Some(5.0));
+        assert_eq!(nothing_sent.len(), 2, "seconds, but nothing per record: {nothing_sent:?}");
     }
 
     #[test]

@@ -269,19 +269,14 @@ pub fn produce_measurement(knobs: &Knobs, p: &Produced, high_watermark: u64, inf
         ("acked".into(), metric(p.acked as f64, "records", true)),
         ("high_watermark".into(), metric(high_watermark as f64, "records", true)),
         ("elapsed_s".into(), metric(secs, "s", false)),
-        ("client_cpu_s".into(), metric(p.client_cpu_s, "CPU s", false)),
     ]);
     if secs > 0.0 && p.acked > 0 {
         metrics.insert("records_per_s".into(), metric(p.acked as f64 / secs, "records/s", true));
         let mb = p.acked as f64 * knobs.payload_bytes as f64 / 1e6;
         metrics.insert("mb_per_s".into(), metric(mb / secs, "MB/s", true));
         insert_record_bytes(&mut metrics, knobs.payload_bytes as f64);
-        metrics.insert(
-            "client_cpu_s_per_m_records".into(),
-            metric(p.client_cpu_s / (p.acked as f64 / 1e6), "CPU s / 1M records", false),
-        );
     }
-    crate::cpu::add_broker_cpu(&mut metrics, p.acked, p.client_cpu_s, p.broker_cpu_s);
+    crate::cpu::add_cpu(&mut metrics, p.acked, p.client_cpu_s, p.broker_cpu_s);
     match p.queue_full {
         QueueFullSeen::NotCounted => {}
         QueueFullSeen::Refusals(n) => {
@@ -322,18 +317,13 @@ pub fn fetch_measurement(f: &Fetched, high_watermark: u64, info: ClientInfo) -> 
         ("consumed".into(), metric(f.consumed as f64, "records", true)),
         ("high_watermark".into(), metric(high_watermark as f64, "records", true)),
         ("elapsed_s".into(), metric(secs, "s", false)),
-        ("client_cpu_s".into(), metric(f.client_cpu_s, "CPU s", false)),
     ]);
     if secs > 0.0 && f.consumed > 0 {
         metrics.insert("records_per_s".into(), metric(f.consumed as f64 / secs, "records/s", true));
         metrics.insert("mb_per_s".into(), metric(f.bytes as f64 / 1e6 / secs, "MB/s", true));
         insert_record_bytes(&mut metrics, f.bytes as f64 / f.consumed as f64);
-        metrics.insert(
-            "client_cpu_s_per_m_records".into(),
-            metric(f.client_cpu_s / (f.consumed as f64 / 1e6), "CPU s / 1M records", false),
-        );
     }
-    crate::cpu::add_broker_cpu(&mut metrics, f.consumed, f.client_cpu_s, f.broker_cpu_s);
+    crate::cpu::add_cpu(&mut metrics, f.consumed, f.client_cpu_s, f.broker_cpu_s);
     add_percentiles(&mut metrics, "fetch_rpc", &f.fetch_request_us);
     let ok = f.consumed == high_watermark && high_watermark > 0;
     let integrity = Integrity {

@@ -133,9 +133,7 @@ pub fn run(ctx: &ArmContext) -> Result<Measurement> {
     metrics.insert("acks_in_window".into(), Metric::new(acks as f64, "delivery reports", true));
     metrics.insert("acked_records_per_s".into(), Metric::new(acks as f64 / window_s, "records/s", true));
     metrics.insert("delivered_total".into(), Metric::new(delivered as f64, "records", true));
-    let per_m = cpu_s / (window.records() as f64 / 1e6);
-    metrics.insert("client_cpu_s_per_m_records".into(), Metric::new(per_m, "CPU s / 1M records", false));
-    crate::cpu::add_broker_cpu(&mut metrics, window.records(), cpu_s, brokers_cpu_s);
+    crate::cpu::add_cpu(&mut metrics, window.records(), cpu_s, brokers_cpu_s);
     if let Some(p) = context.latency.percentiles(&[50.0, 99.0]) {
         metrics.insert("e2e_p50_ms".into(), Metric::new(p[0], "ms", false));
         metrics.insert("e2e_p99_ms".into(), Metric::new(p[1], "ms", false));

@@ -123,16 +123,7 @@ pub(super) fn measurement(knobs: &Knobs, outcome: &Outcome, observed: u64, appli
     metrics.insert("acks_in_window".into(), Metric::new(acks.acks as f64, "batch acknowledgements", true));
     metrics.insert("acked_records_per_s".into(), Metric::new(acks.records_per_s(), "records/s", true));
     metrics.insert("delivered_total".into(), Metric::new(outcome.delivered as f64, "records", true));
-    if window.client_cpu_s.is_finite() {
-        let per_m = window.client_cpu_s / (window.watermarks.records() as f64 / 1e6);
-        metrics.insert("client_cpu_s_per_m_records".into(), Metric::new(per_m, "CPU s / 1M records", false));
-        crate::cpu::add_broker_cpu(
-            &mut metrics,
-            window.watermarks.records(),
-            window.client_cpu_s,
-            window.brokers_cpu_s,
-        );
-    }
+    crate::cpu::add_cpu(&mut metrics, window.watermarks.records(), window.client_cpu_s, window.brokers_cpu_s);
     let e2e = bucket_delta(&window.open.e2e_buckets, &window.close().e2e_buckets);
     let e2e_batches = e2e.last().map_or(0.0, |b| b.1);
     if let (Some(p50), Some(p99)) = (histogram_quantile(0.5, &e2e), histogram_quantile(0.99, &e2e)) {
