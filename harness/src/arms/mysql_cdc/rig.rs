@@ -329,7 +329,8 @@ fn measurement(
     if let Some(secs) = window_s.filter(|_| landed.messages > 0) {
         metrics.insert("window_s".into(), metric(secs, "s", false));
         metrics.insert("records_per_s".into(), metric(landed.messages as f64 / secs, "rows/s", true));
-        if landed.bytes > 0 {
+        // Bytes written per second; the sink rig writes rows, and the bytes it states are of what it read.
+        if landed.bytes > 0 && knobs.rig != Rig::KafkaToMysql {
             metrics.insert("mb_per_s".into(), metric(landed.bytes as f64 / 1e6 / secs, "MB/s", true));
         }
     }
@@ -338,8 +339,7 @@ fn measurement(
         let per = |bytes: u64| metric(bytes as f64 / landed.messages as f64, "B", false);
         if landed.bytes > 0 {
             metrics.insert("bytes_per_record".into(), per(landed.bytes));
-        }
-        if landed.key_bytes > 0 {
+            // Where the values were weighed, so were the keys: a keyless record's is 0 B, stated for parity.
             metrics.insert("key_bytes_per_record".into(), per(landed.key_bytes));
         }
     }

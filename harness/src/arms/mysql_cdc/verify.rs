@@ -24,9 +24,10 @@ const STALL: Duration = Duration::from_secs(30);
 /// sample and (the drop rig) the server's own count of rows read.
 pub struct Landed {
     pub messages: u64,
-    /// Value bytes (none in the sink rig: the arm writes to a table).
+    /// Value bytes: of the records the arm wrote, or in the sink rig of the events it read (a table row has no
+    /// wire size of its own; every arm of the rig reads the same topic).
     pub bytes: u64,
-    /// Key bytes (the topic rigs).
+    /// Key bytes, likewise.
     pub key_bytes: u64,
     pub ids: IdSet,
     pub first_ms: Option<f64>,
@@ -130,18 +131,24 @@ pub fn read_back(r: ReadBack<'_>) -> Result<Landed> {
         }
         Rig::KafkaToMysql => {
             let (ids, sink_rows) = read_sink(db, &table, rows)?;
-            let events = read_topic_sample(r.admin, topic, data::EVENT_PARTITIONS, rows)?;
+            let events = read_events(r.admin, topic, data::EVENT_PARTITIONS, rows)?;
             let what = format!("the rows of {table} with the events in {topic}");
             Landed {
                 messages: ids.count,
-                bytes: 0,
-                key_bytes: 0,
+                bytes: events.bytes_of(ids.count, events.bytes),
+                key_bytes: events.bytes_of(ids.count, events.key_bytes),
                 ids,
                 first_ms: r.sink_window.0,
                 last_ms: r.sink_window.1,
                 lags_ms: vec![],
                 method: format!("COUNT of {table} == events ({rows}); every id 1..={rows} exactly once"),
-                content: content::compare_sample(&what, &sample, &sink_rows, &events, ("the sink table", "the event")),
+                content: content::compare_sample(
+                    &what,
+                    &sample,
+                    &sink_rows,
+                    &events.sample,
+                    ("the sink table", "the event"),
+                ),
                 server_reads: None,
             }
         }
@@ -223,22 +230,41 @@ pub fn read_topic(
     Ok(report)
 }
 
-/// The values of the sampled ids in `topic` (the first of each), read from the start to its high watermarks.
-pub fn read_topic_sample(
-    cfg: &ClientConfig,
-    topic: &str,
-    partitions: i32,
-    rows: u64,
-) -> Result<BTreeMap<i64, Vec<u8>>> {
-    let mut sample = BTreeMap::new();
+/// The sink rig's events as read from their topic: the values of the sampled ids (the first of each), and what
+/// the events weigh.
+pub struct Events {
+    pub sample: BTreeMap<i64, Vec<u8>>,
+    pub messages: u64,
+    /// Value bytes.
+    pub bytes: u64,
+    /// Key bytes.
+    pub key_bytes: u64,
+}
+
+impl Events {
+    /// The bytes of `rows` of these events at their mean size: each row the sink wrote is one event it read.
+    pub fn bytes_of(&self, rows: u64, bytes: u64) -> u64 {
+        match self.messages {
+            0 => 0,
+            n => (u128::from(bytes) * u128::from(rows) / u128::from(n)) as u64,
+        }
+    }
+}
+
+/// Read `topic` from the start to its high watermarks, keeping the sampled ids' values and the events' weight.
+pub fn read_events(cfg: &ClientConfig, topic: &str, partitions: i32, rows: u64) -> Result<Events> {
+    let mut events = Events { sample: BTreeMap::new(), messages: 0, bytes: 0, key_bytes: 0 };
     scan_topic(cfg, topic, partitions, |msg| {
         let value = msg.payload().unwrap_or_default();
+        events.messages += 1;
+        events.bytes += value.len() as u64;
+        events.key_bytes += msg.key().map_or(0, <[u8]>::len) as u64;
         if let Some(id) = row_id(value).filter(|&id| content::is_sampled(id, rows)) {
-            sample.entry(id).or_insert_with(|| value.to_vec());
+            events.sample.entry(id).or_insert_with(|| value.to_vec());
         }
         Ok(())
     })?;
-    Ok(sample)
+    Ok(events)
 }
 
 /// Every message of `topic` from the start up to the high watermarks the read began with.

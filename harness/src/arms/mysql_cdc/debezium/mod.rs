@@ -334,8 +334,12 @@ mod tests {
 
     #[test]
     #[ignore = "needs the lab's MariaDB, Kafka and the Connect jars: cargo xtask test"]
-    fn the_jdbc_sink_writes_every_event_once() {
-        verified("kafka_to_mysql", true);
+    fn the_jdbc_sink_writes_every_event_once_and_weighs_the_events_it_read() {
+        let m = verified("kafka_to_mysql", true);
+        assert_eq!(m.applied["format"], "connect-envelope");
+        // The Connect envelope: the events' 266 B schema around each payload.
+        assert!(m.metrics["bytes_per_record"].value > 330.0, "{:?}", m.metrics);
+        assert_eq!(m.metrics["key_bytes_per_record"].value, 0.0, "the events have no key");
     }
 
     #[test]

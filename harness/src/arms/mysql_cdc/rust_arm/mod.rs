@@ -341,7 +341,19 @@ mod tests {
 
     #[test]
     #[ignore = "needs the lab's MariaDB and Kafka: cargo xtask test"]
-    fn rust_arm_kafka_to_mysql_writes_every_event_once() {
-        run_rig("kafka_to_mysql", 20_000);
+    fn rust_arm_kafka_to_mysql_writes_every_event_once_and_weighs_the_events_it_read() {
+        let m = run_rig("kafka_to_mysql", 20_000);
+        // The events as the loader generated them (their ts field always has 16 digits): the value's mean size.
+        let format = match m.applied["format"].as_str() {
+            "connect-envelope" => EventFormat::ConnectEnvelope,
+            "event-json" => EventFormat::Bare,
+            other => panic!("the sink rig reads events, not {other}"),
+        };
+        let mut random = super::super::data::SplitMix64(0x5eed_0004);
+        let generated: usize =
+            (1..=20_000).map(|id| super::super::data::event_json(format, id, &mut random).len()).sum();
+        let (measured, expected) = (m.metrics["bytes_per_record"].value, generated as f64 / 20_000.0);
+        assert!((measured - expected).abs() < 0.5, "{measured} B per event read, {expected} generated");
+        assert_eq!(m.metrics["key_bytes_per_record"].value, 0.0, "the events have no key");
     }
 }
