@@ -35,8 +35,8 @@ pub fn wait_ready(
 /// A failed service's log for its error: the first error line (a JVM's cause sits above a stack trace and shutdown
 /// lines that can outrun any tail), then the last lines.
 fn what_the_log_says(log: &Path) -> String {
-    let tail = log_tail(log, 30);
     let text = String::from_utf8_lossy(&std::fs::read(log).unwrap_or_default()).into_owned();
+    let tail = streamlab_process::files::last_lines(&text, 30);
     let first_error = text.lines().find(|l| ["ERROR", "FATAL", "Exception:", "Error:"].iter().any(|m| l.contains(m)));
     match first_error {
         Some(line) if !tail.contains(line) => {
