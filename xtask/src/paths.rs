@@ -4,8 +4,18 @@ use std::path::PathBuf;
 
 /// The workspace root (xtask's manifest dir is `<root>/xtask`).
 pub fn repo_root() -> PathBuf {
-    let here = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let here = manifest_dir();
     here.parent().map(PathBuf::from).unwrap_or(here)
+}
+
+/// xtask's own directory, read when it runs: cargo sets `CARGO_MANIFEST_DIR` for `cargo run` and `cargo test`,
+/// and cargo reuses a build from a checkout at another path (a shared target dir, a moved checkout), so the
+/// path compiled in would name the old checkout. The compiled-in path serves a binary started by hand.
+pub fn manifest_dir() -> PathBuf {
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .map(PathBuf::from)
+        .filter(|dir| dir.file_name().is_some_and(|name| name == "xtask"))
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))
 }
 
 /// Downloaded, checksummed artifacts: `$STREAMLAB_CACHE`, else `$XDG_CACHE_HOME/streamlab`, else `~/.cache/streamlab`.

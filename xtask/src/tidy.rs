@@ -1,6 +1,7 @@
 //! House rules, held by tests rather than by memory (rust-analyzer's tidy.rs is the model): every path the
 //! README names exists; child processes and the OS are reached only through the process layer
-//! (harness/process); no source file grows past [`MAX_LINES`]; `--help` and the README agree on defaults.
+//! (harness/process); no source file grows past [`MAX_LINES`]; no checkout's path is compiled in; `--help` and
+//! the README agree on defaults.
 
 #[cfg(test)]
 mod tests {
@@ -69,6 +70,27 @@ mod tests {
             "start processes and call the OS through streamlab-process:\n{}",
             offenders.join("\n")
         );
+    }
+
+    #[test]
+    fn no_path_of_the_building_checkout_is_compiled_in() {
+        // CI reuses one target dir for clones at different paths, and cargo keeps a crate's build when only the
+        // checkout's path changed; a compiled-in manifest dir then names a clone that is gone. The one exception,
+        // paths::manifest_dir, prefers the value cargo sets at run time.
+        let compiled_in = ["env!(\"CARGO", "_MANIFEST_DIR\")"].concat();
+        let offenders: Vec<String> = rust_files()
+            .into_iter()
+            .filter(|(path, _)| path != "xtask/src/paths.rs")
+            .flat_map(|(path, text)| {
+                let compiled_in = &compiled_in;
+                text.lines()
+                    .enumerate()
+                    .filter(|(_, line)| line.contains(compiled_in.as_str()))
+                    .map(|(n, line)| format!("{path}:{}: {}", n + 1, line.trim()))
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        assert!(offenders.is_empty(), "read CARGO_MANIFEST_DIR when the code runs:\n{}", offenders.join("\n"));
     }
 
     #[test]

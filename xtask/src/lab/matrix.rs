@@ -350,7 +350,7 @@ mod tests {
 
     /// The fixture matrix's text (lab/testdata/toy.toml): tests never depend on the shipped matrices' sweeps.
     fn toy() -> String {
-        std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lab/testdata/toy.toml")).unwrap()
+        std::fs::read_to_string(crate::paths::manifest_dir().join("src/lab/testdata/toy.toml")).unwrap()
     }
 
     fn load_text(text: &str) -> Result<Matrix> {

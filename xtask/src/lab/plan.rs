@@ -325,7 +325,7 @@ pub(crate) mod tests {
 
     /// The fixture matrix (lab/testdata/toy.toml), never the shipped ones.
     pub(crate) fn toy() -> Matrix {
-        matrix::load(&std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lab/testdata/toy.toml")).unwrap()
+        matrix::load(&crate::paths::manifest_dir().join("src/lab/testdata/toy.toml")).unwrap()
     }
 
     fn opts(profile: &str, reps: Option<u32>, sets: &[&str]) -> PlanOptions {

@@ -160,13 +160,12 @@ mod tests {
     use crate::lab::matrix;
 
     fn fixture() -> Registry {
-        let text =
-            std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lab/testdata/registry.json"));
+        let text = std::fs::read_to_string(crate::paths::manifest_dir().join("src/lab/testdata/registry.json"));
         Registry::parse(&text.unwrap()).unwrap()
     }
 
     fn toy_with(edit: impl Fn(String) -> String) -> Result<Matrix> {
-        let base = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("src/lab/testdata/toy.toml"));
+        let base = std::fs::read_to_string(crate::paths::manifest_dir().join("src/lab/testdata/toy.toml"));
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("toy.toml");
         std::fs::write(&path, edit(base.unwrap())).unwrap();

@@ -299,7 +299,7 @@ mod tests {
     }
 
     fn demo_site() -> render::SiteFiles {
-        build_site(&Path::new(env!("CARGO_MANIFEST_DIR")).join("src/site/testdata/results")).unwrap()
+        build_site(&crate::paths::manifest_dir().join("src/site/testdata/results")).unwrap()
     }
 
     #[test]

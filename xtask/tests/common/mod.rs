@@ -18,7 +18,9 @@ pub fn xtask() -> Cmd {
 }
 
 pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap().to_owned()
+    // Read when the test runs, not compiled in: a build reused from a clone at another path keeps that path.
+    let xtask = std::env::var_os("CARGO_MANIFEST_DIR").expect("cargo test sets CARGO_MANIFEST_DIR");
+    Path::new(&xtask).parent().unwrap().to_owned()
 }
 
 /// Where environments keep their directories (what `env down` and a finished run remove).

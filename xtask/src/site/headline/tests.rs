@@ -303,7 +303,7 @@ fn the_shipped_headline_ratios_hold_their_contracts_over_the_committed_results()
 
 #[test]
 fn the_shipped_headline_ratios_hold_their_contracts_over_the_demo_results() {
-    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/site/testdata/results");
+    let dir = crate::paths::manifest_dir().join("src/site/testdata/results");
     let runs = load::load_results(&dir).unwrap();
     assert!(check_shipped_contracts(&runs) > 0, "the demo has ratios with a number");
 }

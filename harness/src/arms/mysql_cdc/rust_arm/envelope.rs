@@ -216,8 +216,7 @@ mod tests {
 
     fn debezium(name: &str) -> (String, String) {
         let read = |part| {
-            let path =
-                format!("{}/src/arms/mysql_cdc/rust_arm/testdata/{name}.{part}.json", env!("CARGO_MANIFEST_DIR"));
+            let path = crate::manifest_dir().join(format!("src/arms/mysql_cdc/rust_arm/testdata/{name}.{part}.json"));
             std::fs::read_to_string(path).unwrap().trim_end().to_owned()
         };
         (read("key"), read("value"))

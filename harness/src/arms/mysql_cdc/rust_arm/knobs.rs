@@ -100,7 +100,7 @@ mod tests {
 
     #[test]
     fn the_matrix_passes_the_arm_exactly_the_knobs_it_applies() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/matrices/mysql_cdc.toml");
+        let path = crate::manifest_dir().join("matrices/mysql_cdc.toml");
         let matrix: toml::Table = toml::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
         let mut passed: Vec<&str> = matrix["knobs"]
             .as_table()
