@@ -44,8 +44,10 @@ runs() { find "$OUT" -mindepth 1 -maxdepth 1 -type d -printf '%f\n' | sort; }
 before="$(runs)"
 started=$SECONDS
 status=0
-# --preserve-status: the lab's own exit status (130 after SIGINT), not timeout's 124.
-timeout --signal=INT --kill-after=120 --preserve-status "$DEADLINE_S" "${xtask[@]}" "${args[@]}" || status=$?
+# --preserve-status: the lab's own exit status (130 after SIGINT), not timeout's 124. --foreground: SIGINT goes to the
+# lab alone, once (without it timeout signals the lab and then its process group, and a second SIGINT means "exit
+# now"); the lab stops its own services and tasks.
+timeout --foreground --signal=INT --kill-after=120 --preserve-status "$DEADLINE_S" "${xtask[@]}" "${args[@]}" || status=$?
 stopped=""
 if [ "$status" -eq 130 ] && [ $((SECONDS - started)) -ge "$DEADLINE_S" ]; then stopped=deadline; fi
 run_id="$(comm -13 <(echo "$before") <(runs) | tail -n 1)"

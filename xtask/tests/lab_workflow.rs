@@ -66,7 +66,8 @@ fn a_matrix_job_stopped_at_its_deadline_keeps_its_records_and_the_merge_proposes
     let verified = records.iter().filter(|r| r.measurement.integrity.status == IntegrityStatus::Verified).count();
     assert!(verified >= 1, "{records:?}");
     assert!(processes_of(&run_id).is_empty(), "a broker was left running after the deadline's SIGINT");
-    assert!(envs_of(&run_id).is_empty(), "environment directories left behind");
+    let left = envs_of(&run_id);
+    assert!(left.is_empty(), "environment directories left behind: {:?}\n{log}", tree(&left));
 
     // The merge proposes it, marked, with the site built from the merged results.
     let (pr, site) = (work.path().join("lab-pr"), work.path().join("site"));

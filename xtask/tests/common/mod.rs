@@ -62,3 +62,19 @@ pub fn ctrl_c(child: &mut Child) {
     let status = child.wait().unwrap();
     assert!(!status.success(), "an interrupted run must not exit 0");
 }
+
+/// What is left under `dirs`, as paths (at most 60), for a failure message about leftovers.
+pub fn tree(dirs: &[PathBuf]) -> Vec<PathBuf> {
+    fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            out.push(entry.path());
+            if entry.path().is_dir() {
+                walk(&entry.path(), out);
+            }
+        }
+    }
+    let mut out = Vec::new();
+    dirs.iter().for_each(|d| walk(d, &mut out));
+    out.truncate(60);
+    out
+}
