@@ -60,14 +60,9 @@ pub fn run(args: TestArgs) -> Result<()> {
                 None
             }
         };
-        // The site check needs no service: it runs beside the integration lanes.
-        std::thread::scope(|s| {
-            let site = s.spawn(|| timed(site_checks));
-            integration(&mut t);
-            let (took, result) = site.join().expect("the site check's thread panicked");
-            t.record("site build + check", took, result);
-        });
+        integration(&mut t);
         drop(daemon);
+        t.step("site build + check", site_checks);
         t.step("workflow lints (actionlint + shellcheck, zizmor)", || {
             Cmd::new("bash").arg(repo_root().join("site/check/workflows.sh")).run(Duration::from_secs(300))
         });
@@ -95,15 +90,16 @@ pub fn run(args: TestArgs) -> Result<()> {
 /// workspace is tested as a whole so that nothing is built twice).
 const SHARED_ENV_MODULES: [&str; 4] = ["arms::", "calibrate::", "probe::", "kafka::"];
 
-/// The end-to-end test files (xtask/tests/) that run on a lane of their own; the other files share one. The
-/// two end-to-end groups take about as long that way (CI at e7510a0: lab_run 381-404 s, the others 499-500 s).
-const END_TO_END_OWN_LANE: [&str; 1] = ["lab_run"];
+/// The end-to-end test files (xtask/tests/) that run on the shared environment's lane, after the harness's tests:
+/// the lanes take about as long that way (CI at cbd89fb: own environments 178 s + durability 267 s on one lane,
+/// the shared environment 265 s + lab_run 223 s on the other).
+const END_TO_END_BESIDE_SHARED: [&str; 1] = ["lab_run"];
 
-/// Tests marked #[ignore] need services, in four groups on four lanes at once, as most of their time is spent
-/// waiting on brokers and JVMs (CI at e7510a0 on 2 cores: 1.1 cores busy on average with two lanes). One lane
-/// runs the harness's tests against one environment brought up here; one runs xtask's unit-level tests, which
-/// start environments of their own one at a time; one the end-to-end tests named in [`END_TO_END_OWN_LANE`]; one
-/// the other end-to-end tests of the binary (xtask/tests/*.rs). Together they run each ignored test once.
+/// Tests marked #[ignore] need services, in four groups on two lanes, as most of their time is spent waiting
+/// on brokers and JVMs. One lane runs the harness's tests against one environment brought up here, then the
+/// end-to-end tests named in [`END_TO_END_BESIDE_SHARED`]; the other runs xtask's unit-level tests, which start
+/// environments of their own one at a time, then the other end-to-end tests of the binary (xtask/tests/*.rs).
+/// Together they run each ignored test once.
 fn integration(t: &mut Tally) {
     let ignored = ["--no-fail-fast", "--", "--ignored", "--test-threads=1"];
     let mut own = vec!["test", "--workspace", "--release", "--lib", "--bins"];
@@ -133,19 +129,18 @@ fn integration(t: &mut Tally) {
     shared.extend(ignored);
     shared.extend(SHARED_ENV_MODULES);
     let shared_env = [("STREAMLAB_ENV", descriptor.as_path()), (streamlab_record::tools::TOOLS_ENV, tools.as_path())];
-    let (own_lane, others) = end_to_end_files();
-    let (own_lane, others) = (end_to_end_args(&own_lane, &ignored), end_to_end_args(&others, &ignored));
-    let own_lane_name = format!("end-to-end lab runs ({})", END_TO_END_OWN_LANE.join(", "));
+    let (beside_shared, others) = end_to_end_files();
+    let (beside_shared, others) = (end_to_end_args(&beside_shared, &ignored), end_to_end_args(&others, &ignored));
     std::thread::scope(|s| {
-        let lanes = [
-            s.spawn(|| TestRun::of("harness integration (shared environment)", &shared, &shared_env)),
-            s.spawn(|| TestRun::of(&own_lane_name, &own_lane, &[])),
-            s.spawn(|| TestRun::of("end-to-end lab runs (the other files)", &others, &[])),
-        ];
+        let shared = s.spawn(|| {
+            let harness = TestRun::of("harness integration (shared environment)", &shared, &shared_env);
+            (harness, TestRun::of("end-to-end lab runs beside the shared environment", &beside_shared, &[]))
+        });
         t.add(TestRun::of("xtask integration (own environments)", &own, &[]));
-        for lane in lanes {
-            t.add(lane.join().expect("a test lane's thread panicked"));
-        }
+        t.add(TestRun::of("end-to-end lab runs after xtask's", &others, &[]));
+        let (harness, end_to_end) = shared.join().expect("the shared environment's test thread panicked");
+        t.add(harness);
+        t.add(end_to_end);
     });
     drop(env);
 }
@@ -158,7 +153,7 @@ fn end_to_end_args<'a>(files: &'a [String], extra: &[&'a str]) -> Vec<&'a str> {
     args
 }
 
-/// xtask/tests/*.rs by name: those that run on a lane of their own, and the others.
+/// xtask/tests/*.rs by name: those that run beside the shared environment, and the others.
 fn end_to_end_files() -> (Vec<String>, Vec<String>) {
     let mut names: Vec<String> = std::fs::read_dir(repo_root().join("xtask/tests"))
         .into_iter()
@@ -166,7 +161,7 @@ fn end_to_end_files() -> (Vec<String>, Vec<String>) {
         .filter_map(|e| e.ok()?.file_name().to_str()?.strip_suffix(".rs").map(str::to_owned))
         .collect();
     names.sort();
-    names.into_iter().partition(|n| END_TO_END_OWN_LANE.contains(&n.as_str()))
+    names.into_iter().partition(|n| END_TO_END_BESIDE_SHARED.contains(&n.as_str()))
 }
 
 /// Build and check the site twice: from the committed results, and from the demo results that
@@ -222,24 +217,12 @@ fn run_interruptible(cmd: Cmd, capture: bool) -> Result<(Captured, bool)> {
     Ok((stdout, status.success()))
 }
 
-/// `f`'s result and how long it took.
-fn timed(f: impl FnOnce() -> Result<()>) -> (Duration, Result<()>) {
-    let started = Instant::now();
-    let result = f();
-    (started.elapsed(), result)
-}
-
 impl Tally {
     /// A non-test step counts as one passed or failed check.
     fn step(&mut self, name: &str, f: impl FnOnce() -> Result<()>) {
-        let (took, result) = timed(f);
-        self.record(name, took, result);
-    }
-
-    /// A non-test step that ran elsewhere (another thread), with its time and result.
-    fn record(&mut self, name: &str, took: Duration, result: Result<()>) {
-        let result = result.and_then(|()| crate::interrupt::check());
-        self.times.push((name.to_owned(), took));
+        let started = Instant::now();
+        let result = f().and_then(|()| crate::interrupt::check());
+        self.times.push((name.to_owned(), started.elapsed()));
         match result {
             Ok(()) => self.passed += 1,
             Err(e) => {
@@ -398,9 +381,9 @@ mod tests {
     }
 
     #[test]
-    fn the_end_to_end_files_named_for_their_own_lane_exist_and_the_others_share_one() {
-        let (own_lane, others) = super::end_to_end_files();
-        assert_eq!(own_lane, super::END_TO_END_OWN_LANE, "every name is a file in xtask/tests");
+    fn the_end_to_end_files_named_for_the_shared_lane_exist_and_the_others_run_beside_them() {
+        let (beside_shared, others) = super::end_to_end_files();
+        assert_eq!(beside_shared, super::END_TO_END_BESIDE_SHARED, "every name is a file in xtask/tests");
         assert!(others.contains(&"durability".to_owned()), "{others:?}");
     }
 
