@@ -1,12 +1,15 @@
 //! The rule's error rates, by simulation at the noise measured on this machine (fixed seed, so the table is the
 //! same on every run): per-pair log-SD 0.05, 0.12 and 0.25; between-run log-SD 0.03 and 0.15; 6 and 12 pairs a
 //! run; 1 and 3 runs; the truth at the published figure, at the band's edges and twice the tolerance away. The
-//! host's between-run spread is itself estimated, as from a history with [`HOST_DF_CAP`] degrees of freedom.
+//! host's between-run spread is itself estimated by the site's estimator, from a simulated history of independent
+//! groups with [`HOST_DF_CAP`] degrees of freedom (the site's groups are point pairs of one sweep, not independent).
 //! `cargo test -p streamlab-record calibration -- --nocapture` prints the table.
 
 use super::*;
 
 const TRIALS: usize = 4000;
+/// A difference between two shares smaller than this is the simulation's noise, not the rule's (20 of 4000 trials).
+const MONTE_CARLO_SLACK: f64 = 0.005;
 const PUBLISHED: f64 = 1.25;
 
 /// One cell of the grid.
@@ -32,11 +35,27 @@ fn normal(rng: &mut fastrand::Rng) -> f64 {
     (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
 }
 
-/// The host's estimate of a between-run spread `sd`: sd² · χ²(k) / k.
-fn host_estimate(rng: &mut fastrand::Rng, sd: f64) -> Spread {
-    let k = HOST_DF_CAP as usize;
-    let chi2: f64 = (0..k).map(|_| normal(rng).powi(2)).sum();
-    Spread { log_sd: sd * (chi2 / k as f64).sqrt(), df: HOST_DF_CAP, groups: k }
+/// Groups, runs of each and reps of each run in the simulated history: (3 - 1) x 10 = [`HOST_DF_CAP`] degrees of
+/// freedom, as the site's history of three runs is capped at.
+const HISTORY_GROUPS: usize = 10;
+const HISTORY_RUNS: usize = 3;
+const HISTORY_REPS: usize = 6;
+
+/// The host's estimate of a between-run spread `run_sd`, made as the site makes it: [`between_run_spread`] (the
+/// method of moments, clamped at 0) over a history of ratios measured in several runs, whose reps spread by
+/// `pair_sd`. The estimate can be 0 when the runs agree within their reps' noise.
+fn host_estimate(rng: &mut fastrand::Rng, pair_sd: f64, run_sd: f64) -> Spread {
+    let groups: Vec<Vec<Vec<f64>>> = (0..HISTORY_GROUPS)
+        .map(|_| {
+            (0..HISTORY_RUNS)
+                .map(|_| {
+                    let run_effect = run_sd * normal(rng);
+                    (0..HISTORY_REPS).map(|_| run_effect + pair_sd * normal(rng)).collect()
+                })
+                .collect()
+        })
+        .collect();
+    between_run_spread(&groups).expect("every group has runs of several reps")
 }
 
 /// One simulated claim: `runs` runs of `pairs` per-rep-pair ratios around `truth`.
@@ -47,7 +66,7 @@ fn simulate(rng: &mut fastrand::Rng, cell: Cell, truth: f64) -> Pooled {
             (0..cell.pairs).map(|_| (truth.ln() + run_effect + cell.pair_sd * normal(rng)).exp()).collect()
         })
         .collect();
-    let host = host_estimate(rng, cell.run_sd);
+    let host = host_estimate(rng, cell.pair_sd, cell.run_sd);
     pooled(&runs, Some(host)).expect("positive ratios, two or more pairs")
 }
 
@@ -114,9 +133,10 @@ fn the_size_rule_holds_its_error_rates_in_every_cell_of_the_measured_noise() {
                 ));
             }
         }
-        // Moving the truth away never raises the share of "reproduces", on either side.
+        // Moving the truth away never raises the share of "reproduces", on either side, beyond the simulation's
+        // own noise: an interval drawn off-centre can fit the band only once shifted, in a trial or two of 4000.
         for (near, far) in [(0, 1), (1, 3), (0, 2), (2, 4)] {
-            if s[far].holds > s[near].holds {
+            if s[far].holds > s[near].holds + MONTE_CARLO_SLACK {
                 failures
                     .push(format!("{at}: 'reproduces' rose from {} to {} moving away", s[near].holds, s[far].holds));
             }
