@@ -220,7 +220,7 @@ pub struct Produced {
 /// until buffer.memory has room, so the time it blocked is what there is.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub enum QueueFullSeen {
-    /// The arm does not count it (the durability ledger's producers).
+    /// No count came back (Java's metrics table without `bufferpool-wait-time-ns-total`): the record states none.
     #[default]
     NotCounted,
     Refusals(u64),
