@@ -31,6 +31,21 @@ mod tests {
         out
     }
 
+    /// `path:line: text` of every line that contains one of `needles`, in the Rust files `checked` keeps.
+    fn lines_naming(needles: &[String], checked: impl Fn(&str) -> bool) -> Vec<String> {
+        rust_files()
+            .into_iter()
+            .filter(|(path, _)| checked(path))
+            .flat_map(|(path, text)| {
+                text.lines()
+                    .enumerate()
+                    .filter(|(_, line)| needles.iter().any(|n| line.contains(n.as_str())))
+                    .map(|(n, line)| format!("{path}:{}: {}", n + 1, line.trim()))
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+
     fn walk(dir: &Path, f: &mut dyn FnMut(&Path)) {
         for entry in std::fs::read_dir(dir).unwrap().flatten() {
             let path = entry.path();
@@ -53,18 +68,7 @@ mod tests {
     fn processes_and_libc_only_through_the_process_layer() {
         // Spelled in two pieces so this file does not flag itself.
         let forbidden = [["Command", "::new("].concat(), ["libc", "::"].concat(), ["xshell", "::"].concat()];
-        let offenders: Vec<String> = rust_files()
-            .into_iter()
-            .filter(|(path, _)| !path.starts_with(PROCESS_LAYER))
-            .flat_map(|(path, text)| {
-                let forbidden = &forbidden;
-                text.lines()
-                    .enumerate()
-                    .filter(|(_, line)| forbidden.iter().any(|f| line.contains(f.as_str())))
-                    .map(|(n, line)| format!("{path}:{}: {}", n + 1, line.trim()))
-                    .collect::<Vec<_>>()
-            })
-            .collect();
+        let offenders = lines_naming(&forbidden, |path| !path.starts_with(PROCESS_LAYER));
         assert!(
             offenders.is_empty(),
             "start processes and call the OS through streamlab-process:\n{}",
@@ -78,18 +82,7 @@ mod tests {
         // checkout's path changed; a compiled-in manifest dir then names a clone that is gone. The one exception,
         // paths::manifest_dir, prefers the value cargo sets at run time.
         let compiled_in = ["env!(\"CARGO", "_MANIFEST_DIR\")"].concat();
-        let offenders: Vec<String> = rust_files()
-            .into_iter()
-            .filter(|(path, _)| path != "xtask/src/paths.rs")
-            .flat_map(|(path, text)| {
-                let compiled_in = &compiled_in;
-                text.lines()
-                    .enumerate()
-                    .filter(|(_, line)| line.contains(compiled_in.as_str()))
-                    .map(|(n, line)| format!("{path}:{}: {}", n + 1, line.trim()))
-                    .collect::<Vec<_>>()
-            })
-            .collect();
+        let offenders = lines_naming(&[compiled_in], |path| path != "xtask/src/paths.rs");
         assert!(offenders.is_empty(), "read CARGO_MANIFEST_DIR when the code runs:\n{}", offenders.join("\n"));
     }
 
