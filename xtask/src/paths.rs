@@ -18,6 +18,16 @@ pub fn manifest_dir() -> PathBuf {
         .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")))
 }
 
+/// Where cargo builds: `$CARGO_TARGET_DIR`, else `<root>/target`.
+pub fn target_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| repo_root().join("target"), PathBuf::from)
+}
+
+/// The release harness binary `cargo build --release --workspace` leaves.
+pub fn harness_binary() -> PathBuf {
+    target_dir().join("release").join("harness")
+}
+
 /// Downloaded, checksummed artifacts: `$STREAMLAB_CACHE`, else `$XDG_CACHE_HOME/streamlab`, else `~/.cache/streamlab`.
 pub fn cache_dir() -> PathBuf {
     if let Some(dir) = std::env::var_os("STREAMLAB_CACHE").filter(|v| !v.is_empty()) {

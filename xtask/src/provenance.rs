@@ -87,17 +87,30 @@ pub fn crate_versions(lock: &std::path::Path) -> BTreeMap<String, String> {
 /// leaves out, e.g. `cargo build --release: opt-level 3, lto off, codegen-units 16, debug line-tables-only`. A
 /// seed's figure can depend on it (seed 003 built partitionline's benches with thin LTO and one codegen unit).
 pub fn harness_build_profile(manifest: &std::path::Path) -> Option<String> {
+    build_profile(manifest, "release")
+}
+
+/// How a binary built in the workspace's `profile` (`release`, or a custom one and what it inherits) is compiled,
+/// with cargo's release defaults for what neither sets.
+pub fn build_profile(manifest: &std::path::Path, profile: &str) -> Option<String> {
     let doc = std::fs::read_to_string(manifest).ok()?.parse::<toml::Table>().ok()?;
-    let release = doc.get("profile").and_then(|p| p.get("release")).and_then(|r| r.as_table()).cloned();
-    let release = release.unwrap_or_default();
-    let setting = |key: &str, default: &str| match release.get(key) {
+    let profiles = doc.get("profile").and_then(|p| p.as_table()).cloned().unwrap_or_default();
+    // The profile, then the one it inherits, and so on (at most a few: cargo refuses cycles).
+    let chain: Vec<toml::Table> = std::iter::successors(Some(profile.to_owned()), |name| {
+        profiles.get(name)?.get("inherits")?.as_str().map(str::to_owned)
+    })
+    .take(8)
+    .filter_map(|name| profiles.get(&name).and_then(|t| t.as_table()).cloned())
+    .collect();
+    let setting = |key: &str, default: &str| match chain.iter().find_map(|t| t.get(key)) {
         Some(toml::Value::String(s)) => s.clone(),
-        Some(toml::Value::Boolean(false)) if key == "lto" => "off".into(),
+        Some(toml::Value::Boolean(false)) if key == "lto" || key == "debug" => "off".into(),
         Some(v) => v.to_string(),
         None => default.to_owned(),
     };
+    let command = if profile == "release" { "--release".to_owned() } else { format!("--profile {profile}") };
     Some(format!(
-        "cargo build --release: opt-level {}, lto {}, codegen-units {}, debug {}",
+        "cargo build {command}: opt-level {}, lto {}, codegen-units {}, debug {}",
         setting("opt-level", "3"),
         setting("lto", "off"),
         setting("codegen-units", "16"),
@@ -125,6 +138,22 @@ mod tests {
         );
         let ours = harness_build_profile(&crate::paths::repo_root().join("Cargo.toml")).unwrap();
         assert!(ours.starts_with("cargo build --release: opt-level 3"), "{ours}");
+    }
+
+    #[test]
+    fn a_custom_profile_takes_what_it_does_not_set_from_the_one_it_inherits() {
+        let dir = tempfile::tempdir().unwrap();
+        let manifest = dir.path().join("Cargo.toml");
+        let profiles = "[profile.release]\ndebug = \"line-tables-only\"\nopt-level = 2\n\n[profile.seed]\ninherits = \
+                        \"release\"\nlto = \"thin\"\ncodegen-units = 1\ndebug = false\n";
+        std::fs::write(&manifest, profiles).unwrap();
+        assert_eq!(
+            build_profile(&manifest, "seed").as_deref(),
+            Some("cargo build --profile seed: opt-level 2, lto thin, codegen-units 1, debug off")
+        );
+        // The workspace's own: seed 003's release profile, as the crate's Cargo.toml has it.
+        let ours = build_profile(&crate::paths::repo_root().join("Cargo.toml"), "seed-003").unwrap();
+        assert_eq!(ours, "cargo build --profile seed-003: opt-level 3, lto thin, codegen-units 1, debug off");
     }
 
     #[test]

@@ -26,6 +26,18 @@ pub struct Tools {
     /// The durability matrix's Java producer that writes a ledger of every acknowledgement.
     #[serde(default)]
     pub ledger_producer: Option<LedgerProducer>,
+    /// partitionline's bench loops as seed 003 built them (the clients matrix's partitionline arm).
+    #[serde(default)]
+    pub partitionline_bench: Option<SeedBuild>,
+}
+
+/// A binary the lab builds in a seed's own cargo profile.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SeedBuild {
+    pub path: PathBuf,
+    /// The profile and what it sets, e.g. `cargo build --profile seed-003: opt-level 3, lto thin, codegen-units 1,
+    /// debug off`.
+    pub build: String,
 }
 
 /// The Java ledger-writing producer (harness/src/arms/durability/java/LedgerProducer.java), compiled by the lab.

@@ -9,6 +9,7 @@ pub mod connect;
 mod java;
 pub mod ledger_producer;
 mod librdkafka_source;
+mod partitionline_bench;
 mod rdkafka_performance;
 pub mod redpanda_connect;
 
@@ -29,6 +30,7 @@ pub fn prepare(path: &Path, needs: &[Need], redpanda_connect: Option<RedpandaCon
     if needs.contains(&Need::ClientTools) {
         tools.rdkafka_performance = rdkafka_performance::build_all()?;
         tools.java = Some(java::locate()?);
+        tools.partitionline_bench = Some(partitionline_bench::build()?);
     }
     if needs.contains(&Need::Connect) {
         tools.connect = Some(connect::locate()?);
@@ -50,6 +52,9 @@ pub fn versions(tools: &Tools) -> BTreeMap<String, String> {
     }
     if let Some(j) = &tools.java {
         v.insert("java perf tools".into(), format!("{} on {}", j.kafka_tools, j.java_version));
+    }
+    if let Some(bench) = &tools.partitionline_bench {
+        v.insert("build:partitionline-bench".into(), bench.build.clone());
     }
     if let Some(c) = &tools.connect {
         v.extend(connect::versions(c));

@@ -185,7 +185,6 @@ pub fn processes_mentioning(dir: &Path) -> Vec<u32> {
 #[cfg(test)]
 mod tests {
     use std::net::{Ipv4Addr, TcpListener};
-    use std::path::PathBuf;
 
     use streamlab_record::descriptor::DESCRIPTOR_FILE;
 
@@ -204,15 +203,9 @@ mod tests {
         NativeBackend.up(spec).map(|env| env.keep_running())
     }
 
-    fn harness_binary() -> PathBuf {
-        let target = std::env::var_os("CARGO_TARGET_DIR")
-            .map_or_else(|| crate::paths::repo_root().join("target"), PathBuf::from);
-        target.join("release").join("harness")
-    }
-
     /// A real client round-trips a record on each of the five listeners.
     fn assert_probe_answers_on_every_listener(env: &EnvDescriptor) {
-        let probe = streamlab_process::Cmd::new(harness_binary())
+        let probe = streamlab_process::Cmd::new(crate::paths::harness_binary())
             .args(["probe", "--env"])
             .arg(env.dir.join(DESCRIPTOR_FILE))
             .output(Duration::from_secs(120))

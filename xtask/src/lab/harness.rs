@@ -24,10 +24,8 @@ pub fn build() -> Result<PathBuf> {
         "the harness (cargo build --release --workspace); the first build compiles librdkafka and spate and takes \
          several minutes",
     );
-    let root = paths::repo_root();
     cargo().args(["build", "--release", "--workspace"]).run(BUILD_TIMEOUT).context("building the harness failed")?;
-    let target = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from);
-    Ok(target.join("release").join("harness"))
+    Ok(paths::harness_binary())
 }
 
 /// Cargo, at the repository's root, as a shell would start it. `cargo run` and `cargo test` give xtask the

@@ -232,9 +232,7 @@ mod tests {
     #[test]
     #[ignore = "needs the release harness binary: cargo xtask test"]
     fn the_shipped_matrices_keep_the_built_harness_contract() {
-        let target = std::env::var_os("CARGO_TARGET_DIR")
-            .map_or_else(|| crate::paths::repo_root().join("target"), std::path::PathBuf::from);
-        let registry = Registry::from_harness(&target.join("release/harness")).unwrap();
+        let registry = Registry::from_harness(&crate::paths::harness_binary()).unwrap();
         check_all(&matrix::load_all(&crate::paths::matrices_dir()).unwrap(), &registry).unwrap();
     }
 }

@@ -35,7 +35,8 @@ pub fn tools_phase(needs: &[Need], redpanda_connect: Option<&RedpandaConnect>) -
     let mut what = Vec::new();
     if needs.contains(&Need::ClientTools) {
         what.push(
-            "rdkafka_performance against librdkafka 2.12.1 and 2.15.0 (built once into the cache), Kafka's Java perf tools"
+            "rdkafka_performance against librdkafka 2.12.1 and 2.15.0 (built once into the cache), Kafka's Java perf \
+             tools, partitionline-bench in seed 003's cargo profile (thin LTO, one codegen unit)"
                 .to_owned(),
         );
     }
@@ -70,6 +71,7 @@ mod tests {
         assert_eq!(tools_phase(&[Need::Kafka, Need::Mysql], None), None);
         let clients = tools_phase(&[Need::Kafka, Need::ClientTools], None).unwrap();
         assert!(clients.contains("rdkafka_performance") && !clients.contains("Connect"), "{clients}");
+        assert!(clients.contains("partitionline-bench in seed 003's cargo profile"), "{clients}");
         let cdc = tools_phase(&[Need::Kafka, Need::Mysql, Need::Connect], None).unwrap();
         assert!(cdc.contains("Kafka Connect 4.1.0") && cdc.contains("STREAMLAB_REDPANDA_CONNECT unset"), "{cdc}");
         let named = RedpandaConnect { path: "/opt/rpc".into(), version: "4.99.0".into() };

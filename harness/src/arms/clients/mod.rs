@@ -90,16 +90,8 @@ impl Payload {
     }
 }
 
-/// What a producer loop does when the client's queue is full.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum QueueFull {
-    /// Park: sleep 1 ms (tokio's timer resolution) and try again; a core is left to the broker.
-    #[default]
-    Park,
-    /// Seed 003's bench_produce loop: retry `try_send` 32 times, then `yield_now`; it keeps a core busy.
-    Spin,
-}
+/// What partitionline's produce loop does when the client's queue is full (its loop lives with the client).
+pub use streamlab_partitionline::QueueFull;
 
 /// Every client arm reads these knobs, with these names and meanings.
 #[derive(Debug, Clone, Deserialize)]

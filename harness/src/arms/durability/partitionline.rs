@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use partitionline::{Acks, ProduceRecord, ProducerConfig};
+use streamlab_partitionline::{Security, new_producer};
 use streamlab_record::Measurement;
 use tokio::task::JoinSet;
 
@@ -16,8 +17,6 @@ use super::ledger::{Ack, Entry, Ledger, payload};
 use super::rdkafka::now_us;
 use super::{Knobs, Produced};
 use crate::arms::ArmContext;
-use crate::arms::clients::partitionline::config::Security;
-use crate::arms::clients::partitionline::new_producer;
 use crate::kafka::config::servers;
 
 /// Records sent and not yet answered, at most (the crate's buffer_memory, 32 MiB, bounds it too).

@@ -291,7 +291,7 @@ pub fn describe_caps(nano_cpus: i64, cpuset: &str) -> String {
 #[cfg(test)]
 mod tests {
     use std::net::{Ipv4Addr, TcpListener};
-    use std::path::{Path, PathBuf};
+    use std::path::Path;
 
     use streamlab_process::Cmd;
     use streamlab_record::descriptor::DESCRIPTOR_FILE;
@@ -306,12 +306,6 @@ mod tests {
 
     fn labelled(env_id: &str) -> Vec<String> {
         Engine::connect().unwrap().labelled(Some(env_id)).unwrap().into_iter().map(|c| c.name).collect()
-    }
-
-    fn harness_binary() -> PathBuf {
-        let target = std::env::var_os("CARGO_TARGET_DIR")
-            .map_or_else(|| crate::paths::repo_root().join("target"), PathBuf::from);
-        target.join("release").join("harness")
     }
 
     /// The cgroup CPU quota a process inside the container sees (v1 or v2), and how many CPUs it may use.
@@ -335,7 +329,7 @@ mod tests {
         assert_eq!(labelled(&d.id).len(), 2, "one container per service");
 
         // A real client round-trips a record on each of the five listeners.
-        let probe = Cmd::new(harness_binary()).args(["probe", "--env"]).arg(d.dir.join(DESCRIPTOR_FILE));
+        let probe = Cmd::new(crate::paths::harness_binary()).args(["probe", "--env"]).arg(d.dir.join(DESCRIPTOR_FILE));
         let probe = probe.output(std::time::Duration::from_secs(120)).unwrap();
         assert!(probe.status.success(), "probe failed: {}", probe.stderr);
         let report: BTreeMap<String, String> = serde_json::from_str(&probe.stdout).unwrap();

@@ -1,38 +1,32 @@
-//! The partitionline 0.1.0 adapter (pure Rust: tokio + rustls, no librdkafka). It runs the seed's own
+//! The partitionline 0.1.0 arm (pure Rust: tokio + rustls, no librdkafka). It runs the seed's own
 //! `examples/bench_*.rs` shapes through the crate's public API, with one correction: a produce run counts what
 //! the broker acknowledged (`metrics().records_acked`), not the `try_send` calls that returned Ok, which is
-//! what the seed's bench_produce printed as "acked".
+//! what the seed's bench_produce printed as "acked". The loops run in `partitionline-bench`
+//! (harness/partitionline), built as the seed built its benches; this arm makes the topic, describes the
+//! configuration, measures the brokers and checks the high watermark.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use anyhow::{Context, Result};
-use partitionline::{Consumer, ConsumerConfig, ProduceRecord, Producer, ProducerConfig};
+use anyhow::{Context, Result, bail};
+use partitionline::ProducerConfig;
+use streamlab_partitionline::{FLUSH_TIMEOUT, Job, Outcome, STALL_TIMEOUT, Work};
+use streamlab_process::Cmd;
 use streamlab_record::Measurement;
 use streamlab_record::applied::Applied;
+use streamlab_record::tools::Tools;
 
 pub(crate) mod config;
-mod produce_loop;
 
-use self::config::{
-    Security, compression, consumer_applied, consumer_config, describe_producer, latency_producer_config,
-    producer_applied, producer_config, queue_cap,
-};
-use self::produce_loop::{produce_async, queue_full_text};
-use super::{Asymmetries, ClientInfo, Fetched, Knobs, Produced, Workload};
+use self::config::{compression, consumer_applied, describe_producer, producer_applied, queue_cap, settings};
+use super::{Asymmetries, ClientInfo, Fetched, Knobs, Produced, QueueFullSeen, Workload};
 use crate::arms::ArmContext;
 use crate::arms::spec::ArmSpec;
 
 pub const ARM: ArmSpec = ArmSpec::new::<Knobs>("clients", "partitionline", run);
 
-/// Give up on a produce or fetch that makes no progress for this long.
-const STALL_TIMEOUT: Duration = Duration::from_secs(60);
-/// The longest a produce run's final flush may take (the crate's own flush() deadline is 30 s).
-const FLUSH_TIMEOUT: Duration = Duration::from_secs(300);
-/// How long closing the producer may take once everything is flushed.
-const CLOSE_TIMEOUT: Duration = Duration::from_secs(10);
-/// How often, and how far apart, `Producer::new` is tried again on a retriable broker error.
-const NEW_RETRIES: usize = 40;
-const NEW_RETRY_BACKOFF: Duration = Duration::from_millis(250);
+/// The longest one bench loop may take in its binary: the loops stop themselves sooner (a 60 s stall, a 300 s
+/// flush), so this only catches a binary that hangs.
+const JOB_TIMEOUT: Duration = Duration::from_secs(3600);
 
 pub fn run(ctx: &ArmContext) -> Result<Measurement> {
     let knobs = Knobs::read(ctx)?;
@@ -51,23 +45,37 @@ pub fn run(ctx: &ArmContext) -> Result<Measurement> {
     measurement
 }
 
-/// A multi-thread runtime like the seed's `#[tokio::main]` (one worker per CPU).
-fn runtime() -> Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread()
-        .enable_io()
-        .enable_time()
-        .build()
-        .context("cannot start the tokio runtime")
+/// Run `job` in `partitionline-bench`, the loops built as seed 003 built its benches (thin LTO, one codegen
+/// unit), which the tools file names; its outcome and how it was built.
+fn in_seed_build(job: &Job) -> Result<(Outcome, String)> {
+    let tools = Tools::load().map_err(anyhow::Error::msg)?;
+    let bench = tools.partitionline_bench.as_ref().context(
+        "the tools file names no partitionline-bench: `cargo xtask lab run` builds it (cargo build --profile seed-003 \
+         -p streamlab-partitionline)",
+    )?;
+    let out = Cmd::new(&bench.path).stdin(serde_json::to_vec(job)?).output(JOB_TIMEOUT)?;
+    if !out.status.success() {
+        bail!("{} failed ({}):\n{}", bench.path.display(), out.status, out.tail(20));
+    }
+    let outcome = serde_json::from_str(&out.stdout)
+        .with_context(|| format!("{} printed no outcome:\n{}", bench.path.display(), out.tail(20)))?;
+    Ok((outcome, bench.build.clone()))
 }
 
-/// Stop the runtime without waiting on the crate's background tasks (metadata refresh, idle connections).
-fn stop(rt: tokio::runtime::Runtime) {
-    rt.shutdown_timeout(Duration::from_secs(5));
-}
-
-fn info(command: String, asymmetries: Asymmetries, note: Option<String>, applied: Applied) -> ClientInfo {
+/// The client's description; `build` is how its binary was built (`Measurement::versions`, so a record says it).
+fn info(
+    command: String,
+    asymmetries: Asymmetries,
+    note: Option<String>,
+    applied: Applied,
+    build: String,
+) -> ClientInfo {
     ClientInfo {
-        versions: [("partitionline".to_owned(), partitionline::CLIENT_VERSION.to_owned())].into(),
+        versions: [
+            ("partitionline".to_owned(), partitionline::CLIENT_VERSION.to_owned()),
+            ("build:partitionline-bench".to_owned(), build),
+        ]
+        .into(),
         command,
         asymmetries,
         note,
@@ -103,21 +111,32 @@ fn produce_asymmetries(cfg: &ProducerConfig, partitions: i32) -> Asymmetries {
 
 fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
     let (listener, password) = super::listener(&ctx.env, knobs)?;
-    let security = Security::of(listener, password)?;
-    let cfg = security.apply_producer(producer_config(knobs, &listener.bootstrap)?);
+    let settings = settings(knobs, listener, password)?;
+    let (cfg, security) = (settings.producer()?, settings.security()?);
     let described = describe_producer(&cfg);
-    let record = ProduceRecord::to(topic).value(super::payload(knobs.payload_bytes));
     let asymmetries = produce_asymmetries(&cfg, knobs.partitions);
     let applied = super::applied::base(knobs, cfg.connections, super::applied::CLOCK_BEFORE_CONNECT)
         .producer(producer_applied(&cfg, &security))
         .set(streamlab_record::applied::QUEUE_CAP, queue_cap(&cfg))
         .build();
-    let rt = runtime()?;
+    let job = Job {
+        settings,
+        topic: topic.to_owned(),
+        work: Work::Produce { count: knobs.count, on_full: knobs.queue_full },
+    };
     let brokers = crate::cpu::BrokersCpu::start(&ctx.env);
-    let outcome = rt.block_on(produce_async(cfg, record, knobs.count, knobs.queue_full));
-    stop(rt);
-    let mut outcome = outcome?;
-    outcome.produced.broker_cpu_s = brokers.spent();
+    let (outcome, build) = in_seed_build(&job)?;
+    let Outcome::Produced(outcome) = outcome else {
+        bail!("partitionline-bench answered a produce job with {outcome:?}")
+    };
+    let produced = Produced {
+        acked: outcome.acked,
+        failed: outcome.failed,
+        elapsed: outcome.elapsed,
+        client_cpu_s: outcome.client_cpu_s,
+        broker_cpu_s: brokers.spent(),
+        queue_full: QueueFullSeen::Refusals(outcome.queue_full_refusals),
+    };
     let hw = super::topic_high_watermark(&ctx.env, topic)?;
     let mut notes: Vec<String> = outcome.setup_note.iter().cloned().collect();
     if let Some(queued) = outcome.stalled_at {
@@ -126,8 +145,8 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> 
     if let Some(e) = &outcome.flush_error {
         notes.push(format!("flush returned an error: {e}"));
     }
-    if outcome.produced.failed > 0 {
-        notes.push(failed_note(&outcome.produced, knobs.count, hw));
+    if produced.failed > 0 {
+        notes.push(failed_note(&produced, knobs.count, hw));
     }
     if let Some(e) = &outcome.close_error {
         notes.push(format!("close after flush returned an error: {e}"));
@@ -139,11 +158,11 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> 
         knobs.listener,
         security.described,
         knobs.queue_messages,
-        queue_full_text(knobs.queue_full),
+        knobs.queue_full.described(),
         FLUSH_TIMEOUT.as_secs(),
     );
     let note = (!notes.is_empty()).then(|| notes.join("; "));
-    let mut m = super::produce_measurement(knobs, &outcome.produced, hw, info(command, asymmetries, note, applied));
+    let mut m = super::produce_measurement(knobs, &produced, hw, info(command, asymmetries, note, applied, build));
     // How much of the clock went to connecting, metadata and the leader connections.
     m.metrics.insert(
         "first_queued_ms".into(),
@@ -165,67 +184,27 @@ fn failed_note(p: &Produced, count: u64, high_watermark: u64) -> String {
     note
 }
 
-/// `Producer::new`, tried again while the broker answers with a retriable error. partitionline 0.1.0 does not
-/// retry a non-transactional InitProducerId, and a fresh Kafka 4.1 broker answers COORDINATOR_LOAD_IN_PROGRESS
-/// until it holds a block of producer ids; Java and librdkafka retry that internally. Outside every clock.
-pub(crate) async fn new_producer(cfg: ProducerConfig) -> Result<(Producer, Option<String>)> {
-    let mut retried: Vec<String> = Vec::new();
-    loop {
-        match Producer::new(cfg.clone()).await {
-            Ok(p) => {
-                let note = retried.last().map(|e| {
-                    format!(
-                        "Producer::new took {} attempts (the crate does not retry it); it answered: {e}",
-                        retried.len() + 1
-                    )
-                });
-                return Ok((p, note));
-            }
-            Err(e) if e.broker_code().is_some() && e.is_retriable() && retried.len() < NEW_RETRIES => {
-                retried.push(e.to_string());
-                tokio::time::sleep(NEW_RETRY_BACKOFF).await;
-            }
-            Err(e) => return Err(e).context("cannot create the producer"),
-        }
-    }
-}
-
-/// Whether a count has stood still for longer than `limit`.
-struct Stall {
-    limit: Duration,
-    count: u64,
-    since: Instant,
-}
-
-impl Stall {
-    fn new(limit: Duration) -> Self {
-        Stall { limit, count: 0, since: Instant::now() }
-    }
-
-    fn is_stuck(&mut self, count: u64) -> bool {
-        if count != self.count {
-            (self.count, self.since) = (count, Instant::now());
-        }
-        self.since.elapsed() > self.limit
-    }
-}
-
 fn fetch(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
     let hw = super::preload(&ctx.env, topic, knobs)?;
     let (listener, password) = super::listener(&ctx.env, knobs)?;
-    let security = Security::of(listener, password)?;
-    let cfg = security.apply_consumer(consumer_config(knobs, &listener.bootstrap)?);
+    let settings = settings(knobs, listener, password)?;
+    let (cfg, security) = (settings.consumer()?, settings.security()?);
     let described = format!(
         "max_wait_ms={} min_bytes={} max_bytes={} max_partition_fetch_bytes={} isolation={}",
         cfg.max_wait_ms, cfg.min_bytes, cfg.max_bytes, cfg.max_partition_fetch_bytes, cfg.isolation_level
     );
-    let cfg_applied = cfg.clone();
-    let rt = runtime()?;
+    let job = Job { settings, topic: topic.to_owned(), work: Work::Fetch { high_watermark: hw } };
     let brokers = crate::cpu::BrokersCpu::start(&ctx.env);
-    let fetched = rt.block_on(fetch_async(cfg, topic, hw));
-    stop(rt);
-    let (mut fetched, stalled, first_round_records) = fetched?;
-    fetched.broker_cpu_s = brokers.spent();
+    let (outcome, build) = in_seed_build(&job)?;
+    let Outcome::Fetched(outcome) = outcome else { bail!("partitionline-bench answered a fetch job with {outcome:?}") };
+    let fetched = Fetched {
+        consumed: outcome.consumed,
+        bytes: outcome.bytes,
+        elapsed: outcome.elapsed,
+        client_cpu_s: outcome.client_cpu_s,
+        broker_cpu_s: brokers.spent(),
+        fetch_request_us: outcome.fetch_request_us,
+    };
     let asymmetries = Asymmetries {
         connections: "1 per broker (plus the bootstrap connection, not counted)".into(),
         in_flight: "1 Fetch per broker at a time (one fetch() round)".into(),
@@ -244,14 +223,15 @@ fn fetch(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
         knobs.listener,
         security.described,
     );
-    let note =
-        stalled.then(|| format!("no progress for {}s; stopped at {}", STALL_TIMEOUT.as_secs(), fetched.consumed));
+    let note = outcome
+        .stalled
+        .then(|| format!("no progress for {}s; stopped at {}", STALL_TIMEOUT.as_secs(), fetched.consumed));
     let requests = fetched.fetch_request_us.len() as f64;
-    let first_round = first_round_records as f64;
+    let first_round = outcome.first_round_records as f64;
     let applied = super::applied::base(knobs, 1, super::applied::CLOCK_FIRST_RECORD)
-        .consumer(consumer_applied(&cfg_applied, &security))
+        .consumer(consumer_applied(&cfg, &security))
         .build();
-    let mut m = super::fetch_measurement(&fetched, hw, info(command, asymmetries, note, applied));
+    let mut m = super::fetch_measurement(&fetched, hw, info(command, asymmetries, note, applied, build));
     // How many samples the fetch_request percentiles stand on (a 16 MiB fetch returns a lot per round).
     m.metrics.insert("fetch_requests".into(), streamlab_record::Metric::new(requests, "requests", false));
     // Records the first round brought before the clock started (counted, not timed; as the C tool's first
@@ -260,67 +240,21 @@ fn fetch(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
     Ok(m)
 }
 
-/// Read every partition from offset 0 until `high_watermark` records have come back; `true` if it stalled, and
-/// how many records the first round brought.
-async fn fetch_async(cfg: ConsumerConfig, topic: &str, high_watermark: u64) -> Result<(Fetched, bool, u64)> {
-    let mut consumer = Consumer::new(cfg).await.context("cannot create the consumer")?;
-    consumer.assign_topic(topic, 0).await.with_context(|| format!("cannot assign {topic}"))?;
-    let cpu_before = crate::cpu::process_cpu_seconds();
-    let (mut consumed, mut bytes) = (0u64, 0u64);
-    let mut fetch_request_us = Vec::new();
-    let mut stall = Stall::new(STALL_TIMEOUT);
-    let mut stalled = false;
-    // The clock starts when the first records arrive (see the record's `clock`).
-    let mut first: Option<Instant> = None;
-    let mut first_round_records = 0;
-    while consumed < high_watermark {
-        let t = Instant::now();
-        let records = consumer.fetch().await.with_context(|| format!("fetch failed after {consumed} records"))?;
-        let took = t.elapsed();
-        if records.is_empty() {
-            if stall.is_stuck(consumed) {
-                stalled = true;
-                break;
-            }
-            continue;
-        }
-        if first.is_none() {
-            first = Some(Instant::now());
-            first_round_records = records.len() as u64;
-        }
-        fetch_request_us.push(took.as_secs_f64() * 1e6);
-        consumed += records.len() as u64;
-        bytes += records.iter().map(|r| r.value.as_ref().map_or(0, |v| v.len() as u64)).sum::<u64>();
-    }
-    // A single round that brought every record leaves the clock nothing to time: no rate, not a huge one.
-    let elapsed =
-        if fetch_request_us.len() > 1 { first.map_or(Duration::ZERO, |f| f.elapsed()) } else { Duration::ZERO };
-    let fetched = Fetched {
-        consumed,
-        bytes,
-        elapsed,
-        client_cpu_s: crate::cpu::process_cpu_seconds() - cpu_before,
-        broker_cpu_s: None,
-        fetch_request_us,
-    };
-    Ok((fetched, stalled, first_round_records))
-}
-
 fn latency(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
     let (listener, password) = super::listener(&ctx.env, knobs)?;
-    let security = Security::of(listener, password)?;
-    let cfg = security.apply_producer(latency_producer_config(knobs, &listener.bootstrap)?);
+    let settings = settings(knobs, listener, password)?;
+    let (cfg, security) = (settings.latency_producer()?, settings.security()?);
     let described = describe_producer(&cfg);
     let applied = super::applied::base(knobs, cfg.connections, super::applied::CLOCK_PER_ROUND_TRIP)
         .producer(producer_applied(&cfg, &security))
         .set("producer.partitioner.class", super::applied::EXPLICIT_PARTITION)
         .set(streamlab_record::applied::QUEUE_CAP, queue_cap(&cfg))
         .build();
-    let record = ProduceRecord::to(topic).partition(0).value(super::payload(knobs.payload_bytes));
-    let rt = runtime()?;
-    let samples = rt.block_on(latency_async(cfg, record, knobs.latency_warmup, knobs.latency_samples));
-    stop(rt);
-    let (samples, setup_note) = samples?;
+    let work = Work::Latency { warmup: knobs.latency_warmup, samples: knobs.latency_samples };
+    let (outcome, build) = in_seed_build(&Job { settings, topic: topic.to_owned(), work })?;
+    let Outcome::Latencies(outcome) = outcome else {
+        bail!("partitionline-bench answered a latency job with {outcome:?}")
+    };
     let hw = super::topic_high_watermark(&ctx.env, topic)?;
     let asymmetries = Asymmetries {
         connections: "1 per broker for produce + 1 metadata connection, not counted".into(),
@@ -337,27 +271,8 @@ fn latency(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> 
         knobs.listener,
         security.described,
     );
-    Ok(super::latency_measurement(knobs, &samples, hw, info(command, asymmetries, setup_note, applied)))
-}
-
-/// `warmup` then `samples` sequential produce -> ack round trips; the measured ones in microseconds.
-async fn latency_async(
-    cfg: ProducerConfig,
-    record: ProduceRecord,
-    warmup: u64,
-    samples: u64,
-) -> Result<(Vec<f64>, Option<String>)> {
-    let (producer, setup_note) = new_producer(cfg).await?;
-    let mut measured = Vec::with_capacity(usize::try_from(samples)?);
-    for i in 0..warmup + samples {
-        let t = Instant::now();
-        producer.send(record.clone()).await.with_context(|| format!("round trip {i}"))?;
-        if i >= warmup {
-            measured.push(t.elapsed().as_secs_f64() * 1e6);
-        }
-    }
-    producer.close_timeout(CLOSE_TIMEOUT).await.context("closing the latency producer")?;
-    Ok((measured, setup_note))
+    let info = info(command, asymmetries, outcome.setup_note, applied, build);
+    Ok(super::latency_measurement(knobs, &outcome.samples_us, hw, info))
 }
 
 #[cfg(test)]
@@ -365,7 +280,7 @@ pub(super) mod tests {
     use streamlab_record::IntegrityStatus;
     use streamlab_record::descriptor::Listener;
 
-    use super::super::{NotRunnable, QueueFullSeen};
+    use super::super::NotRunnable;
 
     use super::*;
 
@@ -410,17 +325,6 @@ pub(super) mod tests {
         assert!(err.downcast_ref::<NotRunnable>().is_some(), "{err:#}");
     }
 
-    #[test]
-    fn a_count_that_moves_is_never_stuck_and_one_that_stands_still_is() {
-        let mut stall = Stall::new(Duration::from_millis(20));
-        assert!(!stall.is_stuck(0));
-        std::thread::sleep(Duration::from_millis(30));
-        assert!(!stall.is_stuck(5), "progress resets the clock");
-        assert!(!stall.is_stuck(5));
-        std::thread::sleep(Duration::from_millis(30));
-        assert!(stall.is_stuck(5));
-    }
-
     // Against a broker.
 
     fn run_with(overrides: serde_json::Value) -> Measurement {
@@ -433,6 +337,9 @@ pub(super) mod tests {
         assert_eq!(m.metrics["high_watermark"].value, count as f64);
         assert!(m.metrics["records_per_s"].value > 0.0);
         assert_eq!(m.versions.get("partitionline").map(String::as_str), Some("0.1.0"));
+        // The loops ran in the binary built as seed 003 built its benches, and the record says so.
+        let build = m.versions.get("build:partitionline-bench").map(String::as_str);
+        assert_eq!(build, Some("cargo build --profile seed-003: opt-level 3, lto thin, codegen-units 1, debug off"));
         assert_eq!(m.applied["queue_cap"], "32768 KiB", "the crate's buffer.memory");
         assert!(m.metrics.contains_key("queue_full_waits"), "{:?}", m.metrics);
     }
