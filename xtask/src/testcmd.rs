@@ -31,7 +31,7 @@ struct Tally {
     passed: u64,
     failed: u64,
     failures: Vec<String>,
-    times: Vec<(String, Duration)>,
+    times: Vec<(String, Span)>,
     /// Each test that ran in a step, `step: test`, with how long it took.
     test_times: Vec<(String, Duration)>,
 }
@@ -67,13 +67,17 @@ pub fn run(args: TestArgs) -> Result<()> {
             Cmd::new("bash").arg(repo_root().join("site/check/workflows.sh")).run(Duration::from_secs(300))
         });
     }
-    println!("\nstreamlab tests: {} passed, {} failed", t.passed, t.failed);
-    for (name, took) in &t.times {
-        println!("  {:>6.0} s  {name}", took.as_secs_f64());
+    println!(
+        "\nstreamlab tests: {} passed, {} failed (each step's time, and the CPU cores the machine kept busy)",
+        t.passed, t.failed
+    );
+    for (name, span) in &t.times {
+        println!("  {:>6.0} s  {:>4.1} cores  {name}", span.took.as_secs_f64(), span.busy_cores);
     }
-    println!("slowest tests:");
     let mut slowest = t.test_times.clone();
     slowest.sort_by_key(|(_, took)| std::cmp::Reverse(*took));
+    write_test_times(&slowest);
+    println!("slowest tests (all of them in {}):", TEST_TIMES_FILE);
     for (name, took) in slowest.iter().take(SLOWEST_SHOWN) {
         println!("  {:>6.0} s  {name}", took.as_secs_f64());
     }
@@ -107,7 +111,7 @@ fn integration(t: &mut Tally) {
     for m in SHARED_ENV_MODULES {
         own.extend(["--skip", m]);
     }
-    let started = Instant::now();
+    let started = Stopwatch::start();
     let spec = EnvSpec { with_mysql: true, ..EnvSpec::new("test-", crate::env::pins::default_pin()) };
     // Dropped at the end of this function: its services stop and its directory goes.
     let env = match NativeBackend.up(&spec) {
@@ -121,7 +125,7 @@ fn integration(t: &mut Tally) {
     let tools = repo_root().join("target/streamlab/tools.json");
     let prepared = crate::clients::redpanda_connect::from_env()
         .and_then(|redpanda| crate::clients::prepare(&tools, &crate::clients::TOOL_NEEDS, redpanda));
-    t.times.push(("shared environment and tools".into(), started.elapsed()));
+    t.times.push(("shared environment and tools".into(), started.stop()));
     if let Err(e) = prepared {
         t.step("tools", || Err(e));
     }
@@ -220,9 +224,9 @@ fn run_interruptible(cmd: Cmd, capture: bool) -> Result<(Captured, bool)> {
 impl Tally {
     /// A non-test step counts as one passed or failed check.
     fn step(&mut self, name: &str, f: impl FnOnce() -> Result<()>) {
-        let started = Instant::now();
+        let started = Stopwatch::start();
         let result = f().and_then(|()| crate::interrupt::check());
-        self.times.push((name.to_owned(), started.elapsed()));
+        self.times.push((name.to_owned(), started.stop()));
         match result {
             Ok(()) => self.passed += 1,
             Err(e) => {
@@ -240,8 +244,8 @@ impl Tally {
 
     /// Echo a finished test run's output and add its `test result:` lines to the tally.
     fn add(&mut self, run: TestRun) {
-        let TestRun { name, took, outcome } = run;
-        self.times.push((name.clone(), took));
+        let TestRun { name, span, outcome } = run;
+        self.times.push((name.clone(), span));
         let (Captured { text: stdout, test_times }, success) = match outcome {
             Ok(o) => o,
             Err(e) => {
@@ -270,7 +274,7 @@ impl Tally {
 /// One `cargo test` to its end: its stdout (the results), whether it succeeded, how long it took.
 struct TestRun {
     name: String,
-    took: Duration,
+    span: Span,
     outcome: Result<(Captured, bool)>,
 }
 
@@ -330,13 +334,49 @@ fn finished_test(line: &str) -> Option<&str> {
 impl TestRun {
     fn of(name: &str, args: &[&str], env: &[(&str, &Path)]) -> TestRun {
         println!("\n== {name}: cargo {}", args.join(" "));
-        let started = Instant::now();
+        let started = Stopwatch::start();
         let mut cmd = cargo_cmd(args);
         for (key, value) in env {
             cmd = cmd.env(key, value);
         }
         let outcome = run_interruptible(cmd, true);
-        TestRun { name: name.to_owned(), took: started.elapsed(), outcome }
+        TestRun { name: name.to_owned(), span: started.stop(), outcome }
+    }
+}
+
+/// How long a step took, and how many of the machine's cores were busy meanwhile on average (with whatever ran
+/// beside it): a step near the core count waits on CPU, one well below it waits on something else.
+#[derive(Clone, Copy)]
+struct Span {
+    took: Duration,
+    busy_cores: f64,
+}
+
+struct Stopwatch {
+    started: Instant,
+    busy_s: Option<f64>,
+}
+
+impl Stopwatch {
+    fn start() -> Stopwatch {
+        Stopwatch { started: Instant::now(), busy_s: streamlab_process::procfs::host_busy_seconds() }
+    }
+
+    fn stop(self) -> Span {
+        let took = self.started.elapsed();
+        let busy = self.busy_s.zip(streamlab_process::procfs::host_busy_seconds()).map(|(a, b)| b - a);
+        Span { took, busy_cores: busy.map_or(f64::NAN, |b| b / took.as_secs_f64().max(1e-3)) }
+    }
+}
+
+/// Every test's time, slowest first, one `seconds<TAB>step: test` line each: where CI's time goes.
+const TEST_TIMES_FILE: &str = "target/streamlab/test-times.tsv";
+
+fn write_test_times(slowest: &[(String, Duration)]) {
+    let text: String = slowest.iter().map(|(name, took)| format!("{:.1}\t{name}\n", took.as_secs_f64())).collect();
+    let path = repo_root().join(TEST_TIMES_FILE);
+    if let Err(e) = path.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|()| std::fs::write(&path, text)) {
+        eprintln!("cannot write {}: {e}", path.display());
     }
 }
 
