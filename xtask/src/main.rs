@@ -5,6 +5,7 @@ mod clock;
 mod doctor;
 mod env;
 mod interrupt;
+mod javac;
 mod lab;
 mod paths;
 mod provenance;

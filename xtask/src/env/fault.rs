@@ -178,7 +178,7 @@ impl Run {
         pin: &KafkaPin,
         t: &Target,
     ) -> Result<(), String> {
-        let (classpath, _) = host::classpaths(pin).map_err(|e| format!("{e:#}"))?;
+        let classpath = host::broker_classpath(pin).map_err(|e| format!("{e:#}"))?;
         let cmd = kafka::broker_command(host.java(), pin, &classpath, &t.properties);
         let pid = host
             .spawn(t.role, cmd, &t.log, d.kafka.cpus.as_deref())

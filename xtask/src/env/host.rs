@@ -16,7 +16,7 @@ use streamlab_record::descriptor::{BackendKind, DESCRIPTOR_FILE, DESCRIPTOR_SCHE
 use super::backend::EnvSpec;
 use super::kafka::{self, KafkaPorts, KafkaStart};
 use super::mariadb::{self, Server};
-use super::pins::{self, KafkaPin};
+use super::pins::KafkaPin;
 use super::process::{self, Lifetime};
 use streamlab_process::ports;
 
@@ -108,7 +108,8 @@ const FAILED_START_GRACE: Duration = Duration::from_secs(5);
 /// directory and anything else of its own).
 pub fn start_services(host: &dyn ServiceHost, spec: &EnvSpec, kind: BackendKind) -> Result<EnvDescriptor> {
     let dir = spec.dir();
-    let (classpath, tools_classpath) = classpaths(spec.kafka)?;
+    let classpath = broker_classpath(spec.kafka)?;
+    let probe_classpath = kafka::probe_classpath()?;
     let brokers = spec.brokers.max(1);
     let free = ports::free_loopback_ports(5 * brokers + 1)?;
     let mut kafka_ports: Vec<KafkaPorts> = free.chunks(5).take(brokers).map(KafkaPorts::from_slice).collect();
@@ -127,7 +128,7 @@ pub fn start_services(host: &dyn ServiceHost, spec: &EnvSpec, kind: BackendKind)
             cpus: spec.broker_cpus.clone(),
             pin: spec.kafka,
             classpath,
-            tools_classpath,
+            probe_classpath,
         },
     )?;
     let mysql = match spec.with_mysql.then(|| mariadb::start(host, &dir.join("mysql"), mysql_port)).transpose() {
@@ -164,10 +165,9 @@ pub fn write_descriptor(d: &EnvDescriptor) -> Result<()> {
     streamlab_process::files::write_atomic(&d.dir.join(DESCRIPTOR_FILE), &serde_json::to_vec_pretty(d)?)
 }
 
-/// The broker's classpath (`pin`'s jars) and the tools' (the default pin's), each as one java argument.
-pub fn classpaths(pin: &KafkaPin) -> Result<(OsString, OsString)> {
-    let join = |jars: Vec<PathBuf>| std::env::join_paths(jars).context("a jar path contains ':'");
-    Ok((join(pin.classpath()?)?, join(pins::kafka_classpath()?)?))
+/// The broker's classpath (`pin`'s jars), as one java argument.
+pub fn broker_classpath(pin: &KafkaPin) -> Result<OsString> {
+    std::env::join_paths(pin.classpath()?).context("a jar path contains ':'")
 }
 
 /// Pids of the environment's services that still run here (a pid is the service's only while its command

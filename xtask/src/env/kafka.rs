@@ -14,6 +14,7 @@ use super::host::{Role, ServiceHost};
 use super::pins::KafkaPin;
 use super::process;
 use super::{certs, secrets, templates};
+use crate::javac::JavaSource;
 use crate::paths::repo_root;
 
 /// The SASL user created at format time for both SCRAM mechanisms.
@@ -50,7 +51,8 @@ pub struct KafkaStart<'a> {
     /// The broker's jars (`pin`'s) as the host's java sees them.
     pub classpath: std::ffi::OsString,
     /// Kafka's tools (the default pin's jars): readiness probes, whatever the broker's version.
-    pub tools_classpath: std::ffi::OsString,
+    /// The listener probe's classpath ([`probe_classpath`]).
+    pub probe_classpath: std::ffi::OsString,
 }
 
 /// One started node of the environment.
@@ -112,7 +114,7 @@ pub fn launch<'h>(host: &'h dyn ServiceHost, s: &KafkaStart) -> Result<Launched<
     let mut launched = Launched {
         host,
         nodes: Vec::new(),
-        classpath: s.tools_classpath.clone(),
+        classpath: s.probe_classpath.clone(),
         password,
         password_file,
         ca_file,
@@ -411,8 +413,8 @@ pub fn java_client_properties(l: &Listener, password: &str) -> String {
 }
 
 impl Launched<'_> {
-    /// Ready = every broker logged its start, then a Java client completed ApiVersions + metadata on every
-    /// listener (all listeners probed at once) and saw every broker of the cluster in it.
+    /// Ready = every broker logged its start, then on every listener a Java client read the cluster's brokers
+    /// from metadata and had each of them answer (all listeners probed at once, by one JVM).
     fn wait_until_ready(&self, listeners: &BTreeMap<String, Listener>) -> Result<()> {
         let started = Instant::now();
         for n in &self.nodes {
@@ -430,21 +432,18 @@ impl Launched<'_> {
         loop {
             let answers = self.probe_listeners(&pending)?;
             let mut failed = Vec::new();
-            for (name, l, out) in answers {
-                let missing: Vec<u32> =
-                    self.nodes.iter().map(|n| n.id).filter(|id| !out.stdout.contains(&format!("(id: {id} "))).collect();
-                if !out.status.success() || !missing.is_empty() {
-                    failed.push((name, l, missing, out));
+            for (name, l, answer) in answers {
+                let missing = answer.missing(self.nodes.iter().map(|n| n.id));
+                if !missing.is_empty() {
+                    failed.push((name, l, missing, answer));
                 }
             }
-            let Some((name, l, missing, out)) = failed.first() else { return Ok(()) };
+            let Some((name, l, missing, answer)) = failed.first() else { return Ok(()) };
             if Instant::now() >= deadline {
                 bail!(
-                    "listener {name} ({}) did not answer ApiVersions from broker(s) {missing:?} within {} s:\n{}{}",
+                    "listener {name} ({}): broker(s) {missing:?} did not answer a client within {} s: {answer}",
                     l.bootstrap,
                     LISTENER_READY_TIMEOUT.as_secs(),
-                    out.stdout,
-                    out.stderr
                 );
             }
             tracing::debug!("listener {name} did not answer yet; probing it again");
@@ -453,35 +452,80 @@ impl Launched<'_> {
         }
     }
 
-    /// One Java ApiVersions probe per listener, all at once.
+    /// One JVM probes every listener in `listeners` at once ([`LISTENER_PROBE`]); each listener's answer is
+    /// `ok` with the broker ids that answered on it, or why it did not.
     fn probe_listeners<'l>(
         &self,
         listeners: &[(&'l String, &'l Listener)],
-    ) -> Result<Vec<(&'l String, &'l Listener, Output)>> {
+    ) -> Result<Vec<(&'l String, &'l Listener, ProbeAnswer)>> {
         let dir = self.nodes[0].dir.clone();
-        let mut probes = Vec::new();
+        let mut cmd = Cmd::new(self.host.java())
+            .args(["-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"])
+            .arg(tools_log_config())
+            .arg("-cp")
+            .arg(&self.classpath)
+            .arg(LISTENER_PROBE.main_class);
         for &(name, l) in listeners {
             let props = dir.join(format!("client-{name}.properties"));
-            secrets::write_secret(&props, &java_client_properties(l, &self.password))?;
-            let cmd = Cmd::new(self.host.java())
-                .args(["-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"])
-                .arg(tools_log_config())
-                .arg("-cp")
-                .arg(&self.classpath)
-                .args(["org.apache.kafka.tools.BrokerApiVersionsCommand", "--bootstrap-server", &l.bootstrap])
-                .arg("--command-config")
-                .arg(&props);
-            probes.push((name, l, cmd));
+            let text = format!("bootstrap.servers={}\n{}", l.bootstrap, java_client_properties(l, &self.password));
+            secrets::write_secret(&props, &text)?;
+            cmd = cmd.arg(format!("{name}={}", props.display()));
         }
-        let host = self.host;
-        let answers: Vec<_> = std::thread::scope(|scope| {
-            let running: Vec<_> = probes
-                .into_iter()
-                .map(|(name, l, cmd)| (name, l, scope.spawn(move || host.output(Role::Kafka, cmd))))
-                .collect();
-            running.into_iter().map(|(name, l, probe)| (name, l, probe.join().expect("probe thread"))).collect()
-        });
-        answers.into_iter().map(|(name, l, out)| Ok((name, l, out.context("cannot run java")?))).collect()
+        let out = self.host.output(Role::Kafka, cmd).context("cannot run java")?;
+        Ok(listeners.iter().map(|&(name, l)| (name, l, ProbeAnswer::of(name, &out))).collect())
+    }
+}
+
+/// The listener probe (env/kafka/ListenerProbe.java), compiled for Java 17: a container's JVM runs it too.
+const LISTENER_PROBE: JavaSource = JavaSource {
+    source: "env/kafka/ListenerProbe.java",
+    main_class: "ListenerProbe",
+    cache_name: "listener-probe",
+    release: Some("17"),
+};
+
+/// The listener probe's classpath: its class (compiled on first use), then the pinned Kafka jars it runs on.
+pub fn probe_classpath() -> Result<std::ffi::OsString> {
+    let jars = super::pins::kafka_classpath()?;
+    let probe = crate::javac::compiled(&LISTENER_PROBE, &jars)?;
+    std::env::join_paths(std::iter::once(probe.dir).chain(jars)).context("a jar path contains ':'")
+}
+
+/// One listener's line of the probe's output: the broker ids that answered on it, or the probe's words.
+#[derive(Debug, PartialEq)]
+enum ProbeAnswer {
+    Answered(Vec<u32>),
+    Failed(String),
+}
+
+impl ProbeAnswer {
+    /// `name ok 1,2,3` or `name failed <cause>`; no line for `name` is a failure that quotes what the JVM said.
+    fn of(name: &str, out: &Output) -> ProbeAnswer {
+        let line = out.stdout.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(' '));
+        match line.map(|l| l.split_once(' ').unwrap_or((l, ""))) {
+            Some(("ok", ids)) => {
+                ProbeAnswer::Answered(ids.split(',').filter_map(|id| id.trim().parse().ok()).collect())
+            }
+            Some((_, cause)) => ProbeAnswer::Failed(cause.to_owned()),
+            None => ProbeAnswer::Failed(format!("the probe said nothing of it ({}):\n{}", out.status, out.tail(20))),
+        }
+    }
+
+    /// The brokers among `ids` that did not answer.
+    fn missing(&self, ids: impl Iterator<Item = u32>) -> Vec<u32> {
+        match self {
+            ProbeAnswer::Answered(answered) => ids.filter(|id| !answered.contains(id)).collect(),
+            ProbeAnswer::Failed(_) => ids.collect(),
+        }
+    }
+}
+
+impl std::fmt::Display for ProbeAnswer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ProbeAnswer::Answered(ids) => write!(f, "brokers {ids:?} answered"),
+            ProbeAnswer::Failed(cause) => f.write_str(cause),
+        }
     }
 }
 
@@ -495,6 +539,26 @@ fn broker_version(log: &Path) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_listener_reads_its_own_line_of_the_probe_and_a_missing_line_is_a_failure() {
+        use std::os::unix::process::ExitStatusExt;
+        let out = Output {
+            status: std::process::ExitStatus::from_raw(256),
+            stdout: "plaintext ok 1,2,3\nscram256 failed SaslAuthenticationException: bad\nssl ok 1,3\n".into(),
+            stderr: "a JVM warning".into(),
+            cpu_s: 0.0,
+        };
+        assert_eq!(ProbeAnswer::of("plaintext", &out), ProbeAnswer::Answered(vec![1, 2, 3]));
+        assert!(ProbeAnswer::of("plaintext", &out).missing(1..=3).is_empty());
+        assert_eq!(ProbeAnswer::of("ssl", &out).missing(1..=3), [2], "broker 2 did not answer on ssl");
+        let scram = ProbeAnswer::of("scram256", &out);
+        assert_eq!(scram.missing(1..=3), [1, 2, 3]);
+        assert_eq!(scram.to_string(), "SaslAuthenticationException: bad");
+        // A listener the probe printed no line for failed, with what the JVM said.
+        let silent = ProbeAnswer::of("scram512", &out).to_string();
+        assert!(silent.contains("said nothing") && silent.contains("a JVM warning"), "{silent}");
+    }
 
     #[test]
     fn provenance_gets_the_cluster_shape_heap_and_thread_pools() {
