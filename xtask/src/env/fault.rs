@@ -222,6 +222,7 @@ mod tests {
 
     use crate::env::backend::{Backend, EnvSpec, Environment};
     use crate::env::health;
+    use crate::env::native::tests::assert_probe_answers_on_every_listener;
     use crate::env::native::{NativeBackend, processes_mentioning};
     use crate::env::pins;
     use crate::env::process;
@@ -239,14 +240,27 @@ mod tests {
         streamlab_record::EnvDescriptor::load(&env.descriptor().dir.join(DESCRIPTOR_FILE)).unwrap()
     }
 
+    /// One cluster for everything a 3-broker environment must do (each start costs three JVMs and their formats):
+    /// serve every listener, take each fault, name a dead broker, go down without leftovers.
     #[test]
     #[ignore = "starts a 3-broker Kafka cluster: cargo xtask test"]
-    fn a_broker_is_killed_stopped_and_restarted_through_the_environment_and_each_step_is_timed() {
+    fn a_cluster_of_three_brokers_serves_every_listener_takes_each_fault_names_a_dead_broker_and_leaves_nothing() {
         let root = tempfile::tempdir().unwrap();
         let spec =
             EnvSpec { root: root.path().to_owned(), brokers: 3, ..EnvSpec::new("t-fault-", pins::default_pin()) };
         let mut env = NativeBackend.up(&spec).unwrap();
         let dir = env.descriptor().dir.clone();
+
+        // The cluster: three KRaft nodes, each listener bootstrapping from all of them, internal topics at RF 3.
+        let d = env.descriptor();
+        assert_eq!(d.kafka.pids().len(), 3, "{:?}", d.kafka.brokers);
+        assert_eq!(d.kafka.brokers.iter().map(|b| b.node_id).collect::<Vec<_>>(), vec![1, 2, 3]);
+        assert_eq!(d.kafka.listeners["plaintext"].bootstrap.split(',').count(), 3);
+        let properties = std::fs::read_to_string(&d.kafka.brokers[1].properties).unwrap();
+        assert!(properties.contains("node.id=2") && properties.contains("controller.quorum.voters=1@"));
+        assert!(properties.contains("offsets.topic.replication.factor=3"), "internal topics at RF 3");
+        assert_probe_answers_on_every_listener(d);
+        assert_eq!(health::check(d), Ok(()));
 
         // kill -9, down for 300 ms, started again: a new pid in the descriptor and in env.json.
         let old = env.descriptor().kafka.brokers[1].pid.unwrap();
@@ -306,7 +320,17 @@ mod tests {
         let too_long = env.inject_fault(&FaultRequest { kind: FaultKind::Stop, node_id: 1, hold_ms: 3_600_000 });
         assert_eq!(too_long.status, FaultStatus::Failed);
 
+        // kill -9 behind the environment's back: the health check names the broker and how it ended.
+        let victim = env.descriptor().kafka.brokers[1].pid.unwrap();
+        procfs::signal(victim, procfs::Sig::SIGKILL);
+        while process::is_alive(victim) {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let down = health::dead_process(env.descriptor()).expect("a dead broker");
+        assert_eq!(down.to_string(), "the kafka broker 2 was killed by SIGKILL");
+
         drop(env);
+        assert!(!std::path::Path::new(&format!("/proc/{victim}")).exists(), "the killed broker was reaped");
         assert!(processes_mentioning(&dir).is_empty(), "processes left: {:?}", processes_mentioning(&dir));
         assert!(!dir.exists());
     }

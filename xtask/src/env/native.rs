@@ -183,7 +183,7 @@ pub fn processes_mentioning(dir: &Path) -> Vec<u32> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::net::{Ipv4Addr, TcpListener};
 
     use streamlab_record::descriptor::DESCRIPTOR_FILE;
@@ -204,7 +204,7 @@ mod tests {
     }
 
     /// A real client round-trips a record on each of the five listeners.
-    fn assert_probe_answers_on_every_listener(env: &EnvDescriptor) {
+    pub(crate) fn assert_probe_answers_on_every_listener(env: &EnvDescriptor) {
         let probe = streamlab_process::Cmd::new(crate::paths::harness_binary())
             .args(["probe", "--env"])
             .arg(env.dir.join(DESCRIPTOR_FILE))
@@ -242,37 +242,6 @@ mod tests {
         assert!(running_pids(&env).is_empty());
         assert!(processes_mentioning(&env.dir).is_empty(), "processes left: {:?}", processes_mentioning(&env.dir));
         assert!(!env.dir.exists(), "the environment directory was not removed");
-    }
-
-    #[test]
-    #[ignore = "starts a 3-broker Kafka cluster: cargo xtask test"]
-    fn a_cluster_of_three_brokers_serves_every_listener_names_a_dead_broker_and_goes_down_without_leftovers() {
-        let root = tempfile::tempdir().unwrap();
-        let env = up(&EnvSpec { brokers: 3, ..options(root.path(), false) }).unwrap();
-        let pids = env.kafka.pids();
-        assert_eq!(pids.len(), 3, "{:?}", env.kafka.brokers);
-        assert_eq!(env.kafka.brokers.iter().map(|b| b.node_id).collect::<Vec<_>>(), vec![1, 2, 3]);
-        assert!(env.kafka.listeners["plaintext"].bootstrap.split(',').count() == 3);
-        let properties = std::fs::read_to_string(&env.kafka.brokers[1].properties).unwrap();
-        assert!(properties.contains("node.id=2") && properties.contains("controller.quorum.voters=1@"));
-        assert!(properties.contains("offsets.topic.replication.factor=3"), "internal topics at RF 3");
-        assert_probe_answers_on_every_listener(&env);
-        assert_eq!(crate::env::health::check(&env), Ok(()));
-
-        // kill -9 of one broker: the health check names it and how it ended.
-        let victim = env.kafka.brokers[1].pid.unwrap();
-        streamlab_process::procfs::signal(victim, streamlab_process::procfs::Sig::SIGKILL);
-        while process::is_alive(victim) {
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let down = crate::env::health::dead_process(&env).expect("a dead broker");
-        assert_eq!(down.to_string(), "the kafka broker 2 was killed by SIGKILL");
-
-        super::down(&env, false).unwrap();
-        assert!(running_pids(&env).is_empty());
-        assert!(!std::path::Path::new(&format!("/proc/{victim}")).exists(), "the killed broker was reaped");
-        assert!(processes_mentioning(&env.dir).is_empty(), "processes left: {:?}", processes_mentioning(&env.dir));
-        assert!(!env.dir.exists());
     }
 
     #[test]
