@@ -195,7 +195,9 @@ fn a_precision_target_adds_reps_until_met_or_spent_and_a_records_reproduce_comma
 #[ignore = "starts Kafka and runs arms: cargo xtask test"]
 fn a_broker_killed_mid_run_fails_the_task_in_flight_and_the_run_goes_on_in_a_fresh_environment() {
     let out = tempfile::tempdir().unwrap();
-    let mut child = raw_quick_run("native", &["--reps", "2"], out.path()).spawn().unwrap();
+    // One point, three reps: the second is killed under, the third runs in the fresh environment.
+    let three_reps = ["--point", "mode=raw rdkafka", "--reps", "3"];
+    let mut child = raw_quick_run("native", &three_reps, out.path()).spawn().unwrap();
     // Wait until the second task's harness is running, then kill the broker under it.
     let deadline = Instant::now() + Duration::from_secs(300);
     let (run_id, jsonl) = loop {
@@ -231,12 +233,13 @@ fn a_broker_killed_mid_run_fails_the_task_in_flight_and_the_run_goes_on_in_a_fre
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(1), "a run with a failed record must exit non-zero");
     let records = streamlab_record::jsonl::read_records(&jsonl).unwrap();
-    assert_eq!(records.len(), 6, "every planned task has a record");
+    assert_eq!(records.len(), 3, "every planned task has a record");
     let failed: Vec<&Record> = records.iter().filter(|r| r.status == Status::Failed).collect();
     assert_eq!(failed.len(), 1, "only the task in flight fails: {records:#?}");
     let reason = failed[0].reason.as_deref().unwrap();
     assert!(reason.starts_with("the kafka broker was killed by SIGKILL during the task"), "{reason}");
     assert!(failed[0].log_tail.as_deref().unwrap().contains("--- the kafka broker's log:"));
+    assert_eq!(records.iter().position(|r| r.status == Status::Failed), Some(1), "the second rep was in flight");
     for r in records.iter().skip_while(|r| r.status != Status::Failed).skip(1) {
         assert_eq!(r.measurement.integrity.status, IntegrityStatus::Verified, "{r:?}");
     }
