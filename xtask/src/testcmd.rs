@@ -62,10 +62,6 @@ pub fn run(args: TestArgs) -> Result<()> {
         };
         integration(&mut t);
         drop(daemon);
-        t.step("site build + check", site_checks);
-        t.step("workflow lints (actionlint + shellcheck, zizmor)", || {
-            Cmd::new("bash").arg(repo_root().join("site/check/workflows.sh")).run(Duration::from_secs(300))
-        });
     }
     println!(
         "\nstreamlab tests: {} passed, {} failed (each step's time, and the CPU cores the machine kept busy)",
@@ -102,8 +98,9 @@ const END_TO_END_BESIDE_SHARED: [&str; 1] = ["lab_run"];
 /// Tests marked #[ignore] need services, in four groups on two lanes, as most of their time is spent waiting
 /// on brokers and JVMs. One lane runs the harness's tests against one environment brought up here, then the
 /// end-to-end tests named in [`END_TO_END_BESIDE_SHARED`]; the other runs xtask's unit-level tests, which start
-/// environments of their own one at a time, then the other end-to-end tests of the binary (xtask/tests/*.rs).
-/// Together they run each ignored test once.
+/// environments of their own one at a time, then the other end-to-end tests of the binary (xtask/tests/*.rs), then
+/// the site and workflow checks (that lane ends first: CI at 19f6782, 736 s against 787). Together they run each
+/// ignored test once.
 fn integration(t: &mut Tally) {
     let ignored = ["--no-fail-fast", "--", "--ignored", "--test-threads=1"];
     let mut own = vec!["test", "--workspace", "--release", "--lib", "--bins"];
@@ -116,7 +113,10 @@ fn integration(t: &mut Tally) {
     // Dropped at the end of this function: its services stop and its directory goes.
     let env = match NativeBackend.up(&spec) {
         Ok(env) => env,
-        Err(e) => return t.step("environment up", || Err(e)),
+        Err(e) => {
+            t.step("environment up", || Err(e));
+            return service_free_checks(t);
+        }
     };
     let descriptor = env.descriptor().dir.join(DESCRIPTOR_FILE);
     // The client and CDC arms run the tools a lab run builds or locates (rdkafka_performance, Kafka's Java perf
@@ -142,6 +142,7 @@ fn integration(t: &mut Tally) {
         });
         t.add(TestRun::of("xtask integration (own environments)", &own, &[]));
         t.add(TestRun::of("end-to-end lab runs after xtask's", &others, &[]));
+        service_free_checks(t);
         let (harness, end_to_end) = shared.join().expect("the shared environment's test thread panicked");
         t.add(harness);
         t.add(end_to_end);
@@ -166,6 +167,14 @@ fn end_to_end_files() -> (Vec<String>, Vec<String>) {
         .collect();
     names.sort();
     names.into_iter().partition(|n| END_TO_END_BESIDE_SHARED.contains(&n.as_str()))
+}
+
+/// The checks that need no service: they run on the lane that ends first, beside the other's last tests.
+fn service_free_checks(t: &mut Tally) {
+    t.step("site build + check", site_checks);
+    t.step("workflow lints (actionlint + shellcheck, zizmor)", || {
+        Cmd::new("bash").arg(repo_root().join("site/check/workflows.sh")).run(Duration::from_secs(300))
+    });
 }
 
 /// Build and check the site twice: from the committed results, and from the demo results that
