@@ -185,7 +185,7 @@ fn free_disk() -> Option<String> {
 /// `java -version` reports e.g. `openjdk version "17.0.15"`; 17 or newer passes.
 fn java_17() -> Option<String> {
     // The JDK Kafka will run on: $JAVA_HOME/bin/java, else java on PATH.
-    let line = first_line_of(&crate::env::kafka::java().to_string_lossy(), &["-version"])?;
+    let line = first_line_of(&crate::env::host::java().to_string_lossy(), &["-version"])?;
     let major = java_major(&line)?;
     (major >= 17).then_some(line)
 }

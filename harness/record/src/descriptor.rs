@@ -81,6 +81,10 @@ pub struct KafkaEnv {
     /// `--kafka-config` has only the listener that file describes).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub default_listener: Option<String>,
+    /// The class-data sharing archive of Kafka's classes every broker started from, when they did (native lab
+    /// environments, as Apache Kafka's image starts its broker); a fault's restart starts without it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_archive: Option<PathBuf>,
 }
 
 impl KafkaEnv {

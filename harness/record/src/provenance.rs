@@ -417,6 +417,7 @@ mod tests {
                 cpus: None,
                 log_file: None,
                 brokers: Vec::new(),
+                start_archive: None,
             },
             mysql: None,
         }

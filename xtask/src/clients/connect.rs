@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use anyhow::{Context, Result, bail};
 use streamlab_record::tools::{ConnectPlugin, ConnectTools};
 
-use crate::env::kafka::java;
+use crate::env::host::java;
 use crate::env::pins::connect::{CONNECT_PINS, ConnectPin, connect_runtime_coordinate};
 use crate::tools::java_version;
 

@@ -5,7 +5,7 @@
 use anyhow::{Result, bail};
 use streamlab_record::tools::JavaTools;
 
-use crate::env::kafka::java;
+use crate::env::host::java;
 use crate::env::pins::{kafka_artifact_coordinate, kafka_classpath};
 use crate::tools::java_version;
 

@@ -4,7 +4,7 @@
 use anyhow::Result;
 use streamlab_record::tools::LedgerProducer;
 
-use crate::env::kafka::java;
+use crate::env::host::java;
 use crate::env::pins::{kafka_artifact_coordinate, kafka_classpath};
 use crate::javac::{JavaSource, compiled};
 use crate::tools::java_version;

@@ -180,7 +180,7 @@ pub fn env_info(d: &EnvDescriptor, managed: bool, note: Option<&str>) -> EnvInfo
         note: note.map(str::to_owned),
         images: Default::default(),
         cluster: None,
-        kafka_sizing: managed.then(|| super::kafka::sizing(d.kafka.broker_count())),
+        kafka_sizing: managed.then(|| super::kafka::sizing(d.kafka.broker_count(), d.kafka.start_archive.is_some())),
         kafka_settings: Vec::new(),
     }
 }

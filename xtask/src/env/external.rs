@@ -11,9 +11,9 @@ use streamlab_record::fault::{FaultRequest, FaultResult};
 use streamlab_record::provenance::EnvInfo;
 
 use super::backend::{Backend, EnvSpec, Environment};
-use super::host::{server_versions, write_descriptor};
 use super::kafka_config::KafkaConfig;
 use super::secrets;
+use super::services::{server_versions, write_descriptor};
 use crate::clock;
 
 /// A parsed `mysql://user:password@host:port` DSN.
@@ -222,6 +222,7 @@ pub fn describe(
             cpus: None,
             log_file: None,
             brokers: Vec::new(),
+            start_archive: None,
         },
         mysql,
     };

@@ -11,10 +11,11 @@ use streamlab_process::procfs::{self, Sig};
 use streamlab_record::EnvDescriptor;
 use streamlab_record::fault::{FaultKind, FaultRequest, FaultResult, FaultStatus, FaultStep};
 
-use super::host::{self, Role, ServiceHost};
+use super::host::{Role, ServiceHost};
 use super::kafka;
 use super::pins::KafkaPin;
 use super::process;
+use super::services;
 
 /// How long a killed broker may take to be gone.
 const KILL_WAIT: Duration = Duration::from_secs(30);
@@ -64,7 +65,7 @@ fn set_pid(d: &mut EnvDescriptor, node_id: u32, pid: Option<u32>) -> Result<(), 
         Some(b) => b.pid = pid,
         None => d.kafka.pid = pid,
     }
-    host::write_descriptor(d).map_err(|e| format!("cannot write the descriptor: {e:#}"))
+    services::write_descriptor(d).map_err(|e| format!("cannot write the descriptor: {e:#}"))
 }
 
 /// Inject `request` on `host`, which runs the environment `d` describes (its Kafka from `pin`).
@@ -178,8 +179,10 @@ impl Run {
         pin: &KafkaPin,
         t: &Target,
     ) -> Result<(), String> {
-        let classpath = host::broker_classpath(pin).map_err(|e| format!("{e:#}"))?;
-        let cmd = kafka::broker_command(host.java(), pin, &classpath, &t.properties);
+        let classpath = services::broker_classpath(pin).map_err(|e| format!("{e:#}"))?;
+        // As kafka-server-start.sh restarts it: without the environment's class archive, so the restart takes a
+        // stock broker's time.
+        let cmd = kafka::broker_command(host.java(), pin, &classpath, &t.properties, None);
         let pid = host
             .spawn(t.role, cmd, &t.log, d.kafka.cpus.as_deref())
             .map_err(|e| format!("cannot start the broker again: {e:#}"))?;
@@ -277,6 +280,13 @@ mod tests {
         assert_eq!(env.descriptor().kafka.brokers[1].pid, Some(new));
         assert_eq!(on_disk(env.as_ref()).kafka.brokers[1].pid, Some(new), "env.json names the new process");
         assert!(health::dead_process(env.descriptor()).is_none());
+        // The cluster started from the class archive; the restart runs as kafka-server-start.sh does, without it.
+        let archive = env.descriptor().kafka.start_archive.clone().expect("native brokers start from the archive");
+        let cmdline = |pid: u32| std::fs::read_to_string(format!("/proc/{pid}/cmdline")).unwrap().replace('\0', " ");
+        assert!(cmdline(env.descriptor().kafka.brokers[0].pid.unwrap()).contains("-XX:SharedArchiveFile="));
+        assert!(!cmdline(new).contains("-XX:SharedArchiveFile"), "{}", cmdline(new));
+        assert!(crate::env::class_archive::mapped_by(env.descriptor().kafka.brokers[2].pid.unwrap(), &archive));
+        assert!(!crate::env::class_archive::mapped_by(new, &archive));
         wait_healthy(env.as_ref());
 
         // SIGSTOP for 1 s: the broker is stopped meanwhile, running after.

@@ -7,15 +7,14 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use streamlab_process::{Cmd, Output};
+use streamlab_process::Cmd;
 use streamlab_record::descriptor::{BrokerEnv, KafkaEnv, Listener};
 
 use super::host::{Role, ServiceHost};
+use super::listener_probe::{self, ProbeAnswer};
 use super::pins::KafkaPin;
 use super::process;
 use super::{certs, secrets, templates};
-use crate::javac::JavaSource;
-use crate::paths::repo_root;
 
 /// The SASL user created at format time for both SCRAM mechanisms.
 pub const SCRAM_USER: &str = "streamlab";
@@ -40,6 +39,24 @@ impl KafkaPorts {
     }
 }
 
+/// What a broker's JVM does with the archive.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Archive {
+    /// Start from it.
+    Use(PathBuf),
+    /// Write the classes this JVM loaded into it when the JVM exits.
+    Dump(PathBuf),
+}
+
+impl Archive {
+    pub fn jvm_flag(&self) -> String {
+        match self {
+            Archive::Use(p) => format!("-XX:SharedArchiveFile={}", p.display()),
+            Archive::Dump(p) => format!("-XX:ArchiveClassesAtExit={}", p.display()),
+        }
+    }
+}
+
 pub struct KafkaStart<'a> {
     pub dir: &'a Path,
     pub env_id: &'a str,
@@ -50,9 +67,10 @@ pub struct KafkaStart<'a> {
     pub pin: &'static KafkaPin,
     /// The broker's jars (`pin`'s) as the host's java sees them.
     pub classpath: std::ffi::OsString,
-    /// Kafka's tools (the default pin's jars): readiness probes, whatever the broker's version.
-    /// The listener probe's classpath ([`probe_classpath`]).
+    /// The listener probe's classpath ([`listener_probe::probe_classpath`]).
     pub probe_classpath: std::ffi::OsString,
+    /// The class-data sharing archive the brokers start from, or write at exit (env/class_archive.rs).
+    pub archive: Option<Archive>,
 }
 
 /// One started node of the environment.
@@ -148,7 +166,7 @@ fn launch_node(
     secrets::write_secret(&properties, &render_server_properties(&dir, id, ports, cluster, tls)?)?;
     format_storage(l.host, s.pin, &s.classpath, &properties, &cluster.id, cluster.voters.is_empty(), &l.password)?;
     let log = dir.join("kafka.out");
-    let cmd = broker_command(l.host.java(), s.pin, &s.classpath, &properties);
+    let cmd = broker_command(l.host.java(), s.pin, &s.classpath, &properties, s.archive.as_ref());
     let role = if cluster.nodes > 1 { Role::Broker(id) } else { Role::Kafka };
     let pid = l.host.spawn(role, cmd, &log, s.cpus.as_deref())?;
     Ok(Node {
@@ -165,10 +183,19 @@ fn launch_node(
 }
 
 /// The broker process of the node whose `server.properties` is `properties` (its directory holds its logs):
-/// what a start runs, and what a fault's restart runs again.
-pub fn broker_command(java: PathBuf, pin: &KafkaPin, classpath: &std::ffi::OsStr, properties: &Path) -> Cmd {
+/// what a start runs (with the environment's class archive, if any), and what a fault's restart runs again
+/// (without one, as kafka-server-start.sh does).
+pub fn broker_command(
+    java: PathBuf,
+    pin: &KafkaPin,
+    classpath: &std::ffi::OsStr,
+    properties: &Path,
+    archive: Option<&Archive>,
+) -> Cmd {
     let dir = properties.parent().unwrap_or(Path::new("."));
-    Cmd::new(java).args(jvm_flags(dir, pin)).arg("-cp").arg(classpath).arg("kafka.Kafka").arg(properties)
+    let mut flags = jvm_flags(dir, pin);
+    flags.extend(archive.map(Archive::jvm_flag));
+    Cmd::new(java).args(flags).arg("-cp").arg(classpath).arg("kafka.Kafka").arg(properties)
 }
 
 impl Launched<'_> {
@@ -185,6 +212,8 @@ impl Launched<'_> {
         let single = self.nodes.len() == 1;
         Ok(KafkaEnv {
             version,
+            // Set by whoever started the brokers, once it has seen them take the archive.
+            start_archive: None,
             default_listener: None,
             pid: single.then_some(first.pid),
             controller: Some(self.nodes.iter().map(|n| n.controller.as_str()).collect::<Vec<_>>().join(",")),
@@ -218,10 +247,6 @@ impl Launched<'_> {
     }
 }
 
-pub fn java() -> PathBuf {
-    std::env::var_os("JAVA_HOME").map(|h| PathBuf::from(h).join("bin").join("java")).unwrap_or_else(|| "java".into())
-}
-
 /// Each broker's heap and collector (a cluster's three fit in 24 GiB beside the clients, G1 with short pauses).
 pub const BROKER_JVM: [&str; 4] = ["-Xms1g", "-Xmx1g", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20"];
 
@@ -230,8 +255,8 @@ pub fn broker_heap() -> String {
     BROKER_JVM.iter().find_map(|f| f.strip_prefix("-Xmx")).expect("BROKER_JVM sets -Xmx").to_owned()
 }
 
-/// How a lab-started Kafka environment is sized, for provenance.
-pub fn sizing(brokers: usize) -> String {
+/// How a lab-started Kafka environment is sized and started, for provenance.
+pub fn sizing(brokers: usize, from_archive: bool) -> String {
     let shape = match brokers {
         1 => "1 broker (KRaft combined mode: broker and sole controller)".to_owned(),
         n => format!("{n} brokers in KRaft combined mode, each a controller and one of {n} quorum voters"),
@@ -244,7 +269,13 @@ pub fn sizing(brokers: usize) -> String {
         .filter(|l| l.split_once('=').is_some_and(|(k, _)| k.trim().ends_with(".threads")))
         .map(|l| l.trim().to_owned())
         .collect();
-    format!("{shape}; each JVM {}; {}", BROKER_JVM.join(" "), threads.join(" "))
+    let start = if from_archive {
+        "; started from a class-data sharing archive of Kafka's classes, as Apache Kafka's image starts its broker \
+         (a fault's restart starts without it)"
+    } else {
+        ""
+    };
+    format!("{shape}; each JVM {}; {}{start}", BROKER_JVM.join(" "), threads.join(" "))
 }
 
 /// The broker's JVM: [`BROKER_JVM`], then its logging.
@@ -256,11 +287,6 @@ fn jvm_flags(dir: &Path, pin: &KafkaPin) -> Vec<String> {
         format!("-Dkafka.logs.dir={}", dir.join("logs").display()),
     ]);
     flags
-}
-
-/// Kafka's CLI tools log warnings to stderr only, so their stdout carries just their results.
-pub fn tools_log_config() -> String {
-    format!("-Dlog4j2.configurationFile={}", repo_root().join("env/kafka/tools-log4j2.yaml").display())
 }
 
 fn render_server_properties(
@@ -452,80 +478,15 @@ impl Launched<'_> {
         }
     }
 
-    /// One JVM probes every listener in `listeners` at once ([`LISTENER_PROBE`]); each listener's answer is
+    /// One JVM probes every listener in `listeners` at once ([`listener_probe`]); each listener's answer is
     /// `ok` with the broker ids that answered on it, or why it did not.
     fn probe_listeners<'l>(
         &self,
         listeners: &[(&'l String, &'l Listener)],
     ) -> Result<Vec<(&'l String, &'l Listener, ProbeAnswer)>> {
-        let dir = self.nodes[0].dir.clone();
-        let mut cmd = Cmd::new(self.host.java())
-            .args(["-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"])
-            .arg(tools_log_config())
-            .arg("-cp")
-            .arg(&self.classpath)
-            .arg(LISTENER_PROBE.main_class);
-        for &(name, l) in listeners {
-            let props = dir.join(format!("client-{name}.properties"));
-            let text = format!("bootstrap.servers={}\n{}", l.bootstrap, java_client_properties(l, &self.password));
-            secrets::write_secret(&props, &text)?;
-            cmd = cmd.arg(format!("{name}={}", props.display()));
-        }
-        let out = self.host.output(Role::Kafka, cmd).context("cannot run java")?;
-        Ok(listeners.iter().map(|&(name, l)| (name, l, ProbeAnswer::of(name, &out))).collect())
-    }
-}
-
-/// The listener probe (env/kafka/ListenerProbe.java), compiled for Java 17: a container's JVM runs it too.
-const LISTENER_PROBE: JavaSource = JavaSource {
-    source: "env/kafka/ListenerProbe.java",
-    main_class: "ListenerProbe",
-    cache_name: "listener-probe",
-    release: Some("17"),
-};
-
-/// The listener probe's classpath: its class (compiled on first use), then the pinned Kafka jars it runs on.
-pub fn probe_classpath() -> Result<std::ffi::OsString> {
-    let jars = super::pins::kafka_classpath()?;
-    let probe = crate::javac::compiled(&LISTENER_PROBE, &jars)?;
-    std::env::join_paths(std::iter::once(probe.dir).chain(jars)).context("a jar path contains ':'")
-}
-
-/// One listener's line of the probe's output: the broker ids that answered on it, or the probe's words.
-#[derive(Debug, PartialEq)]
-enum ProbeAnswer {
-    Answered(Vec<u32>),
-    Failed(String),
-}
-
-impl ProbeAnswer {
-    /// `name ok 1,2,3` or `name failed <cause>`; no line for `name` is a failure that quotes what the JVM said.
-    fn of(name: &str, out: &Output) -> ProbeAnswer {
-        let line = out.stdout.lines().find_map(|l| l.strip_prefix(name)?.strip_prefix(' '));
-        match line.map(|l| l.split_once(' ').unwrap_or((l, ""))) {
-            Some(("ok", ids)) => {
-                ProbeAnswer::Answered(ids.split(',').filter_map(|id| id.trim().parse().ok()).collect())
-            }
-            Some((_, cause)) => ProbeAnswer::Failed(cause.to_owned()),
-            None => ProbeAnswer::Failed(format!("the probe said nothing of it ({}):\n{}", out.status, out.tail(20))),
-        }
-    }
-
-    /// The brokers among `ids` that did not answer.
-    fn missing(&self, ids: impl Iterator<Item = u32>) -> Vec<u32> {
-        match self {
-            ProbeAnswer::Answered(answered) => ids.filter(|id| !answered.contains(id)).collect(),
-            ProbeAnswer::Failed(_) => ids.collect(),
-        }
-    }
-}
-
-impl std::fmt::Display for ProbeAnswer {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            ProbeAnswer::Answered(ids) => write!(f, "brokers {ids:?} answered"),
-            ProbeAnswer::Failed(cause) => f.write_str(cause),
-        }
+        let clients = listeners.iter().map(|&(name, l)| (name.as_str(), l, java_client_properties(l, &self.password)));
+        let answers = listener_probe::run(self.host, &self.classpath, &self.nodes[0].dir, clients)?;
+        Ok(listeners.iter().zip(answers).map(|(&(name, l), answer)| (name, l, answer)).collect())
     }
 }
 
@@ -541,31 +502,26 @@ mod tests {
     use super::*;
 
     #[test]
-    fn each_listener_reads_its_own_line_of_the_probe_and_a_missing_line_is_a_failure() {
-        use std::os::unix::process::ExitStatusExt;
-        let out = Output {
-            status: std::process::ExitStatus::from_raw(256),
-            stdout: "plaintext ok 1,2,3\nscram256 failed SaslAuthenticationException: bad\nssl ok 1,3\n".into(),
-            stderr: "a JVM warning".into(),
-            cpu_s: 0.0,
-        };
-        assert_eq!(ProbeAnswer::of("plaintext", &out), ProbeAnswer::Answered(vec![1, 2, 3]));
-        assert!(ProbeAnswer::of("plaintext", &out).missing(1..=3).is_empty());
-        assert_eq!(ProbeAnswer::of("ssl", &out).missing(1..=3), [2], "broker 2 did not answer on ssl");
-        let scram = ProbeAnswer::of("scram256", &out);
-        assert_eq!(scram.missing(1..=3), [1, 2, 3]);
-        assert_eq!(scram.to_string(), "SaslAuthenticationException: bad");
-        // A listener the probe printed no line for failed, with what the JVM said.
-        let silent = ProbeAnswer::of("scram512", &out).to_string();
-        assert!(silent.contains("said nothing") && silent.contains("a JVM warning"), "{silent}");
+    fn the_archive_flag_says_whether_the_jvm_reads_or_writes_the_archive() {
+        assert_eq!(Archive::Use("/c/b.jsa".into()).jvm_flag(), "-XX:SharedArchiveFile=/c/b.jsa");
+        assert_eq!(Archive::Dump("/c/b.jsa".into()).jvm_flag(), "-XX:ArchiveClassesAtExit=/c/b.jsa");
     }
 
     #[test]
-    fn provenance_gets_the_cluster_shape_heap_and_thread_pools() {
-        let three = sizing(3);
+    fn provenance_gets_the_cluster_shape_heap_thread_pools_and_how_the_brokers_started() {
+        let three = sizing(3, false);
         assert!(three.starts_with("3 brokers in KRaft combined mode, each a controller and one of 3 quorum voters"));
         assert!(three.contains("-Xmx1g") && three.contains("num.io.threads=2"), "{three}");
-        assert!(sizing(1).starts_with("1 broker (KRaft combined mode"));
+        assert!(!three.contains("archive"), "{three}");
+        let one = sizing(1, true);
+        assert!(one.starts_with("1 broker (KRaft combined mode"));
+        assert!(
+            one.ends_with(
+                "class-data sharing archive of Kafka's classes, as Apache Kafka's image starts its broker \
+                               (a fault's restart starts without it)"
+            ),
+            "{one}"
+        );
     }
 
     #[test]

@@ -6,6 +6,7 @@
 
 pub mod backend;
 pub mod certs;
+pub mod class_archive;
 pub mod disk;
 pub mod docker;
 pub mod external;
@@ -14,11 +15,13 @@ pub mod health;
 pub mod host;
 pub mod kafka;
 pub mod kafka_config;
+pub mod listener_probe;
 pub mod mariadb;
 pub mod native;
 pub mod pins;
 pub mod process;
 pub mod secrets;
+pub mod services;
 pub mod templates;
 
 use std::path::{Path, PathBuf};

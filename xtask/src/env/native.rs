@@ -14,7 +14,8 @@ use streamlab_record::provenance::EnvInfo;
 use super::backend::{self, Backend, EnvSpec, Environment};
 use super::host::{self, NativeHost};
 use super::pins::KafkaPin;
-use super::{fault, kafka, pins, process};
+use super::services;
+use super::{fault, pins, process};
 
 /// How long a service gets to stop on SIGTERM at `down`.
 const STOP_GRACE: Duration = Duration::from_secs(20);
@@ -48,7 +49,7 @@ impl Backend for NativeBackend {
     fn up(&self, spec: &EnvSpec) -> Result<Box<dyn Environment>> {
         let dir = spec.dir();
         std::fs::create_dir_all(&dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        let started = host::start_services(&NativeHost { lifetime: spec.lifetime }, spec, BackendKind::Native);
+        let started = services::start_services(&NativeHost { lifetime: spec.lifetime }, spec, BackendKind::Native);
         match started {
             Ok(descriptor) => {
                 Ok(Box::new(NativeEnv { descriptor: Some(descriptor), kafka: spec.kafka, lifetime: spec.lifetime }))
@@ -65,7 +66,7 @@ impl Backend for NativeBackend {
     }
 
     fn running_pids(&self, env: &EnvDescriptor) -> Vec<u32> {
-        host::running_pids(env)
+        services::running_pids(env)
     }
 }
 
@@ -110,7 +111,7 @@ impl Environment for NativeEnv {
     }
 
     fn service_pids(&self) -> Vec<u32> {
-        host::running_pids(self.d())
+        services::running_pids(self.d())
     }
 
     fn info(&self) -> EnvInfo {
@@ -118,10 +119,10 @@ impl Environment for NativeEnv {
     }
 
     fn versions(&self) -> BTreeMap<String, String> {
-        let mut v = host::server_versions(self.d());
+        let mut v = services::server_versions(self.d());
         v.insert("kafka".into(), self.d().kafka.version.clone());
         // The JDK the broker runs on ($JAVA_HOME/bin/java, else java on PATH).
-        if let Some(java) = crate::tools::first_line_of(&kafka::java().to_string_lossy(), &["-version"]) {
+        if let Some(java) = crate::tools::first_line_of(&host::java().to_string_lossy(), &["-version"]) {
             v.insert("java".into(), java);
         }
         v
@@ -189,9 +190,9 @@ pub(crate) mod tests {
     use streamlab_record::descriptor::DESCRIPTOR_FILE;
 
     use super::*;
-    use crate::env::host::running_pids;
     use crate::env::kafka::KafkaPorts;
     use crate::env::mariadb;
+    use crate::env::services::running_pids;
     use streamlab_process::ports;
 
     fn options(root: &Path, with_mysql: bool) -> EnvSpec {
@@ -225,6 +226,9 @@ pub(crate) mod tests {
         eprintln!("environment ready after {:.1} s", started.elapsed().as_secs_f64());
         assert_eq!(env.kafka.version, "4.1.0");
         assert_eq!(env.kafka.listeners.len(), 5);
+        // The broker started from the class archive (dumped by a broker of its own on a cold cache) and mapped it.
+        let archive = env.kafka.start_archive.as_ref().expect("a native broker starts from the class archive");
+        assert!(crate::env::class_archive::mapped_by(env.kafka.pid.unwrap(), archive), "{}", archive.display());
 
         // A real client round-trips a record on each of the five listeners.
         assert_probe_answers_on_every_listener(&env);

@@ -214,7 +214,7 @@ mod tests {
         fixtures::write_run(dir.path(), "c-named", 3_000, &named);
         let prov = cluster.join(PROVENANCE_FILE);
         let mut p: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&prov).unwrap()).unwrap();
-        p["env"]["kafka_sizing"] = crate::env::kafka::sizing(3).into();
+        p["env"]["kafka_sizing"] = crate::env::kafka::sizing(3, false).into();
         std::fs::write(&prov, p.to_string()).unwrap();
         let runs = load_results(dir.path()).unwrap();
         let shapes = |run: &Run| {

@@ -23,8 +23,9 @@ use self::host::DockerHost;
 use self::images::{ImageRole, Pinning};
 use super::backend::{self, Backend, EnvSpec, Environment};
 use super::health::{self, ServiceDown};
-use super::host::{Role, ServiceHost, running_pids, server_versions, start_services};
+use super::host::{Role, ServiceHost};
 use super::process::Lifetime;
+use super::services::{running_pids, server_versions, start_services};
 use super::{mariadb, pins};
 
 /// How long a service container gets to stop before SIGKILL.
@@ -343,7 +344,7 @@ mod tests {
             let props = d.dir.join(format!("check-{}.properties", password.len()));
             crate::env::secrets::write_secret(&props, &kafka::java_client_properties(scram, password)).unwrap();
             let cmd = Cmd::new("java")
-                .arg(kafka::tools_log_config())
+                .arg(crate::env::listener_probe::tools_log_config())
                 .arg("-cp")
                 .arg(&classpath)
                 .args(["org.apache.kafka.tools.BrokerApiVersionsCommand", "--bootstrap-server", &scram.bootstrap])
