@@ -47,19 +47,23 @@ const failures = [];
 let charts = 0;
 let tables = 0;
 
+// One tab for every page: a new tab per page started a renderer process per page, most of the check's CPU.
+// What a page does while loading goes to the problems of the page being checked.
+let problems = [];
+const page = await context.newPage();
+await page.route('**/*', (route) => {
+  const url = route.request().url();
+  if (url.startsWith('file://') || url.startsWith('data:')) return route.continue();
+  problems.push(`reached for the network: ${url}`);
+  return route.abort();
+});
+page.on('requestfailed', (r) => problems.push(`failed to load ${r.url()}: ${r.failure()?.errorText}`));
+page.on('console', (m) => { if (m.type() === 'error') problems.push(`console error: ${m.text()}`); });
+page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+
 for (const file of pages) {
   const rel = path.relative(site, file).split(path.sep).join('/');
-  const problems = [];
-  const page = await context.newPage();
-  await page.route('**/*', (route) => {
-    const url = route.request().url();
-    if (url.startsWith('file://') || url.startsWith('data:')) return route.continue();
-    problems.push(`reached for the network: ${url}`);
-    return route.abort();
-  });
-  page.on('requestfailed', (r) => problems.push(`failed to load ${r.url()}: ${r.failure()?.errorText}`));
-  page.on('console', (m) => { if (m.type() === 'error') problems.push(`console error: ${m.text()}`); });
-  page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+  problems = [];
 
   await page.goto(pathToFileURL(file).href, { waitUntil: 'load' });
   const facts = await page.evaluate(() => ({
@@ -126,7 +130,6 @@ for (const file of pages) {
     // The first screen as a reader at 1280x900 meets it.
     await page.screenshot({ path: path.join(shots, rel.replaceAll('/', '__') + '.first.png') });
   }
-  await page.close();
   charts += facts.charts.length;
   tables += facts.tables;
   if (problems.length) failures.push(...problems.map((p) => `${rel}: ${p}`));
