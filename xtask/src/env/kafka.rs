@@ -55,6 +55,12 @@ impl Archive {
             Archive::Dump(p) => format!("-XX:ArchiveClassesAtExit={}", p.display()),
         }
     }
+
+    /// The archive a Kafka tool's JVM (storage format, listener probe) may start from too: one the brokers read,
+    /// never one a broker is writing. The JVM maps it only while the tool's classpath begins with the brokers'.
+    fn for_tools(archive: Option<&Archive>) -> Option<&Archive> {
+        archive.filter(|a| matches!(a, Archive::Use(_)))
+    }
 }
 
 pub struct KafkaStart<'a> {
@@ -90,7 +96,9 @@ struct Node {
 pub struct Launched<'h> {
     host: &'h dyn ServiceHost,
     nodes: Vec<Node>,
-    classpath: std::ffi::OsString,
+    probe_classpath: std::ffi::OsString,
+    /// The brokers' class archive, which the probe's JVM starts from (its classpath extends theirs).
+    probe_archive: Option<Archive>,
     password: String,
     password_file: PathBuf,
     ca_file: PathBuf,
@@ -132,7 +140,11 @@ pub fn launch<'h>(host: &'h dyn ServiceHost, s: &KafkaStart) -> Result<Launched<
     let mut launched = Launched {
         host,
         nodes: Vec::new(),
-        classpath: s.probe_classpath.clone(),
+        probe_classpath: s.probe_classpath.clone(),
+        // Another pin's brokers run other jars than the probe: their archive is not the probe's.
+        probe_archive: Archive::for_tools(s.archive.as_ref())
+            .filter(|_| s.probe_classpath.as_encoded_bytes().starts_with(s.classpath.as_encoded_bytes()))
+            .cloned(),
         password,
         password_file,
         ca_file,
@@ -164,7 +176,9 @@ fn launch_node(
     std::fs::create_dir_all(dir.join("logs"))?;
     let properties = dir.join("server.properties");
     secrets::write_secret(&properties, &render_server_properties(&dir, id, ports, cluster, tls)?)?;
-    format_storage(l.host, s.pin, &s.classpath, &properties, &cluster.id, cluster.voters.is_empty(), &l.password)?;
+    let storage =
+        StorageFormat { pin: s.pin, classpath: &s.classpath, archive: Archive::for_tools(s.archive.as_ref()) };
+    storage.run(l.host, &properties, &cluster.id, cluster.voters.is_empty(), &l.password)?;
     let log = dir.join("kafka.out");
     let cmd = broker_command(l.host.java(), s.pin, &s.classpath, &properties, s.archive.as_ref());
     let role = if cluster.nodes > 1 { Role::Broker(id) } else { Role::Kafka };
@@ -316,39 +330,49 @@ fn render_server_properties(
     )
 }
 
-fn format_storage(
-    host: &dyn ServiceHost,
-    pin: &KafkaPin,
-    classpath: &std::ffi::OsStr,
-    properties: &Path,
-    cluster_id: &str,
-    standalone: bool,
-    password: &str,
-) -> Result<()> {
-    let dir = properties.parent().context("the broker properties have no directory")?;
-    let args = storage_format_args(properties, cluster_id, standalone, password);
-    let argfile = secrets::write_secret(&dir.join("storage-format.args"), &args)?;
-    let output = host
-        .output(Role::Kafka, storage_format_command(&host.java(), &pin.tools_log_flag(), classpath, &argfile))
-        .context("cannot run java (is a JDK >= 17 installed? see `cargo xtask doctor`)");
-    let _ = std::fs::remove_file(&argfile);
-    let output = output?;
-    if !output.status.success() {
-        bail!("formatting Kafka storage failed ({}):\n{}{}", output.status, output.stdout, output.stderr);
-    }
-    Ok(())
+/// What formats a node's storage: Kafka's StorageTool from the brokers' jars, started from their class archive if
+/// they have one (half the tool's CPU on this machine: 1.15 against 0.7 s).
+struct StorageFormat<'a> {
+    pin: &'a KafkaPin,
+    classpath: &'a std::ffi::OsStr,
+    archive: Option<&'a Archive>,
 }
 
-/// StorageTool takes its SCRAM credentials as arguments; they go through a java @argfile (owner-only, removed
-/// after the run) so the password never shows on a command line. The launcher expands @argfiles only up to the
-/// main class, so the main class and every argument after it are in the file.
-fn storage_format_command(java: &Path, log_flag: &str, classpath: &std::ffi::OsStr, argfile: &Path) -> Cmd {
-    Cmd::new(java)
-        .args(["-Xmx256m", "-XX:TieredStopAtLevel=1"])
-        .arg(log_flag)
-        .arg("-cp")
-        .arg(classpath)
-        .arg(format!("@{}", argfile.display()))
+impl StorageFormat<'_> {
+    fn run(
+        &self,
+        host: &dyn ServiceHost,
+        properties: &Path,
+        cluster_id: &str,
+        standalone: bool,
+        password: &str,
+    ) -> Result<()> {
+        let dir = properties.parent().context("the broker properties have no directory")?;
+        let args = storage_format_args(properties, cluster_id, standalone, password);
+        let argfile = secrets::write_secret(&dir.join("storage-format.args"), &args)?;
+        let output = host
+            .output(Role::Kafka, self.command(&host.java(), &argfile))
+            .context("cannot run java (is a JDK >= 17 installed? see `cargo xtask doctor`)");
+        let _ = std::fs::remove_file(&argfile);
+        let output = output?;
+        if !output.status.success() {
+            bail!("formatting Kafka storage failed ({}):\n{}{}", output.status, output.stdout, output.stderr);
+        }
+        Ok(())
+    }
+
+    /// StorageTool takes its SCRAM credentials as arguments; they go through a java @argfile (owner-only, removed
+    /// after the run) so the password never shows on a command line. The launcher expands @argfiles only up to
+    /// the main class, so the main class and every argument after it are in the file.
+    fn command(&self, java: &Path, argfile: &Path) -> Cmd {
+        Cmd::new(java)
+            .args(["-Xmx256m", "-XX:TieredStopAtLevel=1"])
+            .args(self.archive.map(Archive::jvm_flag))
+            .arg(self.pin.tools_log_flag())
+            .arg("-cp")
+            .arg(self.classpath)
+            .arg(format!("@{}", argfile.display()))
+    }
 }
 
 /// A single node bootstraps a dynamic quorum of itself (`--standalone`); a cluster's nodes share one cluster
@@ -485,7 +509,13 @@ impl Launched<'_> {
         listeners: &[(&'l String, &'l Listener)],
     ) -> Result<Vec<(&'l String, &'l Listener, ProbeAnswer)>> {
         let clients = listeners.iter().map(|&(name, l)| (name.as_str(), l, java_client_properties(l, &self.password)));
-        let answers = listener_probe::run(self.host, &self.classpath, &self.nodes[0].dir, clients)?;
+        let answers = listener_probe::run(
+            self.host,
+            &self.probe_classpath,
+            self.probe_archive.as_ref(),
+            &self.nodes[0].dir,
+            clients,
+        )?;
         Ok(listeners.iter().zip(answers).map(|(&(name, l), answer)| (name, l, answer)).collect())
     }
 }
@@ -525,17 +555,29 @@ mod tests {
     }
 
     #[test]
+    fn a_tool_starts_from_an_archive_the_brokers_read_never_from_one_a_broker_writes() {
+        let (read, write) = (Archive::Use("/a.jsa".into()), Archive::Dump("/a.jsa".into()));
+        assert_eq!(Archive::for_tools(Some(&read)), Some(&read));
+        assert_eq!(Archive::for_tools(Some(&write)), None);
+        assert_eq!(Archive::for_tools(None), None);
+    }
+
+    #[test]
     fn the_scram_password_reaches_storage_tool_through_a_file_not_the_command_line() {
         let password = secrets::random_password();
-        let cmd = storage_format_command(
-            Path::new("java"),
-            "-Dlog4j2.configurationFile=x",
-            "a.jar:b.jar".as_ref(),
-            Path::new("/env dir/storage-format.args"),
-        );
+        let archive = Archive::Use(PathBuf::from("/cache/broker.jsa"));
+        let format = StorageFormat {
+            pin: super::super::pins::default_pin(),
+            classpath: "a.jar:b.jar".as_ref(),
+            archive: Some(&archive),
+        };
+        let cmd = format.command(Path::new("java"), Path::new("/env dir/storage-format.args"));
         let line: Vec<String> = cmd.argv().into_iter().skip(1).map(|a| a.to_string_lossy().into_owned()).collect();
         assert!(!line.iter().any(|a| a.contains(&password) || a.contains("scram")), "{line:?}");
         assert_eq!(line.last().map(String::as_str), Some("@/env dir/storage-format.args"));
+        // The tool starts from the brokers' archive, before its classpath.
+        let flag = line.iter().position(|a| a == "-XX:SharedArchiveFile=/cache/broker.jsa");
+        assert!(flag.is_some_and(|at| at < line.iter().position(|a| a == "-cp").unwrap()), "{line:?}");
 
         let args = storage_format_args(Path::new("/env dir/server \"x\".properties"), "cluster-id", true, &password);
         let lines: Vec<&str> = args.lines().collect();
