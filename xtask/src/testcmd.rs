@@ -90,9 +90,10 @@ pub fn run(args: TestArgs) -> Result<()> {
 /// workspace is tested as a whole so that nothing is built twice).
 const SHARED_ENV_MODULES: [&str; 4] = ["arms::", "calibrate::", "probe::", "kafka::"];
 
-/// The end-to-end test files (xtask/tests/) that run on the shared environment's lane, after the harness's tests:
-/// the lanes take about as long that way (CI at cbd89fb: own environments 178 s + durability 267 s on one lane,
-/// the shared environment 265 s + lab_run 223 s on the other).
+/// The end-to-end test files (xtask/tests/) that run on the shared environment's lane, after the harness's tests;
+/// the others (durability, docker, lab_workflow) run on the other lane. The lanes take about as long that way: CI
+/// at eeaafcc gave own environments 138 s + end-to-end 363 s + site 48 s on one lane, the shared environment 346 s
+/// + lab_run 274 s (42 s of it the docker test, since moved) on the other.
 const END_TO_END_BESIDE_SHARED: [&str; 1] = ["lab_run"];
 
 /// Tests marked #[ignore] need services, in four groups on two lanes, as most of their time is spent waiting

@@ -1,88 +1,15 @@
 //! End-to-end tests of `lab run` as a user meets it: the xtask binary started as a process, real environments
 //! brought up and down, records and provenance read back from the run directory. Each starts environments of
-//! its own, so `cargo xtask test` runs them one at a time, before the harness's shared environment comes up.
+//! its own; `cargo xtask test` runs them one at a time, beside the harness's tests on the shared environment.
 
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use streamlab_process::files::log_tail;
 use streamlab_process::procfs::{self, Sig};
-use streamlab_process::{Child, Cmd};
 use streamlab_record::{IntegrityStatus, Record, Status};
 
 mod common;
 use common::*;
-
-/// `lab run` of the kafka_sink matrix's raw arm at the quick profile on `env`, then `extra`, into `out`.
-fn raw_quick_run(env: &str, extra: &[&str], out: &Path) -> Cmd {
-    xtask()
-        .args(["lab", "run", "--env", env, "--profile", "quick", "--matrix", "kafka_sink", "--arm", "raw"])
-        .args(extra)
-        .arg("--out")
-        .arg(out)
-}
-
-/// `lab run --resume RUN_ID` into `out`, run to its end; returns what it printed on stdout.
-fn resume(run_id: &str, out: &Path) -> String {
-    let done = xtask().args(["lab", "run", "--resume", run_id, "--out"]).arg(out).output(RUN_TIMEOUT).unwrap();
-    assert!(done.status.success(), "the resumed run failed:\n{}", done.tail(40));
-    done.stdout
-}
-
-fn lines(path: &Path) -> Vec<String> {
-    std::fs::read_to_string(path).map(|t| t.lines().map(str::to_owned).collect()).unwrap_or_default()
-}
-
-/// The run's output goes here, beside its run directory, so that a run that ends too early can say why.
-fn run_log(out: &Path) -> PathBuf {
-    out.join("run.log")
-}
-
-/// `cmd` started with its stdout and stderr in [`run_log`].
-fn spawn_logged(cmd: Cmd, out: &Path) -> Child {
-    cmd.log_to(run_log(out)).spawn().unwrap()
-}
-
-/// Wait (polling while `child` runs) until a run directory under `out` has a kafka_sink.jsonl with at least
-/// `records` lines; returns that file.
-fn wait_for_records(child: &mut Child, out: &Path, records: usize, within: Duration) -> PathBuf {
-    let deadline = Instant::now() + within;
-    loop {
-        let found = std::fs::read_dir(out)
-            .into_iter()
-            .flatten()
-            .filter_map(|e| e.ok())
-            .map(|e| e.path().join("kafka_sink.jsonl"))
-            .find(|p| lines(p).len() >= records);
-        if let Some(p) = found {
-            return p;
-        }
-        if let Some(status) = child.try_wait().unwrap() {
-            panic!("the run ended ({status}) before it was interrupted:\n{}", log_tail(&run_log(out), 40));
-        }
-        assert!(
-            Instant::now() < deadline,
-            "fewer than {records} records after {} s:\n{}",
-            within.as_secs(),
-            log_tail(&run_log(out), 40)
-        );
-        std::thread::sleep(Duration::from_millis(200));
-    }
-}
-
-/// The run's id: its directory's name.
-fn run_id_of(jsonl: &Path) -> String {
-    jsonl.parent().unwrap().file_name().unwrap().to_string_lossy().into_owned()
-}
-
-/// The (finished, to run) counts of `lab run --resume`'s first line.
-fn resume_counts(stdout: &str) -> (usize, usize) {
-    let line = stdout.lines().find(|l| l.starts_with("resuming ")).unwrap_or_else(|| panic!("{stdout}"));
-    let numbers: Vec<usize> = line.split([' ', ',']).filter_map(|w| w.parse().ok()).collect();
-    assert_eq!(numbers.len(), 2, "{line}");
-    (numbers[0], numbers[1])
-}
 
 #[test]
 #[ignore = "starts Kafka and runs arms: cargo xtask test"]
@@ -255,53 +182,6 @@ fn a_broker_killed_mid_run_fails_the_task_in_flight_and_the_run_goes_on_in_a_fre
     );
     assert!(envs_of(&run_id).is_empty(), "environment directories left behind");
     assert!(processes_of(&run_id).is_empty(), "a broker or server was left running");
-}
-
-/// The label every container of the lab carries, its value the environment's id.
-const LABEL: &str = "org.streamlab.env";
-
-/// Names of the containers (running or not) of run `run_id`'s environments.
-fn containers_of(run_id: &str) -> Vec<String> {
-    use bollard::query_parameters::ListContainersOptions;
-    let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().unwrap();
-    let docker = bollard::Docker::connect_with_local_defaults().unwrap();
-    let filters = HashMap::from([("label".to_owned(), vec![LABEL.to_owned()])]);
-    let options = ListContainersOptions { all: true, filters: Some(filters), ..Default::default() };
-    let prefix = format!("lab-{run_id}");
-    runtime
-        .block_on(docker.list_containers(Some(options)))
-        .unwrap()
-        .into_iter()
-        .filter(|c| c.labels.as_ref().and_then(|l| l.get(LABEL)).is_some_and(|id| id.starts_with(&prefix)))
-        .map(|c| c.names.unwrap_or_default().join(","))
-        .collect()
-}
-
-#[test]
-#[ignore = "starts Kafka in Docker and runs arms: cargo xtask test"]
-fn a_quick_arm_runs_on_docker_verified_and_sigint_leaves_no_container() {
-    let out = tempfile::tempdir().unwrap();
-    let mut child = spawn_logged(raw_quick_run("docker", &[], out.path()), out.path());
-    let jsonl = wait_for_records(&mut child, out.path(), 1, Duration::from_secs(600));
-    ctrl_c(&mut child);
-    let run_id = run_id_of(&jsonl);
-    assert!(containers_of(&run_id).is_empty(), "containers left after Ctrl-C: {:?}", containers_of(&run_id));
-    assert!(processes_of(&run_id).is_empty(), "a broker was left running");
-
-    // The run finishes on Docker, and every record of it is verified.
-    resume(&run_id, out.path());
-    let records = streamlab_record::jsonl::read_records(&jsonl).unwrap();
-    assert_eq!(records.len(), 3, "the raw arm's three quick points");
-    for r in &records {
-        assert_eq!(r.run.env, "docker");
-        assert_eq!(r.measurement.integrity.status, IntegrityStatus::Verified, "{r:?}");
-        assert!(r.measurement.metrics["records_per_s"].value > 0.0);
-    }
-    let prov = provenance(jsonl.parent().unwrap());
-    assert_eq!(prov.env.backend, "docker");
-    assert!(prov.env.images.contains_key("kafka"), "{:?}", prov.env);
-    assert!(prov.env.cpu_caps.values().any(|c| c.contains("read back by inspect")), "{:?}", prov.env.cpu_caps);
-    assert!(containers_of(&run_id).is_empty(), "containers left after the run: {:?}", containers_of(&run_id));
 }
 
 #[test]

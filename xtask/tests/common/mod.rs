@@ -3,8 +3,9 @@
 #![allow(dead_code)] // each test binary uses its own subset
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use streamlab_process::files::log_tail;
 use streamlab_process::procfs::{self, Sig};
 use streamlab_process::{Child, Cmd};
 use streamlab_record::provenance::{PROVENANCE_FILE, Provenance};
@@ -77,4 +78,74 @@ pub fn tree(dirs: &[PathBuf]) -> Vec<PathBuf> {
     dirs.iter().for_each(|d| walk(d, &mut out));
     out.truncate(60);
     out
+}
+
+/// `lab run` of the kafka_sink matrix's raw arm at the quick profile on `env`, then `extra`, into `out`.
+pub fn raw_quick_run(env: &str, extra: &[&str], out: &Path) -> Cmd {
+    xtask()
+        .args(["lab", "run", "--env", env, "--profile", "quick", "--matrix", "kafka_sink", "--arm", "raw"])
+        .args(extra)
+        .arg("--out")
+        .arg(out)
+}
+
+/// `lab run --resume RUN_ID` into `out`, run to its end; returns what it printed on stdout.
+pub fn resume(run_id: &str, out: &Path) -> String {
+    let done = xtask().args(["lab", "run", "--resume", run_id, "--out"]).arg(out).output(RUN_TIMEOUT).unwrap();
+    assert!(done.status.success(), "the resumed run failed:\n{}", done.tail(40));
+    done.stdout
+}
+
+pub fn lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path).map(|t| t.lines().map(str::to_owned).collect()).unwrap_or_default()
+}
+
+/// The run's output goes here, beside its run directory, so that a run that ends too early can say why.
+pub fn run_log(out: &Path) -> PathBuf {
+    out.join("run.log")
+}
+
+/// `cmd` started with its stdout and stderr in [`run_log`].
+pub fn spawn_logged(cmd: Cmd, out: &Path) -> Child {
+    cmd.log_to(run_log(out)).spawn().unwrap()
+}
+
+/// Wait (polling while `child` runs) until a run directory under `out` has a kafka_sink.jsonl with at least
+/// `records` lines; returns that file.
+pub fn wait_for_records(child: &mut Child, out: &Path, records: usize, within: Duration) -> PathBuf {
+    let deadline = Instant::now() + within;
+    loop {
+        let found = std::fs::read_dir(out)
+            .into_iter()
+            .flatten()
+            .filter_map(|e| e.ok())
+            .map(|e| e.path().join("kafka_sink.jsonl"))
+            .find(|p| lines(p).len() >= records);
+        if let Some(p) = found {
+            return p;
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("the run ended ({status}) before it was interrupted:\n{}", log_tail(&run_log(out), 40));
+        }
+        assert!(
+            Instant::now() < deadline,
+            "fewer than {records} records after {} s:\n{}",
+            within.as_secs(),
+            log_tail(&run_log(out), 40)
+        );
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+/// The run's id: its directory's name.
+pub fn run_id_of(jsonl: &Path) -> String {
+    jsonl.parent().unwrap().file_name().unwrap().to_string_lossy().into_owned()
+}
+
+/// The (finished, to run) counts of `lab run --resume`'s first line.
+pub fn resume_counts(stdout: &str) -> (usize, usize) {
+    let line = stdout.lines().find(|l| l.starts_with("resuming ")).unwrap_or_else(|| panic!("{stdout}"));
+    let numbers: Vec<usize> = line.split([' ', ',']).filter_map(|w| w.parse().ok()).collect();
+    assert_eq!(numbers.len(), 2, "{line}");
+    (numbers[0], numbers[1])
 }
