@@ -12,7 +12,7 @@ use streamlab_process::Cmd;
 
 const COMPILE_TIMEOUT: Duration = Duration::from_secs(300);
 
-/// One compiled class: the directory to put first on the classpath, and what compiled it.
+/// One compiled class: the directory that holds it (for the classpath), and what compiled it.
 pub struct Compiled {
     pub dir: PathBuf,
     pub javac_version: String,

@@ -49,6 +49,12 @@ pub fn results_dir() -> PathBuf {
     repo_root().join("results")
 }
 
+/// `program` as the first file of that name in a directory on PATH, as a shell would find it.
+pub fn on_path(program: &str) -> Option<PathBuf> {
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path).map(|d| d.join(program)).find(|p| p.is_file())
+}
+
 pub fn matrices_dir() -> PathBuf {
     repo_root().join("harness").join("matrices")
 }

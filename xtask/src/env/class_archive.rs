@@ -80,7 +80,7 @@ fn which_java(java: &Path) -> PathBuf {
     let found = if java.components().count() > 1 {
         Some(java.to_owned())
     } else {
-        std::env::var_os("PATH").and_then(|p| std::env::split_paths(&p).map(|d| d.join(java)).find(|p| p.is_file()))
+        crate::paths::on_path(&java.to_string_lossy())
     };
     found.and_then(|p| p.canonicalize().ok()).unwrap_or_else(|| java.to_owned())
 }

@@ -16,8 +16,8 @@ use crate::javac::JavaSource;
 use crate::paths::repo_root;
 
 /// Probe each `(name, listener, its Java client properties)` of `clients` in one JVM on `host`, their property
-/// files written into `dir`; one answer per listener, in order.
-/// The JVM starts from `archive`, the brokers' class archive, when they have one: its classpath begins with theirs.
+/// files written into `dir`; one answer per listener, in order. The JVM starts from `archive`, the brokers' class
+/// archive, when they have one: its classpath begins with theirs.
 pub fn run<'a>(
     host: &dyn ServiceHost,
     classpath: &OsStr,

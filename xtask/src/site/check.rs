@@ -22,11 +22,11 @@ struct Tools {
 impl Tools {
     fn find(check_dir: &Path) -> Result<Tools> {
         let mut missing = Vec::new();
-        let java = which("java").unwrap_or_else(|| {
+        let java = paths::on_path("java").unwrap_or_else(|| {
             missing.push("java (the Nu HTML Checker runs on it): apt-get install default-jre-headless".to_owned());
             PathBuf::new()
         });
-        let node = which("node").unwrap_or_else(|| {
+        let node = paths::on_path("node").unwrap_or_else(|| {
             missing.push("node: apt-get install nodejs npm".to_owned());
             PathBuf::new()
         });
@@ -107,17 +107,12 @@ fn collect(dir: &Path, out: &mut Vec<PathBuf>) -> Result<()> {
     Ok(())
 }
 
-fn which(program: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path).map(|d| d.join(program)).find(|p| p.is_file())
-}
-
 /// $CHROMIUM, else Debian's chromium, else a Chrome on PATH (GitHub's runners have google-chrome).
 fn chromium() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("CHROMIUM").filter(|p| !p.is_empty()) {
         return Some(PathBuf::from(p));
     }
-    ["chromium", "chromium-browser", "google-chrome", "google-chrome-stable"].iter().find_map(|p| which(p))
+    ["chromium", "chromium-browser", "google-chrome", "google-chrome-stable"].iter().find_map(|p| paths::on_path(p))
 }
 
 #[cfg(test)]
