@@ -68,7 +68,7 @@ fn detail<'r>(r: &'r Record, key: &str) -> &'r str {
 fn a_killed_leader_shows_its_unavailability_and_the_cluster_heals_for_the_next_task() {
     let out = tempfile::tempdir().unwrap();
     quick_run(out.path(), &["fault_idempotent=kill -9 leader", "fault_idempotent=SIGSTOP leader"])
-        .run(RUN_TIMEOUT)
+        .read(RUN_TIMEOUT)
         .expect("the run succeeds");
     let run = run_dir(out.path()).unwrap();
     let rs = records(&run);
@@ -259,7 +259,7 @@ fn a_run_of_two_matrices_brings_each_up_on_the_environment_its_seed_ran_one_afte
     let out = tempfile::tempdir().unwrap();
     let args = ["lab", "run", "--env", "native", "--profile", "quick", "--matrix", "kafka_sink", "--matrix"];
     let points = ["durability", "--arm", "raw", "--arm", "rdkafka", "--point", "mode=raw rdkafka", "--point"];
-    xtask().args(args).args(points).arg("rf_acks_all=RF 1").arg("--out").arg(out.path()).run(RUN_TIMEOUT).unwrap();
+    xtask().args(args).args(points).arg("rf_acks_all=RF 1").arg("--out").arg(out.path()).read(RUN_TIMEOUT).unwrap();
     let run = run_dir(out.path()).expect("a run directory");
     let sink = streamlab_record::jsonl::read_records(&run.join("kafka_sink.jsonl")).unwrap();
     let cluster = records(&run);

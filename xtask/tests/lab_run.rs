@@ -62,7 +62,7 @@ fn sigint_leaves_nothing_running_and_resume_finishes_only_what_is_missing() {
 
 /// Run `lab run ARGS --out OUT` to its end; returns the records it wrote.
 fn run_lab(args: &[String], out: &Path) -> Vec<Record> {
-    xtask().args(args).arg("--out").arg(out).run(RUN_TIMEOUT).unwrap();
+    xtask().args(args).arg("--out").arg(out).read(RUN_TIMEOUT).unwrap();
     let runs: Vec<PathBuf> = std::fs::read_dir(out).unwrap().map(|e| e.unwrap().path()).collect();
     assert_eq!(runs.len(), 1, "one run directory in {}", out.display());
     streamlab_record::jsonl::read_records(&runs[0].join("kafka_sink.jsonl")).unwrap()

@@ -275,6 +275,7 @@ pub(crate) mod tests {
         let err = format!("{:#}", up(&opts).unwrap_err());
         assert!(err.contains("last lines of"), "no log tail in: {err}");
         assert!(err.contains("Address already in use"), "the cause is not in the tail: {err}");
+        assert!(super::services::is_port_taken(&anyhow::anyhow!(err.clone())), "a start on free ports would retry");
         let dir = root.path().join(&opts.id);
         assert!(!dir.exists(), "a failed start left its directory behind");
         assert!(processes_mentioning(&dir).is_empty());

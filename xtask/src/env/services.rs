@@ -20,10 +20,49 @@ use super::process;
 /// How long a service gets to stop on SIGTERM when a start failed half-way.
 const FAILED_START_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 
+/// How many times the services start on fresh ports when one found its port taken.
+const BIND_ATTEMPTS: u32 = 3;
+
 /// Start Kafka (and MariaDB/MySQL if `spec` asks) on `host` in `spec`'s directory, wait until every listener
 /// answers, and write the descriptor. On failure, what started is stopped again (the caller removes the
 /// directory and anything else of its own).
+///
+/// A free port can be taken between our choosing it and the service binding it: another environment or a Kafka
+/// Connect worker choosing ports at the same moment binds it first. That start fails on "Address already in use"
+/// and the services start again, from empty directories, on ports chosen afresh (not when the caller fixed them).
 pub fn start_services(host: &dyn ServiceHost, spec: &EnvSpec, kind: BackendKind) -> Result<EnvDescriptor> {
+    let start = || start_once(host, spec, kind);
+    if spec.kafka_ports.is_some() {
+        return start();
+    }
+    again_if_port_taken(start, || {
+        for service in ["kafka", "mysql"] {
+            let _ = std::fs::remove_dir_all(spec.dir().join(service));
+        }
+    })
+}
+
+/// `start`, and up to [`BIND_ATTEMPTS`] in all while it fails on a port taken, with `clean` before each retry.
+fn again_if_port_taken<T>(mut start: impl FnMut() -> Result<T>, mut clean: impl FnMut()) -> Result<T> {
+    let mut attempt = 1;
+    loop {
+        match start() {
+            Err(e) if attempt < BIND_ATTEMPTS && is_port_taken(&e) => {
+                tracing::warn!("a service found its port taken; starting again on fresh ports: {e:#}");
+                clean();
+                attempt += 1;
+            }
+            started => return started,
+        }
+    }
+}
+
+/// Whether a start failed because a port it was given was bound by someone else first.
+pub(super) fn is_port_taken(e: &anyhow::Error) -> bool {
+    format!("{e:#}").contains("Address already in use")
+}
+
+fn start_once(host: &dyn ServiceHost, spec: &EnvSpec, kind: BackendKind) -> Result<EnvDescriptor> {
     let dir = spec.dir();
     let classpath = broker_classpath(spec.kafka)?;
     let probe_classpath = super::listener_probe::probe_classpath()?;
@@ -108,4 +147,34 @@ pub fn service_pids(env: &EnvDescriptor) -> Vec<u32> {
 /// The database server's version, if the environment has one: `mariadb` or `mysql` -> `VERSION()`.
 pub fn server_versions(d: &EnvDescriptor) -> BTreeMap<String, String> {
     d.mysql.iter().map(|m| (m.flavour.clone(), m.version.clone())).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_start_that_found_its_port_taken_runs_again_and_any_other_failure_does_not() {
+        let (mut starts, mut cleans) = (0, 0);
+        let taken = again_if_port_taken(
+            || {
+                starts += 1;
+                match starts {
+                    1 => anyhow::bail!("broker 2 exited before it was ready; Address already in use"),
+                    _ => Ok(starts),
+                }
+            },
+            || cleans += 1,
+        );
+        assert_eq!((taken.unwrap(), cleans), (2, 1), "the second start, after one clean");
+
+        // A start that always fails the same way: how many times it ran, and its error.
+        let failing = |why: &'static str| {
+            let mut starts = 0;
+            let e = again_if_port_taken::<()>(|| (starts += 1, Err(anyhow::anyhow!(why))).1, || {}).unwrap_err();
+            (starts, e.to_string())
+        };
+        assert_eq!(failing("Address already in use").0, BIND_ATTEMPTS, "bounded");
+        assert_eq!(failing("listener ssl did not answer"), (1, "listener ssl did not answer".into()));
+    }
 }
