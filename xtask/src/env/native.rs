@@ -17,7 +17,7 @@ use super::pins::KafkaPin;
 use super::services;
 use super::{fault, pins, process};
 
-/// How long a service gets to stop on SIGTERM at `down`.
+/// How long a service gets to stop on SIGTERM at `down --keep`.
 const STOP_GRACE: Duration = Duration::from_secs(20);
 
 pub struct NativeBackend;
@@ -151,11 +151,14 @@ impl Drop for NativeEnv {
 
 /// Stop every service of the environment; remove its directory unless `keep`.
 fn down(env: &EnvDescriptor, keep: bool) -> Result<()> {
-    // Kafka first: a broker shutting down does not need the database, and it is the slower one. A cluster's
-    // brokers stop together: one after another, the last would wait out its grace for a quorum already gone.
-    process::terminate_all(&ours(&env.kafka.pids(), &env.dir), STOP_GRACE);
+    // Services whose data is removed next are killed: nothing of them is kept, and a cluster's brokers shutting
+    // down cleanly took 5.9 s here (each waits on a quorum going away with it), one broker 0.4 s. Kept data gets a
+    // clean shutdown, the brokers together (one after another, the last would wait out its grace for a quorum
+    // already gone), Kafka first: a broker shutting down does not need the database.
+    let grace = if keep { STOP_GRACE } else { Duration::ZERO };
+    process::terminate_all(&ours(&env.kafka.pids(), &env.dir), grace);
     if let Some(pid) = env.mysql.as_ref().and_then(|m| m.pid) {
-        process::terminate_all(&ours(&[pid], &env.dir), STOP_GRACE);
+        process::terminate_all(&ours(&[pid], &env.dir), grace);
     }
     if !keep {
         std::fs::remove_dir_all(&env.dir).with_context(|| format!("cannot remove {}", env.dir.display()))?;
