@@ -15,6 +15,8 @@ use crate::env::backend::{Backend, EnvSpec};
 use crate::env::native::NativeBackend;
 use crate::paths::repo_root;
 
+mod queue;
+
 /// No step of the suite may take longer than this (a hung test must not hang CI).
 const STEP_TIMEOUT: Duration = Duration::from_secs(3600);
 
@@ -90,18 +92,11 @@ pub fn run(args: TestArgs) -> Result<()> {
 /// workspace is tested as a whole so that nothing is built twice).
 const SHARED_ENV_MODULES: [&str; 4] = ["arms::", "calibrate::", "probe::", "kafka::"];
 
-/// The end-to-end test files (xtask/tests/) that run on the shared environment's lane, after the harness's tests;
-/// the others (durability, docker, lab_workflow) run on the other lane. The lanes take about as long that way: CI
-/// at eeaafcc gave own environments 138 s + end-to-end 363 s + site 48 s on one lane, the shared environment 346 s
-/// + lab_run 274 s (42 s of it the docker test, since moved) on the other.
-const END_TO_END_BESIDE_SHARED: [&str; 1] = ["lab_run"];
-
-/// Tests marked #[ignore] need services, in four groups on two lanes, as most of their time is spent waiting
-/// on brokers and JVMs. One lane runs the harness's tests against one environment brought up here, then the
-/// end-to-end tests named in [`END_TO_END_BESIDE_SHARED`]; the other runs xtask's unit-level tests, which start
-/// environments of their own one at a time, then the other end-to-end tests of the binary (xtask/tests/*.rs), then
-/// the site and workflow checks (that lane ends first: CI at 19f6782, 736 s against 787). Together they run each
-/// ignored test once.
+/// Tests marked #[ignore] need services, on two lanes, as most of their time is spent waiting on brokers and JVMs.
+/// One lane runs the harness's tests against one environment brought up here; the other runs xtask's unit-level
+/// tests, which start environments of their own one at a time. Then both take from one queue ([`queue`]) each
+/// end-to-end test of the binary (xtask/tests/*.rs), which start their own, and the site and workflow checks,
+/// until none is left. Together they run each ignored test once.
 fn integration(t: &mut Tally) {
     let ignored = ["--no-fail-fast", "--", "--ignored", "--test-threads=1"];
     let mut own = vec!["test", "--workspace", "--release", "--lib", "--bins"];
@@ -130,52 +125,66 @@ fn integration(t: &mut Tally) {
     if let Err(e) = prepared {
         t.step("tools", || Err(e));
     }
+    let queue = match queue::Queue::of_end_to_end() {
+        Ok(q) => q,
+        Err(e) => {
+            t.step("end-to-end tests listed", || Err(e));
+            queue::Queue::empty()
+        }
+    };
     let mut shared = vec!["test", "--workspace", "--release", "--lib", "--bins"];
     shared.extend(ignored);
     shared.extend(SHARED_ENV_MODULES);
     let shared_env = [("STREAMLAB_ENV", descriptor.as_path()), (streamlab_record::tools::TOOLS_ENV, tools.as_path())];
-    let (beside_shared, others) = end_to_end_files();
-    let (beside_shared, others) = (end_to_end_args(&beside_shared, &ignored), end_to_end_args(&others, &ignored));
     std::thread::scope(|s| {
         let shared = s.spawn(|| {
             let harness = TestRun::of("harness integration (shared environment)", &shared, &shared_env);
-            (harness, TestRun::of("end-to-end lab runs beside the shared environment", &beside_shared, &[]))
+            (harness, drain(&queue))
         });
         t.add(TestRun::of("xtask integration (own environments)", &own, &[]));
-        t.add(TestRun::of("end-to-end lab runs after xtask's", &others, &[]));
-        service_free_checks(t);
-        let (harness, end_to_end) = shared.join().expect("the shared environment's test thread panicked");
+        queue.open();
+        let mine = drain(&queue);
+        let (harness, theirs) = shared.join().expect("the shared environment's test thread panicked");
         t.add(harness);
-        t.add(end_to_end);
+        t.add_lane("end-to-end and service-free, after xtask's", mine);
+        t.add_lane("end-to-end and service-free, after the shared environment's", theirs);
     });
     drop(env);
 }
 
-/// `cargo test` of these end-to-end test files, then `extra`.
-fn end_to_end_args<'a>(files: &'a [String], extra: &[&'a str]) -> Vec<&'a str> {
-    let mut args = vec!["test", "--workspace", "--release"];
-    files.iter().for_each(|f| args.extend(["--test", f.as_str()]));
-    args.extend(extra);
-    args
+/// What one lane did from the queue.
+enum Done {
+    Tests(TestRun),
+    Steps(Vec<StepDone>),
 }
 
-/// xtask/tests/*.rs by name: those that run beside the shared environment, and the others.
-fn end_to_end_files() -> (Vec<String>, Vec<String>) {
-    let mut names: Vec<String> = std::fs::read_dir(repo_root().join("xtask/tests"))
-        .into_iter()
-        .flatten()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.strip_suffix(".rs").map(str::to_owned))
-        .collect();
-    names.sort();
-    names.into_iter().partition(|n| END_TO_END_BESIDE_SHARED.contains(&n.as_str()))
+/// Run jobs from `queue` until it is empty.
+fn drain(queue: &queue::Queue) -> Vec<Done> {
+    let mut done = Vec::new();
+    while let Some(job) = queue.next() {
+        done.push(match job {
+            queue::Job::EndToEnd { file, test } => {
+                Done::Tests(TestRun::of(&format!("end-to-end {file}"), &queue::end_to_end_args(&file, &test), &[]))
+            }
+            queue::Job::ServiceFree => Done::Steps(service_free_steps()),
+        });
+    }
+    done
 }
 
-/// The checks that need no service: they run on the lane that ends first, beside the other's last tests.
+/// The checks that need no service, recorded in the tally.
 fn service_free_checks(t: &mut Tally) {
-    t.step("site build + check", site_checks);
-    t.step("workflow lints (actionlint + shellcheck, zizmor)", || {
-        Cmd::new("bash").arg(repo_root().join("site/check/workflows.sh")).run(Duration::from_secs(300))
-    });
+    service_free_steps().into_iter().for_each(|step| t.record(step));
+}
+
+/// The checks that need no service, run: the site built and checked, the workflows linted.
+fn service_free_steps() -> Vec<StepDone> {
+    vec![
+        StepDone::run("site build + check", site_checks),
+        StepDone::run("workflow lints (actionlint + shellcheck, zizmor)", || {
+            Cmd::new("bash").arg(repo_root().join("site/check/workflows.sh")).run(Duration::from_secs(300))
+        }),
+    ]
 }
 
 /// Build and check the site twice: from the committed results, and from the demo results that
@@ -231,20 +240,51 @@ fn run_interruptible(cmd: Cmd, capture: bool) -> Result<(Captured, bool)> {
     Ok((stdout, status.success()))
 }
 
+/// A non-test step that ran: its name, time and result.
+struct StepDone {
+    name: String,
+    span: Span,
+    result: Result<()>,
+}
+
+impl StepDone {
+    fn run(name: &str, f: impl FnOnce() -> Result<()>) -> StepDone {
+        let started = Stopwatch::start();
+        let result = f().and_then(|()| crate::interrupt::check());
+        StepDone { name: name.to_owned(), span: started.stop(), result }
+    }
+}
+
 impl Tally {
     /// A non-test step counts as one passed or failed check.
     fn step(&mut self, name: &str, f: impl FnOnce() -> Result<()>) {
-        let started = Stopwatch::start();
-        let result = f().and_then(|()| crate::interrupt::check());
-        self.times.push((name.to_owned(), started.stop()));
+        self.record(StepDone::run(name, f));
+    }
+
+    fn record(&mut self, step: StepDone) {
+        let StepDone { name, span, result } = step;
+        self.times.push((name.clone(), span));
         match result {
             Ok(()) => self.passed += 1,
             Err(e) => {
                 eprintln!("step {name} failed: {e:#}");
                 self.failed += 1;
-                self.failures.push(name.to_owned());
+                self.failures.push(name);
             }
         }
+    }
+
+    /// What a lane took from the queue, under one time: each test run and step counted as its own.
+    fn add_lane(&mut self, lane: &str, done: Vec<Done>) {
+        let before = self.times.len();
+        for d in done {
+            match d {
+                Done::Tests(run) => self.add(run),
+                Done::Steps(steps) => steps.into_iter().for_each(|step| self.record(step)),
+            }
+        }
+        let spans: Vec<Span> = self.times.drain(before..).map(|(_, span)| span).collect();
+        self.times.push((lane.to_owned(), Span::sum(&spans)));
     }
 
     /// Run `cargo test` and add it to the tally.
@@ -362,6 +402,15 @@ struct Span {
     busy_cores: f64,
 }
 
+impl Span {
+    /// Spans one after another: their times added, their busy cores weighted by time.
+    fn sum(spans: &[Span]) -> Span {
+        let took: Duration = spans.iter().map(|s| s.took).sum();
+        let busy: f64 = spans.iter().map(|s| s.busy_cores * s.took.as_secs_f64()).sum();
+        Span { took, busy_cores: busy / took.as_secs_f64().max(1e-3) }
+    }
+}
+
 struct Stopwatch {
     started: Instant,
     busy_s: Option<f64>,
@@ -382,11 +431,19 @@ impl Stopwatch {
 /// Every test's time, slowest first, one `seconds<TAB>step: test` line each: where CI's time goes.
 const TEST_TIMES_FILE: &str = "target/streamlab/test-times.tsv";
 
+/// The same, kept in the cache for the next run on this machine (a fresh clone has no target/): the queue's order.
+fn cached_test_times() -> std::path::PathBuf {
+    crate::paths::cache_dir().join("test-times.tsv")
+}
+
 fn write_test_times(slowest: &[(String, Duration)]) {
     let text: String = slowest.iter().map(|(name, took)| format!("{:.1}\t{name}\n", took.as_secs_f64())).collect();
-    let path = repo_root().join(TEST_TIMES_FILE);
-    if let Err(e) = path.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|()| std::fs::write(&path, text)) {
-        eprintln!("cannot write {}: {e}", path.display());
+    for path in [repo_root().join(TEST_TIMES_FILE), cached_test_times()] {
+        if let Err(e) =
+            path.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|()| std::fs::write(&path, &text))
+        {
+            eprintln!("cannot write {}: {e}", path.display());
+        }
     }
 }
 
@@ -428,13 +485,6 @@ mod tests {
                    noise\n\
                    test result: FAILED. 2 passed; 1 failed; 3 ignored; 0 measured; 0 filtered out\n";
         assert_eq!(super::parse_results(out), (9, 1));
-    }
-
-    #[test]
-    fn the_end_to_end_files_named_for_the_shared_lane_exist_and_the_others_run_beside_them() {
-        let (beside_shared, others) = super::end_to_end_files();
-        assert_eq!(beside_shared, super::END_TO_END_BESIDE_SHARED, "every name is a file in xtask/tests");
-        assert!(others.contains(&"durability".to_owned()), "{others:?}");
     }
 
     /// Every ignored harness test needs the shared environment, so its module path must match one of the
