@@ -173,9 +173,9 @@ pub fn plan_text(first: &[Task], times: &Times, budget: Duration) -> Vec<String>
     let first_s = times.of_all(first);
     let matrices: BTreeSet<&str> = first.iter().map(|t| t.bench.as_str()).collect();
     let mut lines = vec![format!(
-        "budget {:.0} min: first one rep of the {} points the seeds' claims and the headline ratios rest on, in {} \
+        "budget {}: first one rep of the {} points the seeds' claims and the headline ratios rest on, in {} \
          matrices, about {:.0} min by the committed runs' times",
-        budget_s / 60.0,
+        budget_text(budget),
         first.len(),
         matrices.len(),
         first_s / 60.0
@@ -245,6 +245,14 @@ pub fn next_reps(
         }
     }
     best.map(|(_, tasks, why)| (tasks, why))
+}
+
+/// A budget as it was given: `45 min`, `3 h`, `1 h 30 min`, `2 min 30 s`.
+fn budget_text(budget: Duration) -> String {
+    let s = budget.as_secs();
+    let parts = [(s / 3600, "h"), (s / 60 % 60, "min"), (s % 60, "s")];
+    let words: Vec<String> = parts.iter().filter(|(n, _)| *n > 0).map(|(n, unit)| format!("{n} {unit}")).collect();
+    words.join(" ")
 }
 
 /// `40 s`, `3 min`.
@@ -349,6 +357,10 @@ mod tests {
             assert!(err.contains(&format!("{bad:?}")) && err.contains("45m"), "{err}");
         }
         assert!(check(Duration::from_secs(60)).unwrap_err().to_string().contains("--budget 60s"));
+        // The plan says the budget as it was given, not rounded to minutes.
+        for (given, said) in [("45m", "45 min"), ("2m30s", "2 min 30 s"), ("1h30m", "1 h 30 min"), ("3h", "3 h")] {
+            assert_eq!(budget_text(parse_budget(given).unwrap()), said);
+        }
     }
 
     fn whole_lab() -> (Vec<Matrix>, Vec<Task>, Vec<Task>, Vec<Claim>) {
