@@ -80,6 +80,10 @@ pub fn tree(dirs: &[PathBuf]) -> Vec<PathBuf> {
     out
 }
 
+/// For a run whose rates nothing reads: half a second of warm-up and 2 s windows (the quick profile's are 1 s and
+/// 4 s), so a task is over in about 4 s.
+pub const SHORT_WINDOWS: [&str; 4] = ["--set", "warmup_s=0.5", "--set", "window_s=2"];
+
 /// `lab run` of the kafka_sink matrix's raw arm at the quick profile on `env`, then `extra`, into `out`.
 pub fn raw_quick_run(env: &str, extra: &[&str], out: &Path) -> Cmd {
     xtask()
