@@ -39,15 +39,6 @@ pub fn parse_dsn(dsn: &str) -> Result<MysqlDsn> {
     Ok(MysqlDsn { user: user.into(), password: password.into(), host: host.into(), port })
 }
 
-/// Check `host:port` syntax of `--bootstrap`.
-pub fn check_bootstrap(bootstrap: &str) -> Result<()> {
-    for server in bootstrap.split(',') {
-        let ok = server.rsplit_once(':').is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok());
-        anyhow::ensure!(ok, "--bootstrap {bootstrap:?}: expected HOST:PORT[,HOST:PORT...]");
-    }
-    Ok(())
-}
-
 /// Why an external cluster gets no faults.
 const NOT_OURS_TO_FAULT: &str =
     "an external cluster's brokers are the user's: the lab never kills, stops or restarts what it did not start";
@@ -243,7 +234,5 @@ mod tests {
         );
         assert!(parse_dsn("postgres://x@y").unwrap_err().to_string().contains("--mysql-dsn"));
         assert!(parse_dsn("mysql://u@h:notaport").unwrap_err().to_string().contains("not a number"));
-        assert!(check_bootstrap("127.0.0.1:9092,localhost:9093").is_ok());
-        assert!(check_bootstrap("127.0.0.1").unwrap_err().to_string().contains("--bootstrap"));
     }
 }

@@ -512,7 +512,7 @@ impl Launched<'_> {
         let answers = listener_probe::run(
             self.host,
             &self.probe_classpath,
-            self.probe_archive.as_ref(),
+            self.probe_archive.as_ref().map(Archive::jvm_flag),
             &self.nodes[0].dir,
             clients,
         )?;

@@ -136,7 +136,7 @@ fn parse(file: &Path, settings: &[(usize, String, String)]) -> Result<KafkaConfi
     }
     let bootstrap = get("bootstrap.servers").map(|(_, b)| b.to_owned());
     if let (Some(b), Some((n, _))) = (&bootstrap, get("bootstrap.servers")) {
-        super::external::check_bootstrap(b).with_context(|| at(n))?;
+        check_bootstrap(b).with_context(|| at(n))?;
     }
     let names = settings.iter().map(|(_, k, _)| k.clone()).collect();
     Ok(KafkaConfig {
@@ -168,9 +168,24 @@ fn jaas_credentials(jaas: &str) -> Result<(String, String)> {
     Ok((quoted("username")?, quoted("password")?))
 }
 
+/// Check `host:port` syntax of `--bootstrap`.
+pub fn check_bootstrap(bootstrap: &str) -> Result<()> {
+    for server in bootstrap.split(',') {
+        let ok = server.rsplit_once(':').is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok());
+        anyhow::ensure!(ok, "--bootstrap {bootstrap:?}: expected HOST:PORT[,HOST:PORT...]");
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_bootstrap_list_is_host_port_pairs() {
+        assert!(check_bootstrap("127.0.0.1:9092,localhost:9093").is_ok());
+        assert!(check_bootstrap("127.0.0.1").unwrap_err().to_string().contains("--bootstrap"));
+    }
 
     fn read(text: &str) -> Result<KafkaConfig> {
         let dir = tempfile::tempdir().unwrap();

@@ -10,24 +10,23 @@ use streamlab_process::{Cmd, Output};
 use streamlab_record::descriptor::Listener;
 
 use super::host::{Role, ServiceHost};
-use super::kafka::Archive;
 use super::secrets;
 use crate::javac::JavaSource;
 use crate::paths::repo_root;
 
 /// Probe each `(name, listener, its Java client properties)` of `clients` in one JVM on `host`, their property
-/// files written into `dir`; one answer per listener, in order. The JVM starts from `archive`, the brokers' class
-/// archive, when they have one: its classpath begins with theirs.
+/// files written into `dir`; one answer per listener, in order. `archive_flag` starts the JVM from the brokers'
+/// class archive when they have one (its classpath begins with theirs).
 pub fn run<'a>(
     host: &dyn ServiceHost,
     classpath: &OsStr,
-    archive: Option<&Archive>,
+    archive_flag: Option<String>,
     dir: &Path,
     clients: impl Iterator<Item = (&'a str, &'a Listener, String)>,
 ) -> Result<Vec<ProbeAnswer>> {
     let mut cmd = Cmd::new(host.java())
         .args(["-Xmx128m", "-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC"])
-        .args(archive.map(Archive::jvm_flag))
+        .args(archive_flag)
         .arg(tools_log_config())
         .arg("-cp")
         .arg(classpath)

@@ -113,7 +113,7 @@ pub fn choose(
             bail!("--env external needs --bootstrap HOST:PORT (or bootstrap.servers in --kafka-config)")
         }
         (BackendChoice::External | BackendChoice::Auto, Some(b)) => {
-            external::check_bootstrap(b)?;
+            kafka_config::check_bootstrap(b)?;
             Ok(Box::new(external::ExternalBackend { bootstrap: b.to_owned(), dsn, kafka_config }))
         }
         (BackendChoice::Auto, None) if kafka_config.is_some() => {
