@@ -5,9 +5,11 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-/// Write `bytes` to `path` atomically: a temp file in the same directory, synced, then renamed over it.
+/// Write `bytes` to `path` atomically (its directory created if need be): a temp file in the same directory, synced,
+/// then renamed over it, so no reader ever sees a half-written file.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
     let mut tmp = tempfile::NamedTempFile::new_in(dir).with_context(|| format!("cannot write in {}", dir.display()))?;
     tmp.write_all(bytes)
         .and_then(|()| tmp.as_file().sync_all())

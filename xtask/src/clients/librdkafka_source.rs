@@ -277,7 +277,7 @@ fn ensure_tarball(pin: &NpmPin, cache: &Path) -> Result<PathBuf> {
         .and_then(|mut r| r.body_mut().with_config().limit(MAX_TARBALL_BYTES).read_to_vec())
         .with_context(|| format!("cannot download {}", pin.tarball))?;
     pin.verify(&bytes, &pin.tarball)?;
-    crate::env::pins::write_atomically(&path, &bytes)?;
+    streamlab_process::files::write_atomic(&path, &bytes)?;
     Ok(path)
 }
 

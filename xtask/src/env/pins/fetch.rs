@@ -115,7 +115,7 @@ pub(super) fn download_all(jars: &[&Jar], cache_dir: &Path, repo_url: &str) -> a
                 break;
             }
         };
-        install_verified(jar, &bytes, &url, cache_dir)?;
+        jar.install_verified(&bytes, &url, cache_dir)?;
         outcome.done += 1;
         outcome.bytes += bytes.len() as u64;
     }
@@ -157,30 +157,6 @@ pub(super) fn root_certs() -> ureq::tls::RootCerts {
 pub(super) fn fetch_bytes(agent: &ureq::Agent, url: &str) -> anyhow::Result<Vec<u8>> {
     let mut response = agent.get(url).call()?;
     Ok(response.body_mut().with_config().limit(MAX_JAR_BYTES).read_to_vec()?)
-}
-
-/// Checks `bytes` against the pin, then writes them to the jar's cache path through a temp file and a rename,
-/// so the cache never holds an unverified or half-written jar.
-pub(super) fn install_verified(jar: &Jar, bytes: &[u8], origin: &str, cache_dir: &Path) -> anyhow::Result<()> {
-    let actual = sha256_hex(bytes);
-    if actual != jar.sha256 {
-        return Err(jar.mismatch(origin, actual).into());
-    }
-    write_atomically(&jar.cache_path(cache_dir), bytes)
-}
-
-/// Writes `path` via a temp file in the same directory, synced and renamed into place (tempfile removes it
-/// on failure), so the cache never holds a half-written jar.
-pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
-    use std::io::Write;
-    let dir = path.parent().context("a file path has a parent")?;
-    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-    let written = tempfile::NamedTempFile::new_in(dir).and_then(|mut temp| {
-        temp.write_all(bytes)?;
-        temp.as_file().sync_all()?;
-        temp.persist(path).map_err(|e| e.error)
-    });
-    written.map(drop).with_context(|| format!("cannot write {}", path.display()))
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 
 use std::path::PathBuf;
 
-use super::fetch::{Fetched, ensure_jars, write_atomically};
+use super::fetch::{Fetched, ensure_jars};
 use super::lock::{Lock, render_lock};
 use super::maven::resolve_with_maven;
 use super::maven_repo_url;
@@ -56,7 +56,7 @@ impl JarSet {
         let path = self.lock_path();
         let lock = Lock::parse(&text, &path)?;
         self.check(&lock).map_err(|e| e.context(format!("Maven resolved {}", pom.display())))?;
-        write_atomically(&path, text.as_bytes())?;
+        streamlab_process::files::write_atomic(&path, text.as_bytes())?;
         Ok(lock)
     }
 }

@@ -62,6 +62,16 @@ impl Jar {
         jar_cache_root(cache_dir).join(self.repo_path())
     }
 
+    /// Checks `bytes` against the pin, then writes them to the jar's cache path atomically, so the cache never
+    /// holds an unverified or half-written jar.
+    pub(super) fn install_verified(&self, bytes: &[u8], origin: &str, cache_dir: &Path) -> anyhow::Result<()> {
+        let actual = sha256_hex(bytes);
+        if actual != self.sha256 {
+            return Err(self.mismatch(origin, actual).into());
+        }
+        streamlab_process::files::write_atomic(&self.cache_path(cache_dir), bytes)
+    }
+
     pub(super) fn mismatch(&self, origin: &str, actual: String) -> PinError {
         PinError::Mismatch {
             file: self.file.clone(),

@@ -6,7 +6,6 @@ use std::time::Duration;
 use anyhow::Context;
 use streamlab_process::Cmd;
 
-use super::fetch::install_verified;
 use super::lock::Jar;
 use super::sha256_hex;
 
@@ -23,7 +22,7 @@ pub(super) fn fetch_with_maven(jars: &[&Jar], cache_dir: &Path) -> anyhow::Resul
     for jar in jars {
         let copied = out.join(jar.repo_path());
         let bytes = std::fs::read(&copied).with_context(|| format!("Maven did not produce {}", copied.display()))?;
-        install_verified(jar, &bytes, "mvn dependency:copy-dependencies", cache_dir)?;
+        jar.install_verified(&bytes, "mvn dependency:copy-dependencies", cache_dir)?;
         installed += bytes.len() as u64;
     }
     Ok(installed)

@@ -22,8 +22,8 @@ use sha2::{Digest, Sha256};
 use streamlab_record::provenance::Pins;
 
 pub use connect::CONNECT_PINS;
+pub(crate) use fetch::http_agent;
 use fetch::{Fetched, ensure_jars};
-pub(crate) use fetch::{http_agent, write_atomically};
 use jar_set::JarSet;
 use lock::{Lock, jar_cache_root};
 pub use route::{FetchRoute, fetch_route};
