@@ -376,6 +376,7 @@ fn verdict_of(c: &Claim, runs: &[Run], spreads: &mut SpreadCache) -> ClaimVerdic
 }
 
 mod judge;
+mod pairs;
 #[cfg(test)]
 mod tests;
 mod why;

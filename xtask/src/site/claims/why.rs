@@ -1,7 +1,7 @@
 //! The paragraph under a verdict: its parts, where our interval stands to the band and which spread decided
 //! it, then the publisher's setup beside ours.
 
-use super::judge::{pair_reps, records_at, values};
+use super::pairs::{pair_reps, records_at, values};
 use super::*;
 
 /// The paragraph under a verdict: the parts, where our interval stands to the band and what decided it, then the
