@@ -439,10 +439,8 @@ fn cached_test_times() -> std::path::PathBuf {
 fn write_test_times(slowest: &[(String, Duration)]) {
     let text: String = slowest.iter().map(|(name, took)| format!("{:.1}\t{name}\n", took.as_secs_f64())).collect();
     for path in [repo_root().join(TEST_TIMES_FILE), cached_test_times()] {
-        if let Err(e) =
-            path.parent().map_or(Ok(()), std::fs::create_dir_all).and_then(|()| std::fs::write(&path, &text))
-        {
-            eprintln!("cannot write {}: {e}", path.display());
+        if let Err(e) = streamlab_process::files::write_atomic(&path, text.as_bytes()) {
+            eprintln!("{e:#}");
         }
     }
 }

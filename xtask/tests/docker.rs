@@ -34,9 +34,7 @@ fn containers_of(run_id: &str) -> Vec<String> {
 #[ignore = "starts Kafka in Docker and runs arms: cargo xtask test"]
 fn a_quick_arm_runs_on_docker_verified_and_sigint_leaves_no_container() {
     let out = tempfile::tempdir().unwrap();
-    let mut child = spawn_logged(raw_quick_run("docker", &SHORT_WINDOWS, out.path()), out.path());
-    let jsonl = wait_for_records(&mut child, out.path(), 1, Duration::from_secs(600));
-    ctrl_c(&mut child);
+    let jsonl = interrupted_raw_run("docker", 1, Duration::from_secs(600), out.path());
     let run_id = run_id_of(&jsonl);
     assert!(containers_of(&run_id).is_empty(), "containers left after Ctrl-C: {:?}", containers_of(&run_id));
     assert!(processes_of(&run_id).is_empty(), "a broker was left running");

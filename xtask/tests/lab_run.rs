@@ -16,9 +16,7 @@ use common::*;
 fn sigint_leaves_nothing_running_and_resume_finishes_only_what_is_missing() {
     let out = tempfile::tempdir().unwrap();
     // The raw arm's points only: enough tasks to interrupt between, without the framework's twenty-odd.
-    let mut child = spawn_logged(raw_quick_run("native", &SHORT_WINDOWS, out.path()), out.path());
-    let jsonl = wait_for_records(&mut child, out.path(), 2, Duration::from_secs(240));
-    ctrl_c(&mut child);
+    let jsonl = interrupted_raw_run("native", 2, Duration::from_secs(240), out.path());
 
     let run_id = run_id_of(&jsonl);
     assert!(envs_of(&run_id).is_empty(), "environment directories left behind: {:?}", envs_of(&run_id));

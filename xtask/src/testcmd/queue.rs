@@ -93,7 +93,7 @@ fn last_times() -> BTreeMap<String, f64> {
 }
 
 /// xtask/tests/*.rs by name.
-pub fn end_to_end_files() -> Vec<String> {
+fn end_to_end_files() -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(repo_root().join("xtask/tests"))
         .into_iter()
         .flatten()

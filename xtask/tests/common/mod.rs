@@ -141,6 +141,15 @@ pub fn wait_for_records(child: &mut Child, out: &Path, records: usize, within: D
     }
 }
 
+/// The raw arm's quick run on `env` at [`SHORT_WINDOWS`], interrupted with Ctrl-C once `records` records are written
+/// (within `within`); returns its kafka_sink.jsonl.
+pub fn interrupted_raw_run(env: &str, records: usize, within: Duration, out: &Path) -> PathBuf {
+    let mut child = spawn_logged(raw_quick_run(env, &SHORT_WINDOWS, out), out);
+    let jsonl = wait_for_records(&mut child, out, records, within);
+    ctrl_c(&mut child);
+    jsonl
+}
+
 /// The run's id: its directory's name.
 pub fn run_id_of(jsonl: &Path) -> String {
     jsonl.parent().unwrap().file_name().unwrap().to_string_lossy().into_owned()
