@@ -9,6 +9,7 @@ mod javac;
 mod lab;
 mod paths;
 mod provenance;
+mod results;
 mod site;
 mod testcmd;
 mod tidy;

@@ -196,7 +196,7 @@ fn site_checks() -> Result<()> {
     build(BuildArgs { results: None, out: Some(committed.clone()) })?;
     check(CheckArgs { dir: Some(committed) })?;
     let demo = root.join("target/site-demo");
-    build(BuildArgs { results: Some(root.join("xtask/src/site/testdata/results")), out: Some(demo.clone()) })?;
+    build(BuildArgs { results: Some(root.join("xtask/src/results/testdata/results")), out: Some(demo.clone()) })?;
     check(CheckArgs { dir: Some(demo) })
 }
 

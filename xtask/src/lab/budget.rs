@@ -13,9 +13,10 @@ use streamlab_record::Record;
 use super::matrix::Matrix;
 use super::plan::Task;
 use super::precision::{PointKey, key_of_record as record_key, key_of_task as key};
-use crate::site::claims::{self, Claim, ClaimKind, ClaimVerdict, Kind, Side};
-use crate::site::config::SiteConfig;
-use crate::site::load::Run;
+use crate::results::claims::declared::{Claim, ClaimKind, Side};
+use crate::results::claims::{self, ClaimVerdict, Kind};
+use crate::results::config::SiteConfig;
+use crate::results::load::Run;
 
 /// `lab run` with no profile, reps or precision flag: the whole answer within this.
 pub const DEFAULT_BUDGET: Duration = Duration::from_secs(45 * 60);
@@ -345,7 +346,7 @@ mod tests {
 
     use super::*;
     use crate::lab::{matrix, plan};
-    use crate::site::claims::{Part, SpreadUsed};
+    use crate::results::claims::{Part, SpreadUsed};
 
     #[test]
     fn a_budget_reads_as_a_duration_and_anything_else_says_what_would_be_right() {
@@ -367,7 +368,7 @@ mod tests {
         let matrices = matrix::load_all(&crate::paths::matrices_dir()).unwrap();
         let opts = plan::PlanOptions { profile: Profile::Standard, reps: None, sets: Vec::new() };
         let planned: Vec<Task> = matrices.iter().flat_map(|m| plan::expand(m, &opts).unwrap()).collect();
-        let claims = claims::builtin().unwrap();
+        let claims = claims::declared::builtin().unwrap();
         let first = first_pass(planned.clone(), &matrices, &SiteConfig::builtin().unwrap(), &claims);
         (matrices, planned, first, claims)
     }
@@ -421,7 +422,7 @@ mod tests {
 
     /// A size claim at 1.0 ± 15% judged over one run of `pairs` pairs with this spread, estimate `estimate`.
     fn undecided(estimate: f64, within: f64, between: f64, pairs: usize) -> (ClaimVerdict, Claim) {
-        let c = claims::builtin().unwrap().into_iter().find(|c| c.kind == [ClaimKind::Size]).unwrap();
+        let c = claims::declared::builtin().unwrap().into_iter().find(|c| c.kind == [ClaimKind::Size]).unwrap();
         let c = Claim { published: 1.0, tolerance: 0.15, ..c };
         let v = ClaimVerdict {
             verdict: Kind::CannotTell,
@@ -469,7 +470,7 @@ mod tests {
         let side = |s: &Side| first.iter().find(|t| t.bench == c.matrix && s.is_point(&t.arm, &t.sweep, &t.label));
         let (num, den) = (side(c.numerator.as_ref().unwrap()).unwrap(), side(c.denominator.as_ref().unwrap()).unwrap());
         let record = |t: &Task, rep: u32| {
-            let mut r = crate::site::fixtures::record("this", &t.arm, &t.label, &[&t.sweep], false, rep, 1.0);
+            let mut r = crate::results::fixtures::record("this", &t.arm, &t.label, &[&t.sweep], false, rep, 1.0);
             r.bench = t.bench.clone();
             r
         };

@@ -22,8 +22,8 @@ use streamlab_record::Record;
 use streamlab_record::stats::rank_test::mann_whitney;
 use streamlab_record::stats::{geometric_mean, median, t_975};
 
-use crate::site::load::{Run, load_run};
-use crate::site::model::{config_of, set_apart};
+use crate::results::load::{Run, load_run};
+use crate::results::model::{config_of, set_apart};
 
 /// The significance level of the verdict.
 const ALPHA: f64 = 0.05;
@@ -144,7 +144,7 @@ fn run_dir(arg: &str) -> Result<PathBuf> {
 /// The newest run under results/ other than `b` with one of its matrices, on the same hardware.
 fn newest_comparable(b: &Run) -> Result<Run> {
     let fingerprint = b.provenance.hardware_fingerprint();
-    crate::site::load::load_results(&crate::paths::results_dir())?
+    crate::results::load::load_results(&crate::paths::results_dir())?
         .into_iter()
         .filter(|r| r.id != b.id && r.matrices.keys().any(|m| b.matrices.contains_key(m)))
         .filter(|r| r.provenance.hardware_fingerprint() == fingerprint)
@@ -348,7 +348,7 @@ fn chance_line(rows: &[Row]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::site::fixtures;
+    use crate::results::fixtures;
 
     /// Two synthetic runs of five reps a point: B is 20% slower than A on `slow` points and the same elsewhere.
     fn runs(dir: &Path, slow: &[&str]) -> (Run, Run) {

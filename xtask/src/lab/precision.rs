@@ -14,9 +14,9 @@ use streamlab_record::stats::{self, precision::precision_text};
 
 use super::matrix::Matrix;
 use super::plan::Task;
-use crate::site::config::SiteConfig;
-use crate::site::model::set_apart;
-use crate::site::parity::{self, Contract, Verdict};
+use crate::results::config::SiteConfig;
+use crate::results::model::set_apart;
+use crate::results::parity::{self, Contract, Verdict};
 
 /// What one matrix aims for in this run, and what each of its points may spend.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -274,13 +274,13 @@ fn unmet_claims(
     let mut out = Vec::new();
     for c in cfg.claims.iter().filter(|c| c.matrix == m.name) {
         let (Some(num), Some(den)) = (&c.numerator, &c.denominator) else { continue };
-        let find = |side: &crate::site::claims::Side| {
+        let find = |side: &crate::results::claims::declared::Side| {
             points.iter().find(|((b, arm, sweep, label), _)| *b == m.name && side.is_point(arm, sweep, label))
         };
         let (Some((num_key, num_point)), Some((den_key, den_point))) = (find(num), find(den)) else { continue };
         let contract = Contract {
             differs: c.differs.clone(),
-            tolerance: crate::site::config::default_tolerances(),
+            tolerance: crate::results::config::default_tolerances(),
             equal_knobs: num.sweep == den.sweep,
         };
         let what = format!("claim {}", c.id);
@@ -329,7 +329,7 @@ mod tests {
 
     use super::*;
     use crate::lab::plan::{self, PlanOptions};
-    use crate::site::fixtures;
+    use crate::results::fixtures;
 
     /// The kafka_sink matrix's `mode` sweep (raw and framework, one point each) at the standard profile.
     fn setup() -> (Vec<Matrix>, Vec<Task>, SiteConfig) {

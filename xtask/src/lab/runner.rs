@@ -26,9 +26,10 @@ use super::ui::{self, phase};
 use crate::env::backend::EnvShape;
 use crate::env::pins;
 use crate::provenance::{self, Git, Host, PROVENANCE_FILE, Provenance};
-use crate::site::claims::{self, Claim};
-use crate::site::config::SiteConfig;
-use crate::site::load::{Run, load_results};
+use crate::results::claims;
+use crate::results::claims::declared::Claim;
+use crate::results::config::SiteConfig;
+use crate::results::load::{Run, load_results};
 use crate::{interrupt, paths};
 
 pub fn run(args: RunArgs) -> Result<()> {
@@ -394,7 +395,7 @@ mod tests {
 
     #[test]
     fn a_run_resumes_only_from_its_own_commit_on_its_own_machine() {
-        let earlier = crate::site::fixtures::provenance("r", 0);
+        let earlier = crate::results::fixtures::provenance("r", 0);
         let (git, host) = (earlier.git.clone(), earlier.host.clone());
         assert_eq!(resume_refusal("r", &earlier, &git, &host), None);
         // Another hostname is the same machine for a figure; another commit or another CPU is not.

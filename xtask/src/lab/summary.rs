@@ -77,7 +77,7 @@ pub fn lines(bench: &str, records: &[Record]) -> Vec<String> {
 pub fn attempts_line(p: &Provenance, bench: &str, records: &[Record]) -> Option<String> {
     let records: Vec<Record> = records.iter().filter(|r| r.bench == bench).cloned().collect();
     let metric = headline_metric(&records.iter().collect::<Vec<_>>())?;
-    crate::site::attempts::attempts_note(p, &records, &metric).map(|note| format!("  {}", note.text))
+    crate::results::attempts::attempts_note(p, &records, &metric).map(|note| format!("  {}", note.text))
 }
 
 /// `precision ±3.2% (target ±5%: met)`: how precisely the median is known, and whether the run's target was met.

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use anyhow::Result;
 
-use crate::site::claims::{self, ClaimVerdict};
+use crate::results::claims::{self, ClaimVerdict};
 
 #[derive(clap::Args, Debug)]
 pub struct VerdictsArgs {
@@ -19,8 +19,8 @@ pub struct VerdictsArgs {
 
 pub fn verdicts_cmd(args: VerdictsArgs) -> Result<()> {
     let dir = args.results.unwrap_or_else(crate::paths::results_dir);
-    let runs = crate::site::load::load_results(&dir)?;
-    let verdicts = claims::verdicts(&runs, &claims::builtin()?);
+    let runs = crate::results::load::load_results(&dir)?;
+    let verdicts = claims::verdicts(&runs, &claims::declared::builtin()?);
     if args.json {
         println!("{}", serde_json::to_string_pretty(&verdicts)?);
     } else {

@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use crate::site::format::{compact, truncate, xml_escape as esc};
+use crate::results::format::{compact, truncate, xml_escape as esc};
 
 const WIDTH: f64 = 900.0;
 /// Where row labels end, for labels of up to [`LABEL_CHARS`]; a chart with longer labels moves the plot right.

@@ -4,9 +4,9 @@
 
 use std::fmt::Write;
 
+use crate::results::format::{ratio, xml_escape as esc};
+use crate::results::headline::Figure;
 use crate::site::chart::wrap;
-use crate::site::format::{ratio, xml_escape as esc};
-use crate::site::headline::Figure;
 
 const WIDTH: f64 = 900.0;
 const PLOT_X: f64 = 24.0;
@@ -141,7 +141,7 @@ pub fn render(id: &str, figures: &[Figure]) -> Option<String> {
                     s,
                     r##"<text class="missing" x="{PLOT_X}" y="{:.1}" font-size="12" font-style="italic" fill="{MISSING}" stroke="#ffffff" stroke-width="3" paint-order="stroke">{}</text>"##,
                     mid + 4.0,
-                    esc(&crate::site::format::truncate(&row.why, 140))
+                    esc(&crate::results::format::truncate(&row.why, 140))
                 );
             }
         }
@@ -206,7 +206,7 @@ mod tests {
     use super::*;
 
     fn figure(title: &str, value: Option<f64>, ci: Option<(f64, f64)>, seed: bool) -> Figure {
-        let mut f = crate::site::fixtures::ratio_figure(title);
+        let mut f = crate::results::fixtures::ratio_figure(title);
         f.value = value;
         f.ci = ci;
         f.seed_comparison = seed;

@@ -1,34 +1,22 @@
-//! The results site: a pure function of results/ (see issue 4).
+//! The results site: a pure function of results/ (see issue 4), drawn from the results model
+//! (`crate::results`), which loads the runs and computes every figure and verdict the pages show.
 //!
-//! `load` reads and checks the runs, `model` turns records into per-point outcomes, `headline` into each
-//! matrix's headline figures (the statistics themselves live in `streamlab_record::stats`), `pages` shapes
-//! them for the templates, `chart` draws the SVG, `render` runs minijinja, and `check` validates a built site.
+//! `pages` shapes the model for the templates, `durability` builds that matrix's own page, `chart` and
+//! `forest` draw the SVG, `render` runs minijinja, and `check` validates a built site.
 
-pub(crate) mod attempts;
-mod backfill;
 mod chart;
 mod check;
-pub(crate) mod claims;
-pub(crate) mod config;
 mod durability;
-#[cfg(test)]
-pub(crate) mod fixtures;
 mod forest;
-mod format;
-mod headline;
-pub(crate) mod load;
-pub(crate) mod model;
 mod pages;
-pub(crate) mod parity;
 mod render;
-pub(crate) mod spread;
-mod words;
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, ensure};
 
 use crate::paths;
+use crate::results::{config, load};
 
 #[derive(clap::Args)]
 pub struct BuildArgs {
@@ -121,6 +109,8 @@ mod tests {
     use super::*;
     use streamlab_record::Integrity;
 
+    use crate::results::{claims, fixtures};
+
     fn fixture_results() -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
         fixtures::write_run(dir.path(), "run-old", 1_000_000, &fixtures::kafka_sink_records("run-old"));
@@ -172,7 +162,7 @@ mod tests {
         let index = text(&files, "index.html");
         assert!(index.contains("framework path &#x2f; raw rdkafka"), "ratio on the index");
         // The first screen: the totals, then the verdict table, one row per claim, each quote a click away.
-        let claims = claims::builtin().unwrap().len();
+        let claims = claims::declared::builtin().unwrap().len();
         let totals = index.find(&format!("<p class=\"totals\">{claims} claims: ")).expect("the totals line");
         let table = index.find("<table class=\"claims\">").expect("the verdict table");
         assert!(totals < table && table < index.find("matrix-card").unwrap(), "totals, verdicts, then the matrices");
@@ -299,7 +289,7 @@ mod tests {
     }
 
     fn demo_site() -> render::SiteFiles {
-        build_site(&crate::paths::manifest_dir().join("src/site/testdata/results")).unwrap()
+        build_site(&crate::paths::manifest_dir().join("src/results/testdata/results")).unwrap()
     }
 
     #[test]

@@ -9,9 +9,9 @@ use minijinja::{Environment, UndefinedBehavior, context};
 use serde::Serialize;
 
 use crate::provenance::PROVENANCE_FILE;
-use crate::site::config::SiteConfig;
+use crate::results::config::SiteConfig;
+use crate::results::load::Run;
 use crate::site::durability;
-use crate::site::load::Run;
 use crate::site::pages;
 
 const TEMPLATES: &[(&str, &str)] = &[

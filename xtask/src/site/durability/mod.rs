@@ -13,8 +13,8 @@ use streamlab_record::applied::{self, differing_keys};
 use streamlab_record::integrity::REORDERING_NOT_JUDGED;
 use streamlab_record::{IntegrityStatus, Record, Status};
 
-use crate::site::format;
-use crate::site::load::Run;
+use crate::results::format;
+use crate::results::load::Run;
 use crate::site::pages::{self, RunLink};
 
 /// The page's file, at the site's root.
@@ -38,7 +38,7 @@ pub struct DurabilityPage {
     /// Records that failed (a durability or idempotence violation, or a crash), with the reason.
     pub failures: Vec<String>,
     /// Said when the run was resumed: how each later attempt's rates measured against the first's.
-    pub attempts: Option<crate::site::attempts::AttemptsNote>,
+    pub attempts: Option<crate::results::attempts::AttemptsNote>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -173,7 +173,7 @@ pub fn page(run: &Run) -> Option<DurabilityPage> {
         timelines: timelines(&ran, &title),
         not_run: not_run.into_iter().map(|(k, v)| pages::KeyValue { key: k, value: v }).collect(),
         failures,
-        attempts: crate::site::attempts::attempts_note(&run.provenance, records, "records_per_s"),
+        attempts: crate::results::attempts::attempts_note(&run.provenance, records, "records_per_s"),
     })
 }
 
@@ -342,7 +342,7 @@ mod tests {
     use streamlab_record::{Integrity, Metric};
 
     use super::*;
-    use crate::site::fixtures;
+    use crate::results::fixtures;
 
     /// A durability record built from the fixture's record: its knobs, metrics and applied settings.
     fn rec(arm: &str, sweep: &str, label: &str, knobs: serde_json::Value, metrics: &[(&str, f64)]) -> Record {

@@ -9,7 +9,7 @@ use streamlab_record::Record;
 use streamlab_record::stats;
 
 use super::{FAULT_ORDER, fault_of, knob_i64, metric, setting};
-use crate::site::format;
+use crate::results::format;
 
 /// RF 3 over RF 1 for one arm at one acks setting.
 #[derive(Debug, Clone, Serialize)]

@@ -4,7 +4,7 @@
 
 use std::fmt::Write;
 
-use crate::site::format::{compact, xml_escape as esc};
+use crate::results::format::{compact, xml_escape as esc};
 
 const WIDTH: f64 = 440.0;
 const HEIGHT: f64 = 130.0;

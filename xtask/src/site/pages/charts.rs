@@ -8,11 +8,11 @@ use streamlab_record::stats::Summary;
 
 use super::table::{TableRow, measured_row, reference_row, row_kind};
 use crate::provenance::SweepInfo;
+use crate::results::config::{Reference, SiteConfig};
+use crate::results::format;
+use crate::results::model::{self, MatrixData, Outcome, classify, set_apart};
+use crate::results::words::metric_title;
 use crate::site::chart::{self, Chart, Row, RowKind};
-use crate::site::config::{Reference, SiteConfig};
-use crate::site::format;
-use crate::site::model::{self, MatrixData, Outcome, classify, set_apart};
-use crate::site::words::metric_title;
 
 #[derive(Debug, Clone, Serialize)]
 pub struct Section {
@@ -296,7 +296,7 @@ mod tests {
     use streamlab_record::Metric;
 
     use super::*;
-    use crate::site::fixtures;
+    use crate::results::fixtures;
 
     #[test]
     fn a_configured_metric_that_no_record_reports_gets_no_chart() {

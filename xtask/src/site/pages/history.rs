@@ -11,12 +11,12 @@ use serde::Serialize;
 use streamlab_record::stats::change_points::{Options, change_points};
 
 use super::{RunLink, latest_matrix_href, run_link};
+use crate::results::config::SiteConfig;
+use crate::results::format;
+use crate::results::headline::{Figure, Published, config_changes, headline_figures};
+use crate::results::load::Run;
+use crate::results::model::MatrixData;
 use crate::site::chart::{self, Chart, Row, RowKind};
-use crate::site::config::SiteConfig;
-use crate::site::format;
-use crate::site::headline::{Figure, Published, config_changes, headline_figures};
-use crate::site::load::Run;
-use crate::site::model::MatrixData;
 
 /// Changes listed per series before the rest are counted.
 const CHANGES_SHOWN: usize = 12;
@@ -247,22 +247,22 @@ fn history_figure(per_run: &[(&Run, Vec<Figure>)], id: &str, title: &str, chart_
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::site::load::load_results;
+    use crate::results::load::load_results;
 
     #[test]
     fn a_change_of_configuration_starts_a_new_series_and_says_what_changed() {
         let dir = tempfile::tempdir().unwrap();
         let cfg = SiteConfig::builtin().unwrap();
         let with_threads = |id: &str, threads: u64| {
-            let mut records = crate::site::fixtures::kafka_sink_records(id);
+            let mut records = crate::results::fixtures::kafka_sink_records(id);
             for r in records.iter_mut().filter(|r| r.arm == "framework") {
                 r.variant.knobs.insert("pipeline_threads".into(), serde_json::json!(threads));
             }
             records
         };
-        crate::site::fixtures::write_run(dir.path(), "a-old", 1_000, &with_threads("a-old", 1));
-        crate::site::fixtures::write_run(dir.path(), "b-old", 2_000, &with_threads("b-old", 1));
-        crate::site::fixtures::write_run(dir.path(), "c-new", 3_000, &with_threads("c-new", 4));
+        crate::results::fixtures::write_run(dir.path(), "a-old", 1_000, &with_threads("a-old", 1));
+        crate::results::fixtures::write_run(dir.path(), "b-old", 2_000, &with_threads("b-old", 1));
+        crate::results::fixtures::write_run(dir.path(), "c-new", 3_000, &with_threads("c-new", 4));
         let page = history_page(&load_results(dir.path()).unwrap(), &cfg);
         let fig = page.matrices[0].figures.iter().find(|f| f.anchor == "ratio-framework-over-raw").unwrap();
         let runs: Vec<Vec<&str>> =
@@ -282,8 +282,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         for (id, ts, cpu) in [("a", 1_000, "AMD EPYC 7B13"), ("b", 2_000, "AMD EPYC 7B13"), ("c", 3_000, "Intel Xeon")]
         {
-            let path =
-                crate::site::fixtures::write_run(dir.path(), id, ts, &crate::site::fixtures::kafka_sink_records(id));
+            let path = crate::results::fixtures::write_run(
+                dir.path(),
+                id,
+                ts,
+                &crate::results::fixtures::kafka_sink_records(id),
+            );
             let prov_path = path.join(streamlab_record::provenance::PROVENANCE_FILE);
             let prov = std::fs::read_to_string(&prov_path).unwrap().replace("AMD EPYC 7B13", cpu);
             std::fs::write(prov_path, prov).unwrap();
@@ -307,12 +311,12 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         for i in 0..12u64 {
             let id = format!("run-{i}");
-            let mut records = crate::site::fixtures::kafka_sink_records(&id);
+            let mut records = crate::results::fixtures::kafka_sink_records(&id);
             for r in records.iter_mut().filter(|r| r.arm == "raw") {
                 let m = r.measurement.metrics.get_mut("records_per_s").unwrap();
                 m.value *= if i < 6 { 1.0 } else { 0.8 };
             }
-            let path = crate::site::fixtures::write_run(dir.path(), &id, 1_000 * (i + 1), &records);
+            let path = crate::results::fixtures::write_run(dir.path(), &id, 1_000 * (i + 1), &records);
             let prov_path = path.join(streamlab_record::provenance::PROVENANCE_FILE);
             let prov = std::fs::read_to_string(&prov_path).unwrap().replace("4f1c2d3e5a", &format!("{i:010}"));
             std::fs::write(prov_path, prov).unwrap();

@@ -4,12 +4,12 @@ use serde::Serialize;
 use streamlab_record::stats::{CI_METHOD, RATIO_METHOD};
 
 use super::{RunLink, latest_matrix_href, latest_runs, run_link};
-use crate::site::claims::{self, ClaimVerdict};
-use crate::site::config::SiteConfig;
+use crate::results::claims::{self, ClaimVerdict};
+use crate::results::config::SiteConfig;
+use crate::results::headline::{Figure, headline_figures};
+use crate::results::load::Run;
+use crate::results::model::{self, Counts, MatrixData};
 use crate::site::forest;
-use crate::site::headline::{Figure, headline_figures};
-use crate::site::load::Run;
-use crate::site::model::{self, Counts, MatrixData};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct IndexPage {
@@ -101,7 +101,7 @@ mod tests {
 
     #[test]
     fn the_totals_line_counts_every_verdict_and_names_no_verdict_only_when_there_is_one() {
-        let mut verdicts = claims::verdicts(&[], &claims::builtin().unwrap());
+        let mut verdicts = claims::verdicts(&[], &claims::declared::builtin().unwrap());
         let n = verdicts.len();
         assert_eq!(
             totals(&verdicts),

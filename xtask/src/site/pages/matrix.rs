@@ -7,12 +7,12 @@ use streamlab_record::stats::{CI_METHOD, RATIO_METHOD};
 use super::charts::{MetricsRow, MetricsTable, Section, SeriesView, metrics_table, sections};
 use super::versions::ran_on;
 use super::{KeyValue, RunLink, environment, footer, kv, latest_matrix_href, run_link};
-use crate::site::attempts::{AttemptsNote, attempts_note};
-use crate::site::config::SiteConfig;
+use crate::results::attempts::{AttemptsNote, attempts_note};
+use crate::results::config::SiteConfig;
+use crate::results::headline::{Figure, headline_figures};
+use crate::results::load::Run;
+use crate::results::model::{self, Counts, MatrixData};
 use crate::site::forest;
-use crate::site::headline::{Figure, headline_figures};
-use crate::site::load::Run;
-use crate::site::model::{self, Counts, MatrixData};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct MatrixPage {

@@ -17,8 +17,8 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::provenance::Provenance;
-use crate::site::format;
-use crate::site::load::Run;
+use crate::results::format;
+use crate::results::load::Run;
 
 pub use history::history_page;
 pub use index::index_page;
@@ -147,10 +147,10 @@ pub fn latest_runs(runs: &[Run]) -> BTreeMap<String, &Run> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::site::fixtures;
+    use crate::results::fixtures;
     use std::path::Path;
 
-    use crate::site::load::load_results;
+    use crate::results::load::load_results;
 
     /// A run.json as `lab run` writes it, limited to `points` and with `sets` when there are any.
     fn write_spec(run: &Path, points: &[&str], sets: &[&str]) {

@@ -4,9 +4,9 @@ use serde::Serialize;
 use streamlab_record::Record;
 
 use super::{KeyValue, RunLink, environment, kv, run_link, run_matrix_href};
-use crate::site::format;
-use crate::site::load::Run;
-use crate::site::model::{self, Counts};
+use crate::results::format;
+use crate::results::load::Run;
+use crate::results::model::{self, Counts};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct RunPage {
@@ -165,7 +165,7 @@ fn placement(records: &[Record]) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::site::fixtures;
+    use crate::results::fixtures;
 
     #[test]
     fn the_calibration_shows_both_ends_and_their_drift_or_why_one_is_missing() {

@@ -4,10 +4,10 @@ use serde::Serialize;
 use streamlab_record::Record;
 use streamlab_record::stats;
 
+use crate::results::config::Reference;
+use crate::results::format;
+use crate::results::model::{self, MatrixData, Outcome, ci_text, cv_text, set_apart};
 use crate::site::chart::RowKind;
-use crate::site::config::Reference;
-use crate::site::format;
-use crate::site::model::{self, MatrixData, Outcome, ci_text, cv_text, set_apart};
 
 #[derive(Debug, Clone, Serialize)]
 pub struct TableRow {
@@ -217,7 +217,7 @@ pub(super) fn reference_row(data: &MatrixData, label: &str, arm: &str, unit: &st
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::site::fixtures;
+    use crate::results::fixtures;
     use streamlab_record::{Integrity, Status};
 
     fn rep(rep: u32, value: f64, verdict: &[(&str, &str)], note: &str) -> Record {

@@ -128,7 +128,7 @@ fn server_text(flavour: Option<&str>, version: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::site::fixtures;
+    use crate::results::fixtures;
 
     #[test]
     fn versions_come_from_the_records_and_differing_ones_are_said() {

@@ -12,8 +12,8 @@ use std::collections::BTreeMap;
 use streamlab_record::Record;
 use streamlab_record::stats::equivalence::{Spread, between_run_spread};
 
-use crate::site::load::Run;
-use crate::site::model::{config_of, drawn_by_rep};
+use crate::results::load::Run;
+use crate::results::model::{config_of, drawn_by_rep};
 
 /// A point of one sweep in one run: its arm and label, its configuration, its drawn value by rep.
 struct Point<'r> {
@@ -90,8 +90,8 @@ fn log_ratios(a: &Point, b: &Point, metric: &str) -> Vec<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::site::fixtures;
-    use crate::site::load::load_results;
+    use crate::results::fixtures;
+    use crate::results::load::load_results;
 
     /// Runs of raw and framework at the mode sweep, framework at `ratios[run][rep]` of raw.
     fn history(ratios: &[&[f64]]) -> (tempfile::TempDir, Vec<Run>) {

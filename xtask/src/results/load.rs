@@ -160,7 +160,7 @@ pub fn is_safe_name(name: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::site::fixtures;
+    use crate::results::fixtures;
 
     #[test]
     fn a_corrupt_line_fails_the_load_naming_file_and_line() {
@@ -231,7 +231,7 @@ mod tests {
         // What a record says is kept, whatever its provenance's sizing.
         assert_eq!(runs[2].matrices["kafka_sink"].records[0].run.kafka_brokers, Some(3));
         // Two shapes are two configurations: never pooled or compared as one.
-        let config = |run: &Run| crate::site::model::config_of(&run.matrices["kafka_sink"].records[0]);
+        let config = |run: &Run| crate::results::model::config_of(&run.matrices["kafka_sink"].records[0]);
         assert_ne!(config(&runs[0]), config(&runs[1]));
         assert_eq!(config(&runs[0]).get("environment").map(String::as_str), Some("1 broker, 1g heap"));
     }

@@ -10,10 +10,10 @@ use streamlab_record::stats::{self, Summary};
 use super::best;
 use super::identity::render_title;
 use super::{Figure, Published, arm_point, interval_text};
-use crate::site::config::{BestMode, RatioSpec, Reference, SiteConfig};
-use crate::site::format;
-use crate::site::model::{MatrixData, Point, drawn_by_rep, outcome};
-use crate::site::parity::{self, Contract, Difference};
+use crate::results::config::{BestMode, RatioSpec, Reference, SiteConfig};
+use crate::results::format;
+use crate::results::model::{MatrixData, Point, drawn_by_rep, outcome};
+use crate::results::parity::{self, Contract, Difference};
 
 /// The ratio at every point of its sweep that both arms ran. A sweep the run does not have gives nothing
 /// (the run predates it); a sweep without a shared point gives one figure saying so.
@@ -247,7 +247,7 @@ fn compute(data: &MatrixData, contract: &Contract, metric: &str, sides: (&Point,
         (r, None, arms_overlap.unwrap_or(false), "ratio of medians (no rep has both arms)".to_owned())
     };
     set_ratio(f, value, summary.as_ref(), within_noise);
-    f.precision = summary.as_ref().map(|s| crate::site::model::precision(s, data.precision_target()));
+    f.precision = summary.as_ref().map(|s| crate::results::model::precision(s, data.precision_target()));
     f.detail = format!(
         "{how} ({num_title} over {den_title} of the same rep); medians {} / {} {unit}, n = {} and {}",
         format::compact(sa.median),

@@ -1,9 +1,10 @@
 //! The verdicts on fixture runs: the rule, the kinds, pooling, ceilings and contracts.
 use streamlab_record::Status;
 
+use super::declared::{builtin, parse};
 use super::*;
-use crate::site::fixtures;
-use crate::site::load::load_results;
+use crate::results::fixtures;
+use crate::results::load::load_results;
 
 /// A claim that framework/raw at kafka_sink's mode sweep is `published`.
 fn claim(published: f64) -> Claim {

@@ -9,7 +9,7 @@ use streamlab_record::Record;
 use streamlab_record::provenance::Provenance;
 use streamlab_record::stats::{self, rank_test::sign_test};
 
-use crate::site::model::drawn_by_rep;
+use crate::results::model::drawn_by_rep;
 
 /// The sign test's p-value below which the attempts are said to differ.
 const ALPHA: f64 = 0.05;
@@ -164,7 +164,7 @@ mod tests {
     use streamlab_record::provenance::{Calibration, CalibrationResult, FIRST_ENVIRONMENT, RESUMED_ENVIRONMENT};
 
     use super::*;
-    use crate::site::fixtures;
+    use crate::results::fixtures;
 
     /// Eight points of six reps each, reps 1-3 in the run's first attempt and 4-6 in a resumed one, where
     /// point k's later reps measure `later(k)` times its earlier ones.

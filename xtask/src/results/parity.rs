@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use streamlab_record::Record;
 use streamlab_record::applied::{differing_keys, matches};
 
-use crate::site::config::RatioSpec;
+use crate::results::config::RatioSpec;
 
 /// What a ratio's contract allows.
 #[derive(Debug, Clone)]
@@ -183,7 +183,7 @@ fn stated_value(r: &Record, metric: &str) -> Option<f64> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::site::fixtures;
+    use crate::results::fixtures;
     use streamlab_record::Metric;
     use streamlab_record::applied::{AppliedBuilder, CONNECTIONS, FORMAT, KEY, WORKLOAD};
 

@@ -5,10 +5,10 @@ use streamlab_record::applied::{CONNECTIONS, FORMAT};
 use streamlab_record::stats;
 
 use super::*;
-use crate::site::config::SiteConfig;
-use crate::site::fixtures;
-use crate::site::load;
-use crate::site::parity::{self, Contract, Verdict};
+use crate::results::config::SiteConfig;
+use crate::results::fixtures;
+use crate::results::load;
+use crate::results::parity::{self, Contract, Verdict};
 
 fn figures(records: &[Record]) -> Vec<Figure> {
     let info = fixtures::kafka_sink_info();
@@ -303,7 +303,7 @@ fn the_shipped_headline_ratios_hold_their_contracts_over_the_committed_results()
 
 #[test]
 fn the_shipped_headline_ratios_hold_their_contracts_over_the_demo_results() {
-    let dir = crate::paths::manifest_dir().join("src/site/testdata/results");
+    let dir = crate::paths::manifest_dir().join("src/results/testdata/results");
     let runs = load::load_results(&dir).unwrap();
     assert!(check_shipped_contracts(&runs) > 0, "the demo has ratios with a number");
 }

@@ -10,9 +10,9 @@ mod ratio;
 use streamlab_record::stats::Summary;
 
 use crate::provenance::SweepInfo;
-use crate::site::config::{BestMode, SiteConfig};
-use crate::site::format;
-use crate::site::model::{MatrixData, Outcome, Point, ci_text, cv_text, outcome};
+use crate::results::config::{BestMode, SiteConfig};
+use crate::results::format;
+use crate::results::model::{MatrixData, Outcome, Point, ci_text, cv_text, outcome};
 
 pub use identity::config_changes;
 
@@ -53,7 +53,7 @@ pub struct Figure {
     /// A comparison the data cannot tell from 1.0 (its interval spans it, or the arms' intervals overlap).
     pub within_noise: bool,
     /// How precisely the figure (a median, or a ratio's per-rep-pair median) is known, against the run's target.
-    pub precision: Option<crate::site::model::Precision>,
+    pub precision: Option<crate::results::model::Precision>,
     /// Which configuration the figure ran under: the default point, or the knobs of a best point.
     pub config: String,
     pub detail: String,
@@ -165,7 +165,7 @@ fn arm_figures(data: &MatrixData, cfg: &SiteConfig, sweep: &SweepInfo, metric: &
             arms.push(&p.arm);
         }
     }
-    let metric_words = crate::site::words::metric_title(metric);
+    let metric_words = crate::results::words::metric_title(metric);
     let mut out = Vec::new();
     for arm in arms {
         let Some(point) = arm_point(&points, arm) else { continue };
@@ -230,7 +230,7 @@ fn arm_figures(data: &MatrixData, cfg: &SiteConfig, sweep: &SweepInfo, metric: &
 fn set_median(f: &mut Figure, o: &Outcome, metric: &str, unit: &str, target: Option<f64>) {
     match o {
         Outcome::Measured { summary: s, .. } => {
-            f.precision = Some(crate::site::model::precision(s, target));
+            f.precision = Some(crate::results::model::precision(s, target));
             f.value = Some(s.median);
             f.text = format!("{} {unit}", format::compact(s.median));
             f.detail = format!("median {metric}, n = {}, 95% CI of the mean {}, {}", s.n, ci_text(s), cv_text(s));

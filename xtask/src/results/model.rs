@@ -10,8 +10,8 @@ use streamlab_record::stats::{self, Summary};
 use streamlab_record::{Record, Status};
 
 use crate::provenance::{ArmInfo, MatrixInfo, SweepInfo};
-use crate::site::config::SiteConfig;
-use crate::site::format;
+use crate::results::config::SiteConfig;
+use crate::results::format;
 
 /// Why a record is not drawn.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -461,7 +461,7 @@ pub fn counts(records: &[Record]) -> Counts {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::site::fixtures;
+    use crate::results::fixtures;
     use streamlab_record::Integrity;
 
     fn rec(rep: u32, value: f64) -> Record {

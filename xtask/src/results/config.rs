@@ -135,7 +135,7 @@ pub struct SiteConfig {
     pub headlines: BTreeMap<String, MatrixHeadline>,
     pub series: Vec<Series>,
     /// The seeds' headline claims (site/claims.toml), each judged on the index.
-    pub claims: Vec<crate::site::claims::Claim>,
+    pub claims: Vec<crate::results::claims::declared::Claim>,
 }
 
 #[derive(Deserialize)]
@@ -148,7 +148,7 @@ impl SiteConfig {
     /// The configuration compiled into this build.
     pub fn builtin() -> Result<Self> {
         let mut cfg = Self::parse(HEADLINES_TOML, SEEDS_TOML)?;
-        cfg.claims = crate::site::claims::builtin()?;
+        cfg.claims = crate::results::claims::declared::builtin()?;
         Ok(cfg)
     }
 
@@ -189,7 +189,7 @@ fn check_ratios(matrix: &str, ratios: &[RatioSpec]) -> Result<()> {
     let mut ids = std::collections::BTreeSet::new();
     for r in ratios {
         let at = format!("site/headlines.toml [{matrix}] ratio {:?}", r.id);
-        ensure!(!r.id.is_empty() && crate::site::format::slug(&r.id) == r.id, "{at}: an id is lowercase-dashed");
+        ensure!(!r.id.is_empty() && crate::results::format::slug(&r.id) == r.id, "{at}: an id is lowercase-dashed");
         ensure!(ids.insert(r.id.as_str()), "{at}: the id is used twice");
         ensure!(!r.title.trim().is_empty(), "{at}: no title");
         let compares = r.compares.trim();

@@ -6,8 +6,8 @@
 use streamlab_record::applied::{CONNECTIONS, FORMAT, KEY, OFFERED_LOAD, SINK, WORKLOAD};
 use streamlab_record::stats::Summary;
 
-use crate::site::format;
-use crate::site::model::{MatrixData, Outcome, Point, label_number, outcome};
+use crate::results::format;
+use crate::results::model::{MatrixData, Outcome, Point, label_number, outcome};
 
 /// The `applied` keys that together name a workload.
 pub const WORKLOAD_KEYS: &[&str] =

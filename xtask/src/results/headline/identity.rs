@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use sha2::{Digest, Sha256};
 
-use crate::site::format;
-use crate::site::model::Point;
+use crate::results::format;
+use crate::results::model::Point;
 
 /// Fill a title template: `{point}` is the point's label (dropped with its comma when the point has none),
 /// `{<knob>}` the knob's value where every side agrees on it, else "each side's own".

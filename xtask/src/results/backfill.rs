@@ -144,7 +144,7 @@ mod tests {
 
     #[test]
     fn only_clients_records_without_the_key_are_filled_in_and_a_stated_cap_is_kept() {
-        let mut old = crate::site::fixtures::record("run-a", "rdkafka", "plaintext", &["listener"], true, 1, 1e6);
+        let mut old = crate::results::fixtures::record("run-a", "rdkafka", "plaintext", &["listener"], true, 1, 1e6);
         old.bench = "clients".into();
         old.variant.knobs.insert("workload".into(), "produce".into());
         old.measurement.details.insert("command".into(), "rust-rdkafka BaseProducer: acks=1".into());
