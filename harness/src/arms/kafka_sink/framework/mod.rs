@@ -10,8 +10,10 @@
 //! - `source`: the generator and the zero-copy chain types;
 //! - `pipeline`: running spate and watching it through the window;
 //! - `exposition`: reading spate's Prometheus text;
+//! - `acks`: the sink's whole-batch acknowledgements in the window;
 //! - `report`: from the window to the measurement (rate, verdict, integrity).
 
+mod acks;
 mod config;
 mod exposition;
 mod pipeline;

@@ -153,7 +153,7 @@ fn observe_window<T>(
     let mut samples = Vec::new();
     loop {
         let now = Instant::now();
-        let held = now >= close_at && super::report::acks_in_window(&open, &samples).enough();
+        let held = now >= close_at && super::acks::acks_in_window(&open, &samples).enough();
         if held || now >= longest {
             break;
         }
