@@ -64,7 +64,7 @@ fn checks() -> Vec<Check> {
         },
         Check {
             what: "MariaDB/MySQL server",
-            found: crate::env::mariadb::find_server()
+            found: crate::env::host::find_server()
                 .and_then(|s| first_line_of(&s.binary.to_string_lossy(), &["--version"])),
             fix: "apt-get install -y mariadb-server",
             required: true,

@@ -9,8 +9,13 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use streamlab_process::{Cmd, Output};
 
-use super::mariadb::Server;
 use super::process::{self, Lifetime};
+
+/// The server binary this machine has, and its flavour.
+pub struct Server {
+    pub binary: PathBuf,
+    pub flavour: &'static str,
+}
 
 /// Which service a command belongs to (a container host picks the image by it, and names a service's
 /// container by it).
@@ -65,7 +70,7 @@ impl ServiceHost for NativeHost {
     }
 
     fn mysql_server(&self) -> Result<Server> {
-        super::mariadb::find_server().context(
+        find_server().context(
             "no MariaDB/MySQL server binary (mariadbd or mysqld) found; on Debian/Ubuntu: apt-get install mariadb-server",
         )
     }
@@ -95,4 +100,23 @@ impl ServiceHost for NativeHost {
 /// This machine's java: `$JAVA_HOME/bin/java`, else java on PATH.
 pub fn java() -> PathBuf {
     std::env::var_os("JAVA_HOME").map(|h| PathBuf::from(h).join("bin").join("java")).unwrap_or_else(|| "java".into())
+}
+
+/// `mariadbd` if present, else `mysqld` (which may itself be MariaDB).
+pub fn find_server() -> Option<Server> {
+    let search = |name: &str| {
+        std::env::var_os("PATH")
+            .into_iter()
+            .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+            .chain(["/usr/sbin".into(), "/usr/local/sbin".into()])
+            .map(|d| d.join(name))
+            .find(|p| p.is_file())
+    };
+    if let Some(binary) = search("mariadbd") {
+        return Some(Server { binary, flavour: "mariadb" });
+    }
+    let binary = search("mysqld")?;
+    let version = Cmd::new(&binary).arg("--version").output(Duration::from_secs(30)).ok()?;
+    let flavour = if version.stdout.contains("MariaDB") { "mariadb" } else { "mysql" };
+    Some(Server { binary, flavour })
 }

@@ -8,34 +8,9 @@ use anyhow::{Context, Result, bail};
 use streamlab_process::Cmd;
 use streamlab_record::descriptor::MysqlEnv;
 
-use super::host::{Role, ServiceHost};
+use super::host::{Role, Server, ServiceHost};
 use super::process;
 use super::{secrets, templates};
-
-/// The server binary this machine has, and its flavour.
-pub struct Server {
-    pub binary: PathBuf,
-    pub flavour: &'static str,
-}
-
-/// `mariadbd` if present, else `mysqld` (which may itself be MariaDB).
-pub fn find_server() -> Option<Server> {
-    let search = |name: &str| {
-        std::env::var_os("PATH")
-            .into_iter()
-            .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
-            .chain(["/usr/sbin".into(), "/usr/local/sbin".into()])
-            .map(|d| d.join(name))
-            .find(|p| p.is_file())
-    };
-    if let Some(binary) = search("mariadbd") {
-        return Some(Server { binary, flavour: "mariadb" });
-    }
-    let binary = search("mysqld")?;
-    let version = Cmd::new(&binary).arg("--version").output(Duration::from_secs(30)).ok()?;
-    let flavour = if version.stdout.contains("MariaDB") { "mariadb" } else { "mysql" };
-    Some(Server { binary, flavour })
-}
 
 /// The command-line client that talks to `server`.
 fn client(server: &Server) -> &'static str {

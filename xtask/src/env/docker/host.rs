@@ -15,8 +15,8 @@ use streamlab_process::{Cmd, Output};
 use streamlab_record::provenance::ImageInfo;
 
 use super::engine::{self, Engine, Spec};
+use crate::env::host::Server;
 use crate::env::host::{ONE_SHOT_TIMEOUT, Role, ServiceHost};
-use crate::env::mariadb::Server;
 use crate::env::{process, secrets};
 
 /// Labels that say who may sweep a container: `lab` containers die with the xtask process that started them.
