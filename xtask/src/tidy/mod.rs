@@ -1,14 +1,19 @@
 //! House rules, held by tests rather than by memory (rust-analyzer's tidy.rs is the model): every path the
 //! README names exists; child processes and the OS are reached only through the process layer
 //! (harness/process); no source file grows past [`MAX_LINES`]; no checkout's path is compiled in; `--help` and
-//! the README agree on defaults.
+//! the README agree on defaults; no crate has an import cycle (`imports`).
+
+#[cfg(test)]
+mod imports;
 
 #[cfg(test)]
 mod tests {
+    use std::collections::{BTreeMap, BTreeSet};
     use std::path::Path;
 
     use clap::CommandFactory;
 
+    use super::imports;
     use crate::paths::repo_root;
 
     /// Past this a file holds more than one concern: split it.
@@ -84,6 +89,33 @@ mod tests {
         let compiled_in = ["env!(\"CARGO", "_MANIFEST_DIR\")"].concat();
         let offenders = lines_naming(&[compiled_in], |path| path != "xtask/src/paths.rs");
         assert!(offenders.is_empty(), "read CARGO_MANIFEST_DIR when the code runs:\n{}", offenders.join("\n"));
+    }
+
+    #[test]
+    fn no_crate_has_an_import_cycle() {
+        let mut crates: BTreeMap<String, imports::Crate> = BTreeMap::new();
+        for (path, text) in rust_files() {
+            // Integration tests and build scripts are crates of their own, outside src/.
+            if let Some((krate, rel)) = path.split_once("/src/") {
+                crates.entry(krate.to_owned()).or_default().insert(imports::module_path(rel), text);
+            }
+        }
+        let mut arrows = 0;
+        let mut found = Vec::new();
+        for (krate, modules) in &crates {
+            let graph = imports::import_graph(modules);
+            arrows += graph.values().map(BTreeSet::len).sum::<usize>();
+            for cycle in imports::cycles(&graph) {
+                let names: Vec<String> = cycle.iter().map(|m| m.join("::")).collect();
+                found.push(format!("{krate}: {}", names.join(", ")));
+            }
+        }
+        assert!(crates.len() >= 5 && arrows > 400, "the graph was read: {} crates, {arrows} arrows", crates.len());
+        assert!(
+            found.is_empty(),
+            "these modules import each other; move what they share below both:\n{}",
+            found.join("\n")
+        );
     }
 
     #[test]
