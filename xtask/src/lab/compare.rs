@@ -20,7 +20,8 @@ use anyhow::{Context, Result, bail};
 use serde::Serialize;
 use streamlab_record::Record;
 use streamlab_record::stats::rank_test::mann_whitney;
-use streamlab_record::stats::{geometric_mean, median, t_975};
+use streamlab_record::stats::rank_test::smallest_rank_p;
+use streamlab_record::stats::{geometric_mean, median, welch_ratio_interval};
 
 use crate::results::load::{Run, load_run};
 use crate::results::model::{config_of, set_apart};
@@ -255,11 +256,11 @@ fn judge(row: &mut Row, a: &Side, b: &Side) {
             _ => None,
         },
     );
-    row.interval = log_ratio_interval(&a.values, &b.values);
+    row.interval = welch_ratio_interval(&a.values, &b.values);
     let rank = mann_whitney(&b.values, &a.values);
     row.p_value = rank.map(|t| t.p_value);
     let (n, m) = (a.values.len(), b.values.len());
-    let (significant, why) = if smallest_p(n, m) < ALPHA {
+    let (significant, why) = if smallest_rank_p(n, m) < ALPHA {
         (row.p_value.is_some_and(|p| p < ALPHA), format!("Mann-Whitney U on {n} and {m} reps"))
     } else if let Some([lo, hi]) = row.interval {
         (lo > 1.0 || hi < 1.0, format!("95% interval of the ratio ({n} and {m} reps: too few for the rank test)"))
@@ -273,33 +274,6 @@ fn judge(row: &mut Row, a: &Side, b: &Side) {
         (true, Some(_)) => Verdict::Faster,
         _ => Verdict::NoSignificantChange,
     };
-}
-
-/// The smallest two-sided p the rank test can give for samples of `n` and `m`: 2 / C(n+m, n).
-fn smallest_p(n: usize, m: usize) -> f64 {
-    let orderings = (1..=n).fold(1.0, |c, i| c * (m + i) as f64 / i as f64);
-    (2.0 / orderings).min(1.0)
-}
-
-/// Welch's 95% interval of mean(ln b) − mean(ln a), mapped back with exp: an interval of the ratio B/A. `None`
-/// unless both sides have two or more positive values.
-fn log_ratio_interval(a: &[f64], b: &[f64]) -> Option<[f64; 2]> {
-    let logs = |xs: &[f64]| -> Option<(f64, f64, f64)> {
-        if xs.len() < 2 || xs.iter().any(|x| *x <= 0.0 || !x.is_finite()) {
-            return None;
-        }
-        let n = xs.len() as f64;
-        let mean = xs.iter().map(|x| x.ln()).sum::<f64>() / n;
-        let var = xs.iter().map(|x| (x.ln() - mean).powi(2)).sum::<f64>() / (n - 1.0);
-        Some((mean, var / n, n))
-    };
-    let ((ma, va, na), (mb, vb, nb)) = (logs(a)?, logs(b)?);
-    let se2 = va + vb;
-    // Welch–Satterthwaite degrees of freedom (at least the smaller side's n − 1).
-    let df = if se2 > 0.0 { se2 * se2 / (va * va / (na - 1.0) + vb * vb / (nb - 1.0)) } else { na.min(nb) - 1.0 };
-    let half = t_975(df.floor().max(1.0) as usize) * se2.sqrt();
-    let d = mb - ma;
-    Some([(d - half).exp(), (d + half).exp()])
 }
 
 /// The verdict table, one line a point.
@@ -442,7 +416,7 @@ mod tests {
 
     #[test]
     fn three_reps_a_side_are_judged_by_the_interval_and_one_rep_cannot_tell() {
-        assert!((smallest_p(3, 3) - 0.1).abs() < 1e-12 && smallest_p(4, 4) < ALPHA);
+        assert!((smallest_rank_p(3, 3) - 0.1).abs() < 1e-12 && smallest_rank_p(4, 4) < ALPHA);
         let side = |values: &[f64]| Side { values: values.to_vec(), higher_is_better: true, config: BTreeMap::new() };
         let key = ("m".to_owned(), "a".to_owned(), "p".to_owned());
         let row = || Row::unjudged(&key, (Some(100.0), Some(70.0)));

@@ -97,6 +97,12 @@ fn exact_p(n: usize, m: usize, u: usize) -> f64 {
     (2.0 * lower.min(upper)).min(1.0)
 }
 
+/// The smallest two-sided p the rank test can give for samples of `n` and `m`: 2 / C(n+m, n).
+pub fn smallest_rank_p(n: usize, m: usize) -> f64 {
+    let orderings = (1..=n).fold(1.0, |c, i| c * (m + i) as f64 / i as f64);
+    (2.0 / orderings).min(1.0)
+}
+
 /// The exact two-sided sign test: of `higher + lower` paired changes (ties left out), `higher` went up; the
 /// p-value is the chance, with up and down equally likely, of a split at least as uneven. 1.0 with no change.
 pub fn sign_test(higher: usize, lower: usize) -> f64 {
