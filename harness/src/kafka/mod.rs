@@ -7,5 +7,6 @@ pub mod deliveries;
 pub mod effective;
 pub mod fill;
 pub mod java_props;
+pub mod java_tools;
 pub mod stats;
 pub mod watermarks;

@@ -8,8 +8,6 @@
 
 pub(crate) mod jvm;
 
-/// Kafka's JVM flags, shared with the Kafka Connect workers the mysql_cdc arms start.
-pub use jvm::PERFORMANCE_OPTS;
 pub(crate) mod output;
 pub(crate) mod props;
 
@@ -29,6 +27,7 @@ use super::{
 use crate::arms::ArmContext;
 use crate::arms::spec::ArmSpec;
 use crate::kafka::java_props::Properties;
+use crate::kafka::java_tools::config_values;
 
 pub const ARM: ArmSpec = ArmSpec::new::<Knobs>("clients", "java", run);
 
@@ -131,7 +130,7 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, tools: &JavaTools, topic: &str) -> R
             .map_or(QueueFullSeen::NotCounted, |ns| QueueFullSeen::BlockedMs(ns / 1e6)),
     };
     let hw = super::topic_high_watermark(&ctx.env, topic)?;
-    let values = output::config_values(&run.stderr, "ProducerConfig")
+    let values = config_values(&run.stderr, "ProducerConfig")
         .context("ProducerPerformance's log has no \"ProducerConfig values:\" block")?;
     let info = ClientInfo {
         versions: versions(tools),
@@ -186,7 +185,7 @@ fn fetch(ctx: &ArmContext, knobs: &Knobs, tools: &JavaTools, topic: &str) -> Res
         broker_cpu_s,
         fetch_request_us: Vec::new(),
     };
-    let values = output::config_values(&run.stderr, "ConsumerConfig")
+    let values = config_values(&run.stderr, "ConsumerConfig")
         .context("ConsumerPerformance's log has no \"ConsumerConfig values:\" block")?;
     let info = ClientInfo {
         versions: versions(tools),

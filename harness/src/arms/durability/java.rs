@@ -15,8 +15,8 @@ use super::fault::FirstSend;
 use super::ledger::{Ack, Entry, Ledger};
 use super::{Knobs, Produced};
 use crate::arms::ArmContext;
-use crate::arms::clients::java::output::config_values;
 use crate::kafka::java_props::Properties;
+use crate::kafka::java_tools::{TOOLS_LOG_CONFIG, config_values};
 
 /// ProducerConfig's values at INFO (the applied settings), everything else at WARN, all to stderr.
 /// The settings the record names, under the names Java logs them by.
@@ -61,7 +61,7 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str, first: &FirstSend) -> R
     let dir = tempfile::Builder::new().prefix("streamlab-ledger-").tempdir()?;
     let write = |name: &str, text: &str| crate::private_files::write_private(dir.path(), name, text.as_bytes());
     let props = write("producer.properties", &properties(ctx, knobs)?.render())?;
-    let log_config = write("log4j2.yaml", crate::arms::clients::java::jvm::TOOLS_LOG_CONFIG)?;
+    let log_config = write("log4j2.yaml", TOOLS_LOG_CONFIG)?;
     let (ledger_file, started_file) = (dir.path().join("ledger.txt"), dir.path().join("started"));
     let classpath = std::env::join_paths(&tool.classpath).context("a classpath entry contains ':'")?;
     let run_ms = knobs.run_time().as_millis().to_string();

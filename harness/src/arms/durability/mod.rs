@@ -29,13 +29,13 @@ use std::time::Duration;
 use anyhow::{Result, bail};
 use serde::Deserialize;
 use streamlab_record::Measurement;
+use streamlab_record::arms::NotRunnable;
 use streamlab_record::fault::{FaultKind, FaultStatus};
 
 use self::cluster::{Cluster, TopicSpec};
 use self::fault::{FirstSend, Plan};
 use self::ledger::Ledger;
 use crate::arms::ArmContext;
-use crate::arms::clients::NotRunnable;
 use crate::arms::spec::ArmSpec;
 use crate::kafka::config::default_client_config;
 

@@ -42,7 +42,7 @@ use serde::Deserialize;
 use streamlab_record::applied::Applied;
 use streamlab_record::{EnvDescriptor, Measurement};
 
-pub use super::clients::NotRunnable;
+pub use streamlab_record::arms::NotRunnable;
 
 pub const BENCH: &str = "mysql_cdc";
 

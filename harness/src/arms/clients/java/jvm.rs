@@ -10,22 +10,10 @@ use anyhow::{Context, Result};
 use streamlab_process::Cmd;
 use streamlab_record::tools::JavaTools;
 
+use crate::kafka::java_tools::{PERFORMANCE_OPTS, TOOLS_LOG_CONFIG};
+
 /// `kafka-producer-perf-test.sh` and `kafka-consumer-perf-test.sh` set this heap.
 const HEAP: &str = "-Xmx512M";
-/// `kafka-run-class.sh`'s KAFKA_JVM_PERFORMANCE_OPTS default in Kafka 4.1.
-pub const PERFORMANCE_OPTS: &[&str] = &[
-    "-server",
-    "-XX:+UseG1GC",
-    "-XX:MaxGCPauseMillis=20",
-    "-XX:InitiatingHeapOccupancyPercent=35",
-    "-XX:+ExplicitGCInvokesConcurrent",
-    "-XX:MaxInlineLevel=15",
-    "-Djava.awt.headless=true",
-];
-/// WARN and above to stderr, so that the tools' stdout carries only their results, plus the client's
-/// configuration block (see the file); compiled in so it holds wherever the harness binary runs from, and
-/// written into the private directory for each run.
-pub(crate) const TOOLS_LOG_CONFIG: &str = include_str!("perf-log4j2.yaml");
 const TOOLS_LOG_CONFIG_FILE: &str = "tools-log4j2.yaml";
 
 /// A run's private directory (owner-only, removed on drop) and the JVM that runs the tools.

@@ -138,21 +138,6 @@ fn parse_consumer_line(line: &str) -> Result<ConsumerTotal> {
     })
 }
 
-/// The `<kind> values:` block (`ProducerConfig`, `ConsumerConfig`) the client logs when it is created
-/// (AbstractConfig, at INFO, to stderr by the tools' log configuration): every setting as the client holds it,
-/// one `\tname = value` line each. None when the block is not there.
-pub fn config_values(stderr: &str, kind: &str) -> Option<BTreeMap<String, String>> {
-    let header = format!("{kind} values:");
-    let mut lines = stderr.lines().skip_while(|l| !l.contains(&header));
-    lines.next()?;
-    let values: BTreeMap<String, String> = lines
-        .map_while(|l| l.strip_prefix('\t'))
-        .filter_map(|l| l.split_once(" ="))
-        .map(|(k, v)| (k.trim().to_owned(), v.trim().to_owned()))
-        .collect();
-    (!values.is_empty()).then_some(values)
-}
-
 /// Java's producer settings for the record, from its `ProducerConfig values:` block.
 pub fn producer_applied(values: &BTreeMap<String, String>) -> Result<Vec<(&'static str, String)>> {
     let mut out = pick(
@@ -225,6 +210,7 @@ fn number<T: std::str::FromStr>(text: &str) -> Result<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::kafka::java_tools::config_values;
 
     // Real stdout of ProducerPerformance / ConsumerPerformance 4.1.0 against the lab's 4.1.0 broker.
     const PRODUCER: &str = include_str!("../testdata/java-producer-plaintext.txt");

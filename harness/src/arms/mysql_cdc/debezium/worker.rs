@@ -15,7 +15,7 @@ use streamlab_process::{Child, Cmd, Lifetime};
 use streamlab_record::tools::{ConnectPlugin, ConnectTools};
 
 use super::super::pipeline::Pipeline;
-use crate::arms::clients::java::PERFORMANCE_OPTS;
+use crate::kafka::java_tools::PERFORMANCE_OPTS;
 use crate::private_files::write_private;
 
 /// connect-distributed.sh's KAFKA_HEAP_OPTS (the seed's worker image ran it unchanged).
