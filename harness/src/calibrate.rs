@@ -19,7 +19,7 @@ const PRODUCE_BYTES: usize = 100;
 pub fn calibrate(env: &EnvDescriptor) -> Result<CalibrationResult> {
     let cpu_loop_per_s = cpu_loop(CPU_ITERATIONS);
     let produce_records_per_s = loopback_produce(env)?;
-    let ts_ms = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH)?.as_millis() as u64;
+    let ts_ms = streamlab_process::clock::now_ms();
     Ok(CalibrationResult { ts_ms, cpu_loop_per_s, produce_records_per_s })
 }
 

@@ -1,10 +1,6 @@
 //! Wall-clock helpers (UTC), on the `time` crate.
 
-use std::time::{SystemTime, UNIX_EPOCH};
-
-pub fn now_ms() -> u64 {
-    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
-}
+pub use streamlab_process::clock::now_ms;
 
 /// `YYYYMMDDTHHMMSSZ` for a Unix time in seconds (UTC).
 pub fn compact_utc(secs: u64) -> String {

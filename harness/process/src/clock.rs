@@ -7,6 +7,11 @@ pub fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
+/// Nanoseconds since the Unix epoch (envelope timestamps, and a seed that differs from run to run).
+pub fn now_ns() -> u128 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos())
+}
+
 /// Milliseconds since the Unix epoch, signed: what Kafka's message timestamps are compared with.
 pub fn now_ms_i64() -> i64 {
     now_ms() as i64

@@ -8,7 +8,7 @@ use anyhow::{Context, Result};
 use nix::sched::{CpuSet, sched_getaffinity, sched_setaffinity};
 use nix::sys::resource::{UsageWho, getrusage};
 use nix::sys::signal::{Signal, kill};
-use nix::sys::wait::{WaitPidFlag, waitpid};
+use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid, waitpid};
 use nix::unistd::{Pid, SysconfVar, getpgid, sysconf};
 
 pub use nix::sys::signal::Signal as Sig;
@@ -118,6 +118,23 @@ pub fn signal(pid: u32, sig: Signal) {
 /// Collect `pid`'s exit status if it is our child and has ended (never blocks; a no-op otherwise).
 pub fn reap(pid: u32) {
     let _ = waitpid(Pid::from_raw(pid as i32), Some(WaitPidFlag::WNOHANG));
+}
+
+/// How a child of ours ended, read without reaping it (its owner still reaps it): `exited with status N` or
+/// `was killed by SIGKILL`. A JVM's main thread shows as a zombie while its other threads are still exiting,
+/// and its status is readable only once they all have, so it is asked for up to `settle`. `None` when the pid
+/// is not our child, or still runs after `settle`.
+pub fn how_it_ended(pid: u32, settle: Duration) -> Option<String> {
+    let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
+    let deadline = Instant::now() + settle;
+    loop {
+        match waitid(Id::Pid(Pid::from_raw(pid as i32)), flags) {
+            Ok(WaitStatus::Exited(_, code)) => return Some(format!("exited with status {code}")),
+            Ok(WaitStatus::Signaled(_, signal, _)) => return Some(format!("was killed by {signal}")),
+            Ok(WaitStatus::StillAlive) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            _ => return None,
+        }
+    }
 }
 
 /// SIGTERM, wait up to `grace`, then SIGKILL; returns once the process is gone (and reaped if ours).

@@ -1,6 +1,5 @@
 //! JSONL files: written atomically (temp file + rename), read back with errors that name file and line.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -16,21 +15,17 @@ pub enum JsonlError {
     Parse { path: PathBuf, line: usize, source: serde_json::Error },
     #[error("{path}:{line}: unknown schema {found:?}; this build reads {SCHEMA:?}")]
     Schema { path: PathBuf, line: usize, found: String },
+    #[error("cannot write {path}: {reason}")]
+    Write { path: PathBuf, reason: String },
     #[error("cannot encode a record for {path}: {source}")]
     Encode { path: PathBuf, source: serde_json::Error },
 }
 
-/// Write `bytes` to `path` atomically: a reader sees the old file or the new one, never half of one
-/// (a temp file in the same directory, synced, then renamed over it; removed if anything fails).
+/// Write `bytes` to `path` atomically, through the workspace's one atomic writer
+/// ([`streamlab_process::files::write_atomic`]): a reader sees the old file or the new one, never half of one.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), JsonlError> {
-    let io = |source| JsonlError::Io { path: path.to_owned(), source };
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(io)?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(io)?;
-    tmp.write_all(bytes).map_err(io)?;
-    tmp.as_file().sync_all().map_err(io)?;
-    tmp.persist(path).map_err(|e| io(e.error))?;
-    Ok(())
+    streamlab_process::files::write_atomic(path, bytes)
+        .map_err(|e| JsonlError::Write { path: path.to_owned(), reason: format!("{e:#}") })
 }
 
 /// Serialize values one per line.

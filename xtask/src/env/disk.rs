@@ -4,7 +4,8 @@
 
 use std::path::Path;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
+use streamlab_process::os::free_bytes;
 
 /// What a run needs free: a kafka_sink task's topic holds a few GB at its end, and a deleted topic's files stay
 /// on disk for a minute after it (Kafka's file.delete.delay.ms).
@@ -24,13 +25,6 @@ pub fn ensure_free(dir: &Path, needed: u64) -> Result<u64> {
         );
     }
     Ok(free)
-}
-
-/// Bytes an unprivileged writer may still use on `dir`'s filesystem (`dir`, or its nearest existing ancestor).
-fn free_bytes(dir: &Path) -> Result<u64> {
-    let existing = dir.ancestors().find(|d| d.exists()).unwrap_or(Path::new("/"));
-    let fs = nix::sys::statvfs::statvfs(existing).with_context(|| format!("statvfs {}", existing.display()))?;
-    Ok(fs.blocks_available() as u64 * fs.fragment_size() as u64)
 }
 
 pub fn gib(bytes: u64) -> f64 {

@@ -7,8 +7,6 @@ use std::net::{TcpStream, ToSocketAddrs};
 use std::path::Path;
 use std::time::Duration;
 
-use nix::sys::wait::{Id, WaitPidFlag, WaitStatus, waitid};
-use nix::unistd::Pid;
 use streamlab_record::EnvDescriptor;
 use streamlab_record::descriptor::MysqlEnv;
 
@@ -176,23 +174,10 @@ fn services(env: &EnvDescriptor) -> Vec<Service<'_>> {
 /// How long a dead process's threads may take to finish exiting before its status can be read.
 const EXIT_SETTLE: Duration = Duration::from_secs(5);
 
-/// `exited with status N` / `was killed by SIGKILL`, read without reaping (the environment's teardown
-/// still sees the process); `is no longer running` when it is not our child. A JVM's main thread shows as a
-/// zombie while its other threads are still exiting, and its status is readable only once they all have: so
-/// the status is asked for a few seconds.
+/// How a dead service ended (`exited with status N`, `was killed by SIGKILL`), read without reaping it: the
+/// environment's teardown still sees the process.
 fn how_it_ended(pid: u32) -> String {
-    let flags = WaitPidFlag::WEXITED | WaitPidFlag::WNOHANG | WaitPidFlag::WNOWAIT;
-    let deadline = std::time::Instant::now() + EXIT_SETTLE;
-    loop {
-        match waitid(Id::Pid(Pid::from_raw(pid as i32)), flags) {
-            Ok(WaitStatus::Exited(_, code)) => return format!("exited with status {code}"),
-            Ok(WaitStatus::Signaled(_, signal, _)) => return format!("was killed by {signal}"),
-            Ok(WaitStatus::StillAlive) if std::time::Instant::now() < deadline => {
-                std::thread::sleep(Duration::from_millis(20));
-            }
-            _ => return "is no longer running".into(),
-        }
-    }
+    streamlab_process::procfs::how_it_ended(pid, EXIT_SETTLE).unwrap_or_else(|| "is no longer running".into())
 }
 
 enum KafkaProbe {

@@ -101,7 +101,7 @@ fn socket_path(dir: &Path) -> PathBuf {
 }
 
 fn running_as_root() -> bool {
-    nix::unistd::geteuid().is_root()
+    streamlab_process::os::is_root()
 }
 
 fn render_my_cnf(dir: &Path, socket: &Path, port: u16, flavour: &str) -> Result<String> {

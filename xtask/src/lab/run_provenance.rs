@@ -125,6 +125,6 @@ pub fn matrix_info(m: &Matrix) -> Result<MatrixInfo> {
 
 pub fn write_provenance(run_dir: &RunDir, prov: &Provenance) -> Result<()> {
     let path = run_dir.path.join(PROVENANCE_FILE);
-    streamlab_record::jsonl::write_atomic(&path, &serde_json::to_vec_pretty(prov)?)?;
+    streamlab_process::files::write_atomic(&path, &serde_json::to_vec_pretty(prov)?)?;
     Ok(())
 }

@@ -1,7 +1,8 @@
 //! House rules, held by tests rather than by memory (rust-analyzer's tidy.rs is the model): every path the
-//! README names exists; child processes and the OS are reached only through the process layer
-//! (harness/process); no source file grows past [`MAX_LINES`]; no checkout's path is compiled in; `--help` and
-//! the README agree on defaults; no crate has an import cycle (`imports`).
+//! README names exists; child processes, the OS and the wall clock are reached only through the process layer
+//! (harness/process), and so are raw TCP and temp-file writes (with a commented allow-list); no source file
+//! grows past [`MAX_LINES`]; no checkout's path is compiled in; `--help` and the README agree on defaults; no
+//! crate has an import cycle ([`imports`]).
 
 #[cfg(test)]
 mod imports;
@@ -72,11 +73,37 @@ mod tests {
     #[test]
     fn processes_and_libc_only_through_the_process_layer() {
         // Spelled in two pieces so this file does not flag itself.
-        let forbidden = [["Command", "::new("].concat(), ["libc", "::"].concat(), ["xshell", "::"].concat()];
+        let forbidden = [
+            ["Command", "::new("].concat(),
+            ["libc", "::"].concat(),
+            // nix, not std::os::unix: the crate's paths start after a space, `(` or `!`.
+            [" nix", "::"].concat(),
+            ["(nix", "::"].concat(),
+            ["!nix", "::"].concat(),
+            ["xshell", "::"].concat(),
+            ["SystemTime", "::now"].concat(),
+        ];
         let offenders = lines_naming(&forbidden, |path| !path.starts_with(PROCESS_LAYER));
         assert!(
             offenders.is_empty(),
-            "start processes and call the OS through streamlab-process:\n{}",
+            "start processes, call the OS and read the wall clock through streamlab-process:\n{}",
+            offenders.join("\n")
+        );
+    }
+
+    #[test]
+    fn raw_tcp_and_temp_file_writes_only_through_the_process_layer() {
+        // The brokers' health probe speaks Kafka's wire protocol (one ApiVersions request) on its own socket:
+        // "does this listener answer Kafka at all" is not a question a client library answers without retries.
+        const RAW_TCP_ALLOWED: &[&str] = &["xtask/src/env/health.rs"];
+        let tcp = lines_naming(&[["Tcp", "Stream"].concat()], |path| {
+            !path.starts_with(PROCESS_LAYER) && !RAW_TCP_ALLOWED.contains(&path)
+        });
+        let temp_files = lines_naming(&[["Named", "TempFile"].concat()], |path| !path.starts_with(PROCESS_LAYER));
+        let offenders = [tcp, temp_files].concat();
+        assert!(
+            offenders.is_empty(),
+            "HTTP through ureq, files others read through streamlab_process::files::write_atomic:\n{}",
             offenders.join("\n")
         );
     }

@@ -156,7 +156,7 @@ fn produce_events(admin: &ClientConfig, topic: &str, format: EventFormat, rows: 
 pub fn event_json(format: EventFormat, id: u64, random: &mut SplitMix64) -> String {
     let category = 1 + random.next() % 10;
     let value = (1 + random.next() % 1_000_000) as f64 / 100.0;
-    let ts = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_micros();
+    let ts = streamlab_process::clock::now_ns() / 1000;
     let payload = format!(r#"{{"id":{id},"category":"cat_{category}","value":{value},"ts":{ts}}}"#);
     match format {
         EventFormat::Bare => payload,

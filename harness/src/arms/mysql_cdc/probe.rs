@@ -24,7 +24,7 @@ pub const COMMIT_POLL: Duration = Duration::from_millis(5);
 
 /// Wall-clock milliseconds since the epoch (the clock Kafka's LogAppendTime uses).
 pub fn now_ms() -> f64 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().as_secs_f64() * 1e3
+    streamlab_process::clock::now_ms_f64()
 }
 
 /// A topic's high-watermark sum, read through one long-lived client.

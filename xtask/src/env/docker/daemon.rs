@@ -34,7 +34,7 @@ pub fn ensure_engine(log: &Path) -> Result<Option<StartedDaemon>> {
     let dockerd = ["/usr/sbin/dockerd", "/usr/bin/dockerd"].into_iter().find(|p| Path::new(p).exists()).context(
         "no Docker engine answers and dockerd is not installed (apt-get install docker.io, as .ci/run does)",
     )?;
-    if !nix::unistd::geteuid().is_root() {
+    if !streamlab_process::os::is_root() {
         bail!(
             "no Docker engine answers, and starting dockerd needs root: start one yourself (sudo {dockerd} {})",
             DOCKERD_FLAGS.join(" ")

@@ -279,7 +279,7 @@ fn create_body(spec: &Spec) -> ContainerCreateBody {
 
 /// The `uid:gid` of this process, for files written into bind mounts.
 pub fn current_user() -> String {
-    format!("{}:{}", nix::unistd::getuid(), nix::unistd::getgid())
+    streamlab_process::os::uid_gid()
 }
 
 /// A writable bind of `path`, created first (the engine would create it as root otherwise).

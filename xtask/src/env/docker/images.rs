@@ -85,7 +85,7 @@ fn save_lock(lock: &Lock) -> Result<()> {
     let header = "# Digests of the official images as pulled by `cargo xtask env images` where a registry answers (a run\n\
                   # never writes this file). Commit it: every later pull is verified against it.\n";
     let body = toml::to_string(lock)?;
-    streamlab_record::jsonl::write_atomic(&lock_path(), format!("{header}{body}").as_bytes())?;
+    streamlab_process::files::write_atomic(&lock_path(), format!("{header}{body}").as_bytes())?;
     Ok(())
 }
 
@@ -250,7 +250,7 @@ fn ensure_base(engine: &Engine) -> Result<Base> {
         return Ok(base);
     }
     anyhow::ensure!(
-        nix::unistd::geteuid().is_root(),
+        streamlab_process::os::is_root(),
         "building the local base image needs root (debootstrap makes a root filesystem); run `sudo cargo xtask env images` once"
     );
     let started = Instant::now();

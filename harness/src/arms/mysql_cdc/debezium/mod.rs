@@ -223,7 +223,7 @@ fn delete_topics(admin: &rdkafka::ClientConfig, topics: &[String]) {
 }
 
 fn rand_below(n: u32) -> u32 {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().subsec_nanos();
+    let nanos = (streamlab_process::clock::now_ns() % 1_000_000_000) as u32;
     (nanos ^ std::process::id()) % n
 }
 

@@ -5,8 +5,6 @@
 //! stopped connector's offsets and resumes it (KIP-875), and the log says what its clients ran with.
 
 use std::collections::BTreeMap;
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -204,25 +202,28 @@ pub fn logged_client_configs(log: &str, kind: &str) -> Vec<BTreeMap<String, Stri
     blocks
 }
 
-/// A plain HTTP request on loopback (the worker's REST API) with an optional JSON body; returns the status
-/// code and the body.
+/// A request to the worker's REST API on loopback, with an optional JSON body; returns the status code and
+/// the body. No proxy: the worker listens on 127.0.0.1, whatever the environment's HTTP_PROXY says.
 fn http(port: u16, method: &str, path: &str, body: Option<&str>) -> Result<(u16, String)> {
-    let mut s = TcpStream::connect_timeout(&([127, 0, 0, 1], port).into(), Duration::from_millis(500))?;
-    // Altering offsets writes them to the offset store first: more than a status read takes.
-    s.set_read_timeout(Some(Duration::from_secs(30)))?;
+    let agent: ureq::Agent = ureq::Agent::config_builder()
+        .proxy(None)
+        .http_status_as_error(false)
+        .timeout_connect(Some(Duration::from_millis(500)))
+        // Altering offsets writes them to the offset store first: more than a status read takes.
+        .timeout_global(Some(Duration::from_secs(30)))
+        .build()
+        .into();
+    let url = format!("http://127.0.0.1:{port}{path}");
     let body = body.unwrap_or("");
-    // HTTP/1.0: the answer comes unchunked and the server closes the connection after it.
-    write!(
-        s,
-        "{method} {path} HTTP/1.0\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-        body.len()
-    )?;
-    let mut response = String::new();
-    s.read_to_string(&mut response)?;
-    let (head, body) = response.split_once("\r\n\r\n").context("no HTTP body")?;
-    let status = head.lines().next().unwrap_or("");
-    let code = status.split_whitespace().nth(1).and_then(|c| c.parse().ok()).with_context(|| format!("{status:?}"))?;
-    Ok((code, body.to_owned()))
+    let response = match method {
+        "GET" => agent.get(&url).call(),
+        "PUT" => agent.put(&url).content_type("application/json").send(body),
+        "PATCH" => agent.patch(&url).content_type("application/json").send(body),
+        other => bail!("no {other} request to the worker's REST API"),
+    };
+    let mut response = response.with_context(|| format!("{method} {url}"))?;
+    let text = response.body_mut().read_to_string().with_context(|| format!("{method} {url}: the body"))?;
+    Ok((response.status().as_u16(), text))
 }
 
 #[cfg(test)]

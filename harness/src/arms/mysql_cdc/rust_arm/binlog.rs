@@ -322,7 +322,7 @@ pub async fn column_names(conn: &mut Conn, database: &str, table: &str) -> Resul
 
 /// A replica server id of our own (>= 1000, distinct per run).
 fn stream_server_id() -> u32 {
-    let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default().subsec_nanos();
+    let nanos = (streamlab_process::clock::now_ns() % 1_000_000_000) as u32;
     1000 + (nanos ^ std::process::id()) % 1_000_000_000
 }
 

@@ -206,7 +206,7 @@ fn json(s: &str) -> String {
 
 /// Nanoseconds since the epoch (the envelope's `ts_ns`).
 pub fn now_ns() -> i128 {
-    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos() as i128)
+    streamlab_process::clock::now_ns() as i128
 }
 
 #[cfg(test)]
