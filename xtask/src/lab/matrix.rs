@@ -200,23 +200,29 @@ pub fn load(path: &Path) -> Result<Matrix> {
     let text = std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
     let mut m: Matrix = toml::from_str(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     m.file = path.to_owned();
-    resolve_sweep_arms(&mut m);
-    validate(&m).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+    resolve_sweep_arms(&mut m).and_then(|()| validate(&m)).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
     Ok(m)
 }
 
-/// A sweep without an arm list runs every arm of the matrix that its knob applies to.
-fn resolve_sweep_arms(m: &mut Matrix) {
+/// A sweep without an arm list runs every arm of the matrix that its knob applies to. A list that names
+/// exactly those is refused: the fact is the matrix's arms and the knob's, declared once.
+fn resolve_sweep_arms(m: &mut Matrix) -> std::result::Result<(), String> {
     let all: Vec<String> = m.arms.iter().map(|a| a.name.clone()).collect();
-    for s in &mut m.sweeps {
+    for (i, s) in m.sweeps.iter_mut().enumerate() {
+        let knob = s.knob.as_ref().and_then(|k| m.knobs.get(k));
+        let every: Vec<String> = all.iter().filter(|a| knob.is_none_or(|k| k.applies_to(a))).cloned().collect();
         s.arms = match &s.listed_arms {
-            Some(listed) => listed.clone(),
-            None => {
-                let knob = s.knob.as_ref().and_then(|k| m.knobs.get(k));
-                all.iter().filter(|a| knob.is_none_or(|k| k.applies_to(a))).cloned().collect()
+            Some(listed) if *listed == every => {
+                return Err(format!(
+                    "sweeps[{i}] ({}).arms: {listed:?} is what the sweep runs without a list; leave arms out",
+                    s.name
+                ));
             }
+            Some(listed) => listed.clone(),
+            None => every,
         };
     }
+    Ok(())
 }
 
 /// Every matrix under `dir`, sorted by name.
@@ -431,18 +437,23 @@ mod tests {
 
     #[test]
     fn a_sweep_without_arms_runs_every_arm_its_knob_applies_to() {
-        let text = toy().replace("arms = [\"fast\", \"slow\"]\n", "").replace(
-            "arms = [\"slow\"]\nknob = \"batch\"\nvalues = [100, 500]\n",
-            "knob = \"batch\"\nvalues = [100, 500]\n",
-        );
-        let m = load_text(&text).unwrap();
+        let m = load_text(&toy()).unwrap();
         let arms = |name: &str| m.sweeps.iter().find(|s| s.name == name).unwrap().arms.clone();
         assert_eq!(arms("mode"), ["fast", "slow"]);
         // `batch` applies to the slow arm only.
         assert_eq!(arms("batch"), ["slow"]);
         assert_eq!(arms("broker_cores"), ["fast"], "a listed arm stays as listed");
-        let err = load_err(&toy().replace("arms = [\"fast\", \"slow\"]", "arms = []"));
+        let listed = |arms: &str| toy().replace("title = \"Arms side by side\"\n", &format!("title = \"x\"\n{arms}\n"));
+        let err = load_err(&listed("arms = []"));
         assert!(err.contains("sweeps[0] (mode).arms: name at least one arm, or leave arms out"), "{err}");
+        let err = load_err(&listed("arms = [\"fast\", \"slow\"]"));
+        assert!(
+            err.contains(
+                "sweeps[0] (mode).arms: [\"fast\", \"slow\"] is what the sweep runs without a list; leave arms out"
+            ),
+            "{err}"
+        );
+        load_text(&listed("arms = [\"slow\", \"fast\"]")).expect("another order is a list of its own");
     }
 
     #[test]
