@@ -29,7 +29,61 @@ struct Row {
 
 /// The forest plot of a matrix's ratio figures; `None` when it has none.
 pub fn render(id: &str, figures: &[Figure]) -> Option<String> {
-    let rows: Vec<Row> = figures
+    let rows = rows_of(figures);
+    if rows.is_empty() {
+        return None;
+    }
+    let (lo, hi) = domain(&rows);
+    let scale = Scale { lo, hi };
+    let heights: Vec<f64> =
+        rows.iter().map(|r| wrap(&r.label, LABEL_CHARS).len() as f64 * LINE + MARK_ROW + 6.0).collect();
+    let top = 10.0;
+    let axis_y = top + heights.iter().sum::<f64>();
+    let height = axis_y + if rows.iter().any(|r| r.value.is_some()) { 44.0 } else { 8.0 };
+    let id = esc(id);
+    let mut s = String::new();
+    let _ = write!(
+        s,
+        r#"<svg class="chart forest" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" height="{height}" role="img" aria-labelledby="{id}-t {id}-d">"#
+    );
+    let _ = write!(s, r#"<title id="{id}-t">Headline ratios with their 95% intervals, on a log scale</title>"#);
+    let _ = write!(s, r#"<desc id="{id}-d">{}</desc>"#, esc(&describe(&rows)));
+    // Without a single number there is nothing to place on an axis: the rows say why.
+    let numbered = rows.iter().any(|r| r.value.is_some());
+    write_axis(&mut s, &scale, (top, axis_y), numbered);
+    let mut y = top;
+    for (i, (row, h)) in rows.iter().zip(&heights).enumerate() {
+        let mut ty = y + 12.0;
+        for line in wrap(&row.label, LABEL_CHARS) {
+            let _ = write!(
+                s,
+                r##"<text class="label" x="{PLOT_X}" y="{ty:.1}" font-size="12.5" stroke="#ffffff" stroke-width="3" paint-order="stroke">{}</text>"##,
+                esc(&line)
+            );
+            ty += LINE;
+        }
+        let mid = ty + 2.0;
+        match row.value {
+            Some((v, ci)) => write_value(&mut s, &scale, (i, row.seed), (v, ci), mid),
+            None => {
+                let _ = write!(
+                    s,
+                    r##"<text class="missing" x="{PLOT_X}" y="{:.1}" font-size="12" font-style="italic" fill="{MISSING}" stroke="#ffffff" stroke-width="3" paint-order="stroke">{}</text>"##,
+                    mid + 4.0,
+                    esc(&crate::results::format::truncate(&row.why, 140))
+                );
+            }
+        }
+        y += h;
+    }
+    s.push_str("</svg>");
+    Some(s)
+}
+
+/// The plot's rows: each ratio figure's label (the seed's comparison and a lower-is-better direction said in
+/// words), its median and interval when they are numbers, and why when they are not.
+fn rows_of(figures: &[Figure]) -> Vec<Row> {
+    figures
         .iter()
         .filter(|f| f.ratio.is_some())
         .map(|f| {
@@ -48,30 +102,27 @@ pub fn render(id: &str, figures: &[Figure]) -> Option<String> {
                 why: format!("{} — {}", f.text, f.detail),
             }
         })
-        .collect();
-    if rows.is_empty() {
-        return None;
+        .collect()
+}
+
+/// Where a ratio stands on the plot: a log scale from `lo` to `hi` across its width.
+struct Scale {
+    lo: f64,
+    hi: f64,
+}
+
+impl Scale {
+    fn x(&self, v: f64) -> f64 {
+        PLOT_X + (v.ln() - self.lo.ln()) / (self.hi.ln() - self.lo.ln()) * PLOT_W
     }
-    let (lo, hi) = domain(&rows);
-    let x = |v: f64| PLOT_X + (v.ln() - lo.ln()) / (hi.ln() - lo.ln()) * PLOT_W;
-    let heights: Vec<f64> =
-        rows.iter().map(|r| wrap(&r.label, LABEL_CHARS).len() as f64 * LINE + MARK_ROW + 6.0).collect();
-    let top = 10.0;
-    let axis_y = top + heights.iter().sum::<f64>();
-    let height = axis_y + if rows.iter().any(|r| r.value.is_some()) { 44.0 } else { 8.0 };
-    let id = esc(id);
-    let mut s = String::new();
-    let _ = write!(
-        s,
-        r#"<svg class="chart forest" xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {WIDTH} {height}" width="{WIDTH}" height="{height}" role="img" aria-labelledby="{id}-t {id}-d">"#
-    );
-    let _ = write!(s, r#"<title id="{id}-t">Headline ratios with their 95% intervals, on a log scale</title>"#);
-    let _ = write!(s, r#"<desc id="{id}-d">{}</desc>"#, esc(&describe(&rows)));
-    // Without a single number there is nothing to place on an axis: the rows say why.
-    let numbered = rows.iter().any(|r| r.value.is_some());
+}
+
+/// The ticks, 1× drawn darker, and the axis' caption, from `top` down to `axis_y`; only the group when no row
+/// has a number.
+fn write_axis(s: &mut String, scale: &Scale, (top, axis_y): (f64, f64), numbered: bool) {
     s.push_str(r##"<g class="axis" font-size="11" fill="#4b5563">"##);
-    for t in ticks(lo, hi).into_iter().filter(|_| numbered) {
-        let tx = x(t);
+    for t in ticks(scale.lo, scale.hi).into_iter().filter(|_| numbered) {
+        let tx = scale.x(t);
         let (stroke, width) = if t == 1.0 { ("#111827", "1.5") } else { ("#e5e7eb", "1") };
         let _ = write!(
             s,
@@ -90,65 +141,42 @@ pub fn render(id: &str, figures: &[Figure]) -> Option<String> {
         );
     }
     s.push_str("</g>");
-    let mut y = top;
-    for (i, (row, h)) in rows.iter().zip(&heights).enumerate() {
-        let mut ty = y + 12.0;
-        for line in wrap(&row.label, LABEL_CHARS) {
-            let _ = write!(
-                s,
-                r##"<text class="label" x="{PLOT_X}" y="{ty:.1}" font-size="12.5" stroke="#ffffff" stroke-width="3" paint-order="stroke">{}</text>"##,
-                esc(&line)
-            );
-            ty += LINE;
-        }
-        let mid = ty + 2.0;
-        match row.value {
-            Some((v, ci)) => {
-                let color = if row.seed { SEED } else { INK };
-                let mut text_x = x(v);
-                if let Some((a, b)) = ci {
-                    let (xa, xb) = (x(a), x(b));
-                    let _ = write!(
-                        s,
-                        r#"<path class="interval" d="M{xa:.1} {mid:.1}H{xb:.1}M{xa:.1} {:.1}V{:.1}M{xb:.1} {:.1}V{:.1}" stroke="{color}" stroke-width="1.6" fill="none"/>"#,
-                        mid - 4.0,
-                        mid + 4.0,
-                        mid - 4.0,
-                        mid + 4.0
-                    );
-                    text_x = text_x.max(xb);
-                }
-                let fill = if row.seed { "#ffffff" } else { color };
-                let _ = write!(
-                    s,
-                    r#"<rect class="forest-point" data-row="{i}" x="{:.1}" y="{:.1}" width="9" height="9" transform="rotate(45 {:.1} {mid:.1})" fill="{fill}" stroke="{color}" stroke-width="1.5"/>"#,
-                    x(v) - 4.5,
-                    mid - 4.5,
-                    x(v)
-                );
-                let interval = ci.map_or_else(String::new, |(a, b)| format!(" ({} – {})", ratio(a), ratio(b)));
-                let _ = write!(
-                    s,
-                    r##"<text class="value" x="{:.1}" y="{:.1}" font-size="12" stroke="#ffffff" stroke-width="3" paint-order="stroke">{}{}</text>"##,
-                    text_x + 8.0,
-                    mid + 4.0,
-                    esc(&ratio(v)),
-                    esc(&interval)
-                );
-            }
-            None => {
-                let _ = write!(
-                    s,
-                    r##"<text class="missing" x="{PLOT_X}" y="{:.1}" font-size="12" font-style="italic" fill="{MISSING}" stroke="#ffffff" stroke-width="3" paint-order="stroke">{}</text>"##,
-                    mid + 4.0,
-                    esc(&crate::results::format::truncate(&row.why, 140))
-                );
-            }
-        }
-        y += h;
+}
+
+/// Row `i`'s median as a diamond (hollow for the seed's comparison) on its interval's whiskers, at height
+/// `mid`, with the numbers beside it.
+fn write_value(s: &mut String, scale: &Scale, (i, seed): (usize, bool), (v, ci): (f64, Option<(f64, f64)>), mid: f64) {
+    let color = if seed { SEED } else { INK };
+    let mut text_x = scale.x(v);
+    if let Some((a, b)) = ci {
+        let (xa, xb) = (scale.x(a), scale.x(b));
+        let _ = write!(
+            s,
+            r#"<path class="interval" d="M{xa:.1} {mid:.1}H{xb:.1}M{xa:.1} {:.1}V{:.1}M{xb:.1} {:.1}V{:.1}" stroke="{color}" stroke-width="1.6" fill="none"/>"#,
+            mid - 4.0,
+            mid + 4.0,
+            mid - 4.0,
+            mid + 4.0
+        );
+        text_x = text_x.max(xb);
     }
-    s.push_str("</svg>");
-    Some(s)
+    let fill = if seed { "#ffffff" } else { color };
+    let _ = write!(
+        s,
+        r#"<rect class="forest-point" data-row="{i}" x="{:.1}" y="{:.1}" width="9" height="9" transform="rotate(45 {:.1} {mid:.1})" fill="{fill}" stroke="{color}" stroke-width="1.5"/>"#,
+        scale.x(v) - 4.5,
+        mid - 4.5,
+        scale.x(v)
+    );
+    let interval = ci.map_or_else(String::new, |(a, b)| format!(" ({} – {})", ratio(a), ratio(b)));
+    let _ = write!(
+        s,
+        r##"<text class="value" x="{:.1}" y="{:.1}" font-size="12" stroke="#ffffff" stroke-width="3" paint-order="stroke">{}{}</text>"##,
+        text_x + 8.0,
+        mid + 4.0,
+        esc(&ratio(v)),
+        esc(&interval)
+    );
 }
 
 /// The axis range: powers of ten covering every point, interval and 1×.

@@ -55,6 +55,13 @@ pub struct SeriesView {
     pub note: Option<String>,
 }
 
+impl SeriesView {
+    /// The chart legend's line for this series' hatched bars.
+    fn legend(&self) -> String {
+        format!("published in seed {} ({}), on {}", self.seed, self.title, self.hardware)
+    }
+}
+
 #[derive(Debug, Clone, Serialize)]
 pub struct MetricsTable {
     pub columns: Vec<String>,
@@ -133,36 +140,8 @@ fn chart_view(
             refs.first().map_or((String::new(), None), |r| (r.series.unit.clone(), Some(r.series.higher_is_better)))
         }
     };
-    // An arm that ran none of the sweep's points (several of them) is one line, not one per point.
-    let mut arms: Vec<&str> = Vec::new();
-    for p in &points {
-        if !arms.contains(&p.arm.as_str()) {
-            arms.push(&p.arm);
-        }
-    }
-    let collapsed: Vec<&str> = arms
-        .into_iter()
-        .filter(|arm| {
-            let of_arm: Vec<_> = points.iter().filter(|p| p.arm == *arm).collect();
-            of_arm.len() > 1
-                && of_arm.iter().all(|p| p.records.iter().all(|r| r.status == streamlab_record::Status::NotRun))
-        })
-        .collect();
-    // Row keys (label, arm): ours in sweep order, then published-only ones after their label's group.
-    let mut keys: Vec<(String, String)> = points
-        .iter()
-        .filter(|p| !collapsed.contains(&p.arm.as_str()))
-        .map(|p| (p.label.clone(), p.arm.clone()))
-        .collect();
-    for r in &refs {
-        let key = (r.figure.label.clone(), r.figure.arm.clone());
-        if !keys.contains(&key) {
-            match keys.iter().rposition(|k| k.0 == key.0) {
-                Some(i) => keys.insert(i + 1, key),
-                None => keys.push(key),
-            }
-        }
-    }
+    let collapsed = arms_that_ran_nothing(&points);
+    let keys = row_keys(&points, &collapsed, &refs);
     let multi_arm = keys.iter().any(|k| k.1 != keys[0].1) || !collapsed.is_empty();
     let name_of = |label: &str, arm: &str| match (label.is_empty(), multi_arm) {
         (true, _) => data.short_arm(arm),
@@ -181,25 +160,12 @@ fn chart_view(
             let o = model::outcome(&point.records, metric);
             rows.push(Row { label: name.clone(), group_start, kind: row_kind(&o, point.default) });
             table.push(measured_row(data, (label, arm), &unit, point.default, &o, &point.records));
-            for r in point.records.iter().filter(|r| r.log_tail.is_some() && classify(r).is_some()) {
-                logs.push(LogView {
-                    label: name.clone(),
-                    rep: r.rep,
-                    tail: format::plain_text(r.log_tail.as_deref().unwrap_or_default()),
-                });
-            }
+            logs.extend(failure_logs(&name, &point.records));
         }
         for r in refs.iter().filter(|r| &r.figure.label == label && &r.figure.arm == arm) {
-            // The hatch says "published"; the label says it too where there is room.
-            let shown = match point {
-                Some(_) => "published".to_owned(),
-                None if name.chars().count() + 12 <= chart::LABEL_CHARS => format!("{name} (published)"),
-                None => name.clone(),
-            };
-            let group_start = group_start && point.is_none();
             rows.push(Row {
-                label: shown,
-                group_start,
+                label: published_label(&name, point.is_some()),
+                group_start: group_start && point.is_none(),
                 kind: RowKind::Reference { value: r.figure.value, origin: format!("seed {}", r.series.seed) },
             });
             table.push(reference_row(data, label, arm, &unit, r));
@@ -223,15 +189,7 @@ fn chart_view(
         higher_is_better: hib,
         rows,
         highlight_meaning: "default settings".into(),
-        reference_legend: references
-            .iter()
-            .map(|s| format!("published in seed {} ({}), on {}", s.seed, s.title, s.hardware))
-            .collect(),
-    };
-    let direction = match hib {
-        Some(true) => "Higher is better",
-        Some(false) => "Lower is better",
-        None => "",
+        reference_legend: references.iter().map(SeriesView::legend).collect(),
     };
     ChartView {
         id,
@@ -239,11 +197,76 @@ fn chart_view(
         metric: metric_title(metric),
         unit: unit.clone(),
         svg: chart::render(&chart),
-        direction: direction.into(),
+        direction: direction(hib).into(),
         rows: table,
         logs,
         references,
     }
+}
+
+/// The tails of the logs of a point's failed or withdrawn reps, under the row's name.
+fn failure_logs(name: &str, records: &[&Record]) -> Vec<LogView> {
+    records
+        .iter()
+        .filter(|r| r.log_tail.is_some() && classify(r).is_some())
+        .map(|r| LogView {
+            label: name.to_owned(),
+            rep: r.rep,
+            tail: format::plain_text(r.log_tail.as_deref().unwrap_or_default()),
+        })
+        .collect()
+}
+
+/// A published row's label: the hatch says "published"; the label says it too where there is room.
+fn published_label(name: &str, beside_ours: bool) -> String {
+    match beside_ours {
+        true => "published".to_owned(),
+        false if name.chars().count() + 12 <= chart::LABEL_CHARS => format!("{name} (published)"),
+        false => name.to_owned(),
+    }
+}
+
+fn direction(higher_is_better: Option<bool>) -> &'static str {
+    match higher_is_better {
+        Some(true) => "Higher is better",
+        Some(false) => "Lower is better",
+        None => "",
+    }
+}
+
+/// Arms that ran none of the sweep's points (several of them): each is one line, not one per point.
+fn arms_that_ran_nothing<'p>(points: &'p [model::Point]) -> Vec<&'p str> {
+    let mut arms: Vec<&str> = Vec::new();
+    for p in points {
+        if !arms.contains(&p.arm.as_str()) {
+            arms.push(&p.arm);
+        }
+    }
+    arms.retain(|arm| {
+        let of_arm: Vec<_> = points.iter().filter(|p| p.arm == *arm).collect();
+        of_arm.len() > 1
+            && of_arm.iter().all(|p| p.records.iter().all(|r| r.status == streamlab_record::Status::NotRun))
+    });
+    arms
+}
+
+/// Row keys (label, arm): ours in sweep order, then published-only ones after their label's group.
+fn row_keys(points: &[model::Point], collapsed: &[&str], refs: &[Reference]) -> Vec<(String, String)> {
+    let mut keys: Vec<(String, String)> = points
+        .iter()
+        .filter(|p| !collapsed.contains(&p.arm.as_str()))
+        .map(|p| (p.label.clone(), p.arm.clone()))
+        .collect();
+    for r in refs {
+        let key = (r.figure.label.clone(), r.figure.arm.clone());
+        if !keys.contains(&key) {
+            match keys.iter().rposition(|k| k.0 == key.0) {
+                Some(i) => keys.insert(i + 1, key),
+                None => keys.push(key),
+            }
+        }
+    }
+    keys
 }
 
 /// A median, as the table of every metric shows it.
