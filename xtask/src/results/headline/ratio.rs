@@ -199,52 +199,21 @@ fn compute(data: &MatrixData, contract: &Contract, metric: &str, sides: (&Point,
     if holding.is_empty() {
         f.text = "no number".into();
         f.undeclared = texts(&undeclared);
-        f.detail = if undeclared.is_empty() && not_applied {
-            parity::NOT_APPLIED.to_owned()
-        } else {
-            let keys: BTreeSet<&str> = undeclared.iter().map(|d| d.key.as_str()).collect();
-            format!(
-                "the two sides differ in settings this ratio's contract does not allow: {}",
-                keys.into_iter().collect::<Vec<_>>().join(", ")
-            )
-        };
+        f.detail = broken_contract(&undeclared, not_applied);
         return;
     }
     f.declared = texts(&declared);
     f.pairs = holding.iter().map(|(x, y)| (index_of(data, x), index_of(data, y))).collect();
     let arms_overlap = stats::intervals_overlap(sa, sb);
-    let (value, summary, within_noise, how) = if paired {
-        let values: Vec<(f64, f64)> = holding.iter().map(|(x, y)| (value_of(x, metric), value_of(y, metric))).collect();
-        let Some(s) = stats::paired_ratios(&values) else {
-            f.text = "not defined".into();
-            f.detail = format!("{den_title}'s value is zero");
-            return;
-        };
-        let how = match s.n {
-            1 => "the ratio of the one rep both arms share".to_owned(),
-            n => format!("geometric mean of {n} per-rep ratios"),
-        };
-        (
-            s.geomean.unwrap_or(s.median),
-            Some(s.clone()),
-            stats::ratio_spans_one(&s).or(arms_overlap).unwrap_or(false),
-            how,
-        )
+    let estimate = if paired {
+        paired_ratio(&holding, metric, arms_overlap)
     } else {
-        // Each record once, however many pairings of it hold.
-        let (mut xs, mut ys) = (BTreeMap::new(), BTreeMap::new());
-        for (x, y) in &holding {
-            xs.insert(x.rep, value_of(x, metric));
-            ys.insert(y.rep, value_of(y, metric));
-        }
-        let median = |m: &BTreeMap<u32, f64>| stats::median(&m.values().copied().collect::<Vec<_>>());
-        let (ma, mb) = (median(&xs), median(&ys));
-        let Some(r) = ma.zip(mb).and_then(|(x, y)| stats::ratio(x, y)) else {
-            f.text = "not defined".into();
-            f.detail = format!("{den_title}'s value is zero");
-            return;
-        };
-        (r, None, arms_overlap.unwrap_or(false), "ratio of medians (no rep has both arms)".to_owned())
+        median_ratio(&holding, metric, arms_overlap)
+    };
+    let Some(Estimate { value, summary, within_noise, how }) = estimate else {
+        f.text = "not defined".into();
+        f.detail = format!("{den_title}'s value is zero");
+        return;
     };
     set_ratio(f, value, summary.as_ref(), within_noise);
     f.precision = summary.as_ref().map(|s| crate::results::model::precision(s, data.precision_target()));
@@ -261,6 +230,60 @@ fn compute(data: &MatrixData, contract: &Contract, metric: &str, sides: (&Point,
         let reps: Vec<String> = left_out.iter().map(u32::to_string).collect();
         f.detail.push_str(&format!("; rep {} left out: its pair breaks the contract", reps.join(", ")));
     }
+}
+
+/// Why a ratio whose pairs all break its contract has no number.
+fn broken_contract(undeclared: &BTreeSet<Difference>, not_applied: bool) -> String {
+    if undeclared.is_empty() && not_applied {
+        return parity::NOT_APPLIED.to_owned();
+    }
+    let keys: BTreeSet<&str> = undeclared.iter().map(|d| d.key.as_str()).collect();
+    format!(
+        "the two sides differ in settings this ratio's contract does not allow: {}",
+        keys.into_iter().collect::<Vec<_>>().join(", ")
+    )
+}
+
+/// A ratio's number, its spread when it has one, whether it is within the noise, and how it was formed.
+struct Estimate {
+    value: f64,
+    summary: Option<Summary>,
+    within_noise: bool,
+    how: String,
+}
+
+/// From rep pairs: the geometric mean of the per-rep ratios. `None` when a denominator is zero.
+fn paired_ratio(holding: &[(&Record, &Record)], metric: &str, arms_overlap: Option<bool>) -> Option<Estimate> {
+    let values: Vec<(f64, f64)> = holding.iter().map(|(x, y)| (value_of(x, metric), value_of(y, metric))).collect();
+    let s = stats::paired_ratios(&values)?;
+    let how = match s.n {
+        1 => "the ratio of the one rep both arms share".to_owned(),
+        n => format!("geometric mean of {n} per-rep ratios"),
+    };
+    Some(Estimate {
+        value: s.geomean.unwrap_or(s.median),
+        within_noise: stats::ratio_spans_one(&s).or(arms_overlap).unwrap_or(false),
+        summary: Some(s),
+        how,
+    })
+}
+
+/// With no rep in common: the ratio of the two sides' medians, each record once however many of its
+/// pairings hold. `None` when the denominator is zero.
+fn median_ratio(holding: &[(&Record, &Record)], metric: &str, arms_overlap: Option<bool>) -> Option<Estimate> {
+    let (mut xs, mut ys) = (BTreeMap::new(), BTreeMap::new());
+    for (x, y) in holding {
+        xs.insert(x.rep, value_of(x, metric));
+        ys.insert(y.rep, value_of(y, metric));
+    }
+    let median = |m: &BTreeMap<u32, f64>| stats::median(&m.values().copied().collect::<Vec<_>>());
+    let value = median(&xs).zip(median(&ys)).and_then(|(x, y)| stats::ratio(x, y))?;
+    Some(Estimate {
+        value,
+        summary: None,
+        within_noise: arms_overlap.unwrap_or(false),
+        how: "ratio of medians (no rep has both arms)".to_owned(),
+    })
 }
 
 fn value_of(r: &Record, metric: &str) -> f64 {

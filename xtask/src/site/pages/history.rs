@@ -163,29 +163,9 @@ fn history_figure(per_run: &[(&Run, Vec<Figure>)], id: &str, title: &str, chart_
     let mut hib = None;
     let mut previous: Option<(&Figure, &str)> = None;
     for (n, ((hash, hardware), runs)) in groups.iter().enumerate() {
-        let first = runs[0].1;
-        let mut changes =
-            previous.map(|(p, _)| config_changes(&p.config_items, &first.config_items)).unwrap_or_default();
-        if let Some((_, machine)) = previous.filter(|(_, m)| m != hardware) {
-            changes.insert(0, format!("machine: {machine} → {hardware}"));
-        }
-        if changes.len() > CHANGES_SHOWN {
-            let more = changes.len() - CHANGES_SHOWN;
-            changes.truncate(CHANGES_SHOWN);
-            changes.push(format!("and {more} more"));
-        }
+        let changes = changes_since(previous, runs[0].1, hardware);
         if several {
-            chart_rows.push(Row {
-                label: format!(
-                    "series {} of {}: configuration {hash} on {}, from run {}",
-                    n + 1,
-                    groups.len(),
-                    runs[0].0.provenance.host.cpu_brand,
-                    runs[0].0.id
-                ),
-                group_start: n > 0,
-                kind: RowKind::Heading,
-            });
+            chart_rows.push(series_heading((n, groups.len()), hash, runs[0].0));
         }
         let mut detected = detected_changes(runs);
         let mut rows = Vec::new();
@@ -206,15 +186,7 @@ fn history_figure(per_run: &[(&Run, Vec<Figure>)], id: &str, title: &str, chart_
                 None => RowKind::Missing { status: f.text.clone(), reason: f.detail.clone() },
             };
             chart_rows.push(Row { label: run.id.clone(), group_start: false, kind });
-            rows.push(HistoryRow {
-                run: run_link(run),
-                text: f.text.clone(),
-                interval: f.interval.clone(),
-                within_noise: f.within_noise,
-                config: f.config.clone(),
-                detail: f.detail.clone(),
-                change,
-            });
+            rows.push(history_row(run, f, change));
         }
         series.push(HistorySeries { hash: hash.clone(), hardware: hardware.clone(), changes, rows });
         previous = runs.last().map(|(_, f)| (*f, hardware.as_str()));
@@ -242,6 +214,47 @@ fn history_figure(per_run: &[(&Run, Vec<Figure>)], id: &str, title: &str, chart_
             .collect(),
     };
     HistoryFigure { anchor: format::slug(id), title: title.to_owned(), svg: chart::render(&chart), series, published }
+}
+
+/// What changed since the previous series (its machine first, then its configuration), the first
+/// [`CHANGES_SHOWN`] of them and how many more.
+fn changes_since(previous: Option<(&Figure, &str)>, first: &Figure, hardware: &str) -> Vec<String> {
+    let mut changes = previous.map(|(p, _)| config_changes(&p.config_items, &first.config_items)).unwrap_or_default();
+    if let Some((_, machine)) = previous.filter(|(_, m)| *m != hardware) {
+        changes.insert(0, format!("machine: {machine} → {hardware}"));
+    }
+    if changes.len() > CHANGES_SHOWN {
+        let more = changes.len() - CHANGES_SHOWN;
+        changes.truncate(CHANGES_SHOWN);
+        changes.push(format!("and {more} more"));
+    }
+    changes
+}
+
+/// The chart's heading row of series `n` of `count`, which `first` opens.
+fn series_heading((n, count): (usize, usize), hash: &str, first: &Run) -> Row {
+    Row {
+        label: format!(
+            "series {} of {count}: configuration {hash} on {}, from run {}",
+            n + 1,
+            first.provenance.host.cpu_brand,
+            first.id
+        ),
+        group_start: n > 0,
+        kind: RowKind::Heading,
+    }
+}
+
+fn history_row(run: &Run, f: &Figure, change: Option<String>) -> HistoryRow {
+    HistoryRow {
+        run: run_link(run),
+        text: f.text.clone(),
+        interval: f.interval.clone(),
+        within_noise: f.within_noise,
+        config: f.config.clone(),
+        detail: f.detail.clone(),
+        change,
+    }
 }
 
 #[cfg(test)]
