@@ -257,19 +257,45 @@ fn validate(m: &Matrix) -> std::result::Result<(), String> {
     if !stem_ok {
         return Err(format!("name = {:?} must match the file name", m.name));
     }
-    let arm_names: Vec<&str> = m.arms.iter().map(|a| a.name.as_str()).collect();
-    let known_arm = |a: &str, key: &str| {
-        if arm_names.contains(&a) { Ok(()) } else { Err(format!("{key}: unknown arm {a:?}; arms are {arm_names:?}")) }
-    };
     if let Some(a) = &m.default_arm {
-        known_arm(a, "default_arm")?;
+        known_arm(m, a, "default_arm")?;
     }
     for (name, knob) in &m.knobs {
         knob.check(&knob.default).map_err(|e| format!("knobs.{name}.default: {e}"))?;
         for a in knob.arms.iter().flatten() {
-            known_arm(a, &format!("knobs.{name}.arms"))?;
+            known_arm(m, a, &format!("knobs.{name}.arms"))?;
         }
     }
+    validate_profiles(m)?;
+    let mut sweep_names = Vec::new();
+    for (i, s) in m.sweeps.iter().enumerate() {
+        let at = format!("sweeps[{i}] ({})", s.name);
+        if sweep_names.contains(&s.name.as_str()) {
+            return Err(format!("{at}: duplicate sweep name"));
+        }
+        sweep_names.push(&s.name);
+        validate_sweep(m, &at, s)?;
+    }
+    for r in &m.ratios {
+        known_arm(m, &r.numerator_arm, &format!("ratios.{}.numerator_arm", r.name))?;
+        known_arm(m, &r.denominator_arm, &format!("ratios.{}.denominator_arm", r.name))?;
+        if let Some(sweep) = &r.denominator_sweep
+            && !sweep_names.contains(&sweep.as_str())
+        {
+            return Err(format!("ratios.{}.denominator_sweep: unknown sweep {sweep:?}", r.name));
+        }
+    }
+    Ok(())
+}
+
+/// `a` is one of the matrix's arms, or an error at `key` naming them.
+fn known_arm(m: &Matrix, a: &str, key: &str) -> std::result::Result<(), String> {
+    let arm_names: Vec<&str> = m.arms.iter().map(|a| a.name.as_str()).collect();
+    if arm_names.contains(&a) { Ok(()) } else { Err(format!("{key}: unknown arm {a:?}; arms are {arm_names:?}")) }
+}
+
+/// Every profile is defined, with 1 to 100 reps, a sane precision budget and knob values in range.
+fn validate_profiles(m: &Matrix) -> std::result::Result<(), String> {
     for p in Profile::ALL {
         if !m.profiles.contains_key(p) {
             return Err(format!("profiles.{p} is missing; every matrix defines {:?}", Profile::NAMES));
@@ -287,59 +313,48 @@ fn validate(m: &Matrix) -> std::result::Result<(), String> {
             knob.check(v).map_err(|e| format!("profiles.{pname}.knobs.{k}: {e}"))?;
         }
     }
-    let mut sweep_names = Vec::new();
-    for (i, s) in m.sweeps.iter().enumerate() {
-        let at = format!("sweeps[{i}] ({})", s.name);
-        if sweep_names.contains(&s.name.as_str()) {
-            return Err(format!("{at}: duplicate sweep name"));
-        }
-        sweep_names.push(&s.name);
-        if s.arms.is_empty() {
-            return Err(format!("{at}.arms: name at least one arm, or leave arms out for every arm of the matrix"));
-        }
-        for a in &s.arms {
-            known_arm(a, &format!("{at}.arms"))?;
-        }
-        match &s.knob {
-            Some(k) => {
-                let knob = m.knobs.get(k).ok_or_else(|| unknown_knob(m, &format!("{at}.knob = {k:?}")))?;
-                if s.values.is_empty() {
-                    return Err(format!("{at}.values: a knob sweep needs at least one value"));
-                }
-                for v in &s.values {
-                    knob.check(v).map_err(|e| format!("{at}.values: {e} (knob {k})"))?;
-                }
-                for a in &s.arms {
-                    if !knob.applies_to(a) {
-                        return Err(format!("{at}: knob {k} does not apply to arm {a}"));
-                    }
-                }
-                if let Some(labels) = &s.labels
-                    && labels.len() != s.values.len()
-                {
-                    return Err(format!("{at}.labels: {} labels for {} values", labels.len(), s.values.len()));
-                }
-            }
-            None if !s.values.is_empty() || s.labels.is_some() => {
-                return Err(format!("{at}: values/labels need a knob"));
-            }
-            None => {}
-        }
-        for (k, v) in &s.set {
-            let knob = m.knobs.get(k).ok_or_else(|| unknown_knob(m, &format!("{at}.set.{k}")))?;
-            knob.check(v).map_err(|e| format!("{at}.set.{k}: {e}"))?;
-            if s.knob.as_ref() == Some(k) {
-                return Err(format!("{at}.set.{k}: the sweep varies {k}; it cannot also hold it fixed"));
-            }
-        }
+    Ok(())
+}
+
+/// One sweep (`at` names it in errors): known arms, a knob that applies to them with values in range and as
+/// many labels, and fixed knobs it does not also vary.
+fn validate_sweep(m: &Matrix, at: &str, s: &Sweep) -> std::result::Result<(), String> {
+    if s.arms.is_empty() {
+        return Err(format!("{at}.arms: name at least one arm, or leave arms out for every arm of the matrix"));
     }
-    for r in &m.ratios {
-        known_arm(&r.numerator_arm, &format!("ratios.{}.numerator_arm", r.name))?;
-        known_arm(&r.denominator_arm, &format!("ratios.{}.denominator_arm", r.name))?;
-        if let Some(sweep) = &r.denominator_sweep
-            && !sweep_names.contains(&sweep.as_str())
-        {
-            return Err(format!("ratios.{}.denominator_sweep: unknown sweep {sweep:?}", r.name));
+    for a in &s.arms {
+        known_arm(m, a, &format!("{at}.arms"))?;
+    }
+    match &s.knob {
+        Some(k) => {
+            let knob = m.knobs.get(k).ok_or_else(|| unknown_knob(m, &format!("{at}.knob = {k:?}")))?;
+            if s.values.is_empty() {
+                return Err(format!("{at}.values: a knob sweep needs at least one value"));
+            }
+            for v in &s.values {
+                knob.check(v).map_err(|e| format!("{at}.values: {e} (knob {k})"))?;
+            }
+            for a in &s.arms {
+                if !knob.applies_to(a) {
+                    return Err(format!("{at}: knob {k} does not apply to arm {a}"));
+                }
+            }
+            if let Some(labels) = &s.labels
+                && labels.len() != s.values.len()
+            {
+                return Err(format!("{at}.labels: {} labels for {} values", labels.len(), s.values.len()));
+            }
+        }
+        None if !s.values.is_empty() || s.labels.is_some() => {
+            return Err(format!("{at}: values/labels need a knob"));
+        }
+        None => {}
+    }
+    for (k, v) in &s.set {
+        let knob = m.knobs.get(k).ok_or_else(|| unknown_knob(m, &format!("{at}.set.{k}")))?;
+        knob.check(v).map_err(|e| format!("{at}.set.{k}: {e}"))?;
+        if s.knob.as_ref() == Some(k) {
+            return Err(format!("{at}.set.{k}: the sweep varies {k}; it cannot also hold it fixed"));
         }
     }
     Ok(())

@@ -37,31 +37,8 @@ pub fn run(args: RunArgs) -> Result<()> {
     // A budget counts from here: the build and the environments are part of the answer's time.
     let started = Instant::now();
     let out_root = args.out.clone().unwrap_or_else(paths::results_dir);
-    let (run_id, spec, dsn) = identify(&args, &out_root)?;
-    if args.resume.is_some() {
-        check_resumable(&run_id, &out_root.join(&run_id).join(PROVENANCE_FILE))?;
-    }
-    // Everything that can be wrong with the input is refused here, before anything is provisioned.
-    let matrices = select_matrices(&spec.matrices)?;
-    let backend =
-        crate::env::choose(spec.env, spec.bootstrap.as_deref(), dsn.as_deref(), spec.kafka_config.as_deref())?;
-    let budget = spec.budget_s.map(Duration::from_secs);
-    if let Some(b) = budget {
-        budget::check(b)?;
-    }
-    // The site's configuration holds the claims, checked once.
-    let cfg = SiteConfig::builtin()?;
+    let Checked { run_id, spec, matrices, backend, budget, cfg, tasks, goals } = check_input(&args, &out_root)?;
     let claims = &cfg.claims;
-    let mut tasks = plan::for_run(&matrices, &spec, backend.as_ref())?;
-    if budget.is_some() {
-        tasks = budget::first_pass(tasks, &matrices, &cfg, claims);
-    }
-    // A budgeted run spends its reps on the claims, not on a precision target per point.
-    let goals = if budget.is_some() { BTreeMap::new() } else { precision::goals(&matrices, &spec)? };
-    // The lab's own services write their data under envs/ (an external cluster's brokers do not).
-    if backend.kind() != BackendKind::External {
-        crate::env::disk::ensure_free(&paths::envs_dir(), crate::env::disk::RUN_NEEDS_BYTES)?;
-    }
     let run_dir = RunDir::new(out_root.join(&run_id));
     let written = run_dir.records(&matrices.iter().map(|m| m.name.clone()).collect::<Vec<_>>())?;
     let todo = unfinished(tasks.clone(), &written);
@@ -131,6 +108,46 @@ pub fn run(args: RunArgs) -> Result<()> {
         bail!("the run stopped early: {reason}");
     }
     Ok(())
+}
+
+/// Everything a run decides before it builds or provisions anything.
+struct Checked {
+    run_id: String,
+    spec: RunSpec,
+    matrices: Vec<Matrix>,
+    backend: Box<dyn crate::env::backend::Backend>,
+    budget: Option<Duration>,
+    /// The site's configuration, which holds the claims, checked once.
+    cfg: SiteConfig,
+    tasks: Vec<Task>,
+    goals: BTreeMap<String, precision::Goal>,
+}
+
+/// Everything that can be wrong with the input is refused here, before anything is provisioned.
+fn check_input(args: &RunArgs, out_root: &Path) -> Result<Checked> {
+    let (run_id, spec, dsn) = identify(args, out_root)?;
+    if args.resume.is_some() {
+        check_resumable(&run_id, &out_root.join(&run_id).join(PROVENANCE_FILE))?;
+    }
+    let matrices = select_matrices(&spec.matrices)?;
+    let backend =
+        crate::env::choose(spec.env, spec.bootstrap.as_deref(), dsn.as_deref(), spec.kafka_config.as_deref())?;
+    let budget = spec.budget_s.map(Duration::from_secs);
+    if let Some(b) = budget {
+        budget::check(b)?;
+    }
+    let cfg = SiteConfig::builtin()?;
+    let mut tasks = plan::for_run(&matrices, &spec, backend.as_ref())?;
+    if budget.is_some() {
+        tasks = budget::first_pass(tasks, &matrices, &cfg, &cfg.claims);
+    }
+    // A budgeted run spends its reps on the claims, not on a precision target per point.
+    let goals = if budget.is_some() { BTreeMap::new() } else { precision::goals(&matrices, &spec)? };
+    // The lab's own services write their data under envs/ (an external cluster's brokers do not).
+    if backend.kind() != BackendKind::External {
+        crate::env::disk::ensure_free(&paths::envs_dir(), crate::env::disk::RUN_NEEDS_BYTES)?;
+    }
+    Ok(Checked { run_id, spec, matrices, backend, budget, cfg, tasks, goals })
 }
 
 /// What a budgeted run's rounds go by.

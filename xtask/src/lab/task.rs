@@ -46,11 +46,10 @@ pub fn run_task(
     let stem = format!("{}-{}-{}-{}-rep{}", task.bench, task.arm, task.sweep, slug(&task.label), task.rep);
     let log_path = logs.join(format!("{stem}.log"));
     let faults = FaultDir::create(logs, &stem)?;
-    let knobs = serde_json::to_string(&task.knobs)?;
     let mut cmd = Cmd::new(harness)
         .args(["run", "--bench", &task.bench, "--arm", &task.arm, "--env"])
         .arg(env.descriptor().dir.join(DESCRIPTOR_FILE))
-        .args(["--knobs", &knobs])
+        .args(["--knobs", &serde_json::to_string(&task.knobs)?])
         .env(FAULTS_ENV, faults.path())
         .pipe_stdout(&log_path);
     // Pinned from its first instruction: every thread it starts inherits the set.
@@ -107,26 +106,31 @@ pub fn run_task(
         }
         std::thread::sleep(Duration::from_millis(100));
     };
-    let stdout = reader.join().unwrap_or_default();
+    Ok(outcome_of(status, &reader.join().unwrap_or_default(), &log_path))
+}
+
+/// What an arm that ended said: not runnable (and why), failed (with its error), or its measurement, the last
+/// line it printed.
+fn outcome_of(status: std::process::ExitStatus, stdout: &str, log_path: &Path) -> Outcome {
     if status.code() == Some(NOT_RUNNABLE_EXIT) {
-        let tail = process::log_tail(&log_path, 20);
+        let tail = process::log_tail(log_path, 20);
         let reason = NotRunnable::reason_in(&tail).unwrap_or(&tail);
-        return Ok(Outcome::NotRunnable { reason: reason.to_owned() });
+        return Outcome::NotRunnable { reason: reason.to_owned() };
     }
     if !status.success() {
-        let tail = process::log_tail(&log_path, 20);
-        return Ok(Outcome::Failed {
+        let tail = process::log_tail(log_path, 20);
+        return Outcome::Failed {
             reason: format!("the arm exited with {status}: {}", arm_error(&tail)),
             log_tail: tail,
-        });
+        };
     }
     let line = stdout.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("");
     match serde_json::from_str::<Measurement>(line) {
-        Ok(m) => Ok(Outcome::Measured(m)),
-        Err(e) => Ok(Outcome::Failed {
+        Ok(m) => Outcome::Measured(m),
+        Err(e) => Outcome::Failed {
             reason: format!("the arm printed no valid measurement: {e}"),
-            log_tail: process::log_tail(&log_path, 20),
-        }),
+            log_tail: process::log_tail(log_path, 20),
+        },
     }
 }
 
