@@ -45,22 +45,7 @@ fn count(value: u64) -> Metric {
 pub fn measurement(i: Inputs) -> Result<Measurement> {
     let k = i.knobs;
     let ledger = &i.produced.ledger;
-    let Some(window) = Window::of(ledger, k.warmup_s, k.window_s) else {
-        bail!("the producer sent no record");
-    };
-    // A producer that sent all its max_records early is measured up to its last send, not over an idle tail; one
-    // that stopped before half the window is no measurement.
-    let capped = capped_early(ledger, k, window);
-    let window = match capped {
-        None => window,
-        Some(early_s) if early_s <= k.window_s / 2.0 => window.ending_early(early_s),
-        Some(early_s) => bail!(
-            "the producer reached max_records ({}) {early_s:.1} s before the {} s window ended, leaving less than half \
-             of it measured (raise max_records)",
-            k.max_records,
-            k.window_s
-        ),
-    };
+    let (window, capped) = measured_window(ledger, k)?;
     let fault_us = i.happened.and_then(|h| h.result.started_ms()).map(|ms| ms * 1000);
     let t = timing(ledger, window, fault_us.unwrap_or(window.start_us));
     if t.acked_in_window == 0 {
@@ -92,23 +77,7 @@ pub fn measurement(i: Inputs) -> Result<Measurement> {
     latency_metrics(&t.latencies_ms, &mut m);
     m.insert("max_ack_gap_ms".into(), metric(t.max_gap.ms, "ms", false));
     m.insert("max_ack_gap_p0_ms".into(), metric(t.max_gap_p0.ms, "ms", false));
-    let acked_m = c.acked as f64 / 1e6;
-    if acked_m > 0.0 {
-        m.insert(
-            "client_cpu_s_per_m_records".into(),
-            metric(i.produced.client_cpu_s / acked_m, "CPU s / 1M records", false),
-        );
-        if !i.brokers_cpu.is_empty() {
-            let total: f64 = i.brokers_cpu.values().sum();
-            m.insert("broker_cpu_s_per_m_records".into(), metric(total / acked_m, "CPU s / 1M records", false));
-            for (node, cpu) in &i.brokers_cpu {
-                m.insert(
-                    format!("broker_{node}_cpu_s_per_m_records"),
-                    metric(cpu / acked_m, "CPU s / 1M records", false),
-                );
-            }
-        }
-    }
+    add_cpu(&mut m, c.acked, i.produced.client_cpu_s, &i.brokers_cpu);
     let mut details = BTreeMap::from([
         ("command".to_owned(), i.produced.command.clone()),
         ("connections".to_owned(), i.produced.connections.clone()),
@@ -152,6 +121,43 @@ pub fn measurement(i: Inputs) -> Result<Measurement> {
         applied: applied(k, &i.produced),
         versions: i.produced.versions,
     })
+}
+
+/// The window measured: after the warm-up, for `window_s`, or up to the last send of a producer that sent all its
+/// max_records early (not over an idle tail), with how early; one that stopped before half the window is no
+/// measurement.
+fn measured_window(ledger: &super::ledger::Ledger, k: &Knobs) -> Result<(Window, Option<f64>)> {
+    let Some(window) = Window::of(ledger, k.warmup_s, k.window_s) else {
+        bail!("the producer sent no record");
+    };
+    let capped = capped_early(ledger, k, window);
+    let window = match capped {
+        None => window,
+        Some(early_s) if early_s <= k.window_s / 2.0 => window.ending_early(early_s),
+        Some(early_s) => bail!(
+            "the producer reached max_records ({}) {early_s:.1} s before the {} s window ended, leaving less than half \
+             of it measured (raise max_records)",
+            k.max_records,
+            k.window_s
+        ),
+    };
+    Ok((window, capped))
+}
+
+/// CPU seconds per million acknowledged records: the client's, all brokers' and each broker's.
+fn add_cpu(m: &mut BTreeMap<String, Metric>, acked: u64, client_cpu_s: f64, brokers_cpu: &BTreeMap<u32, f64>) {
+    let acked_m = acked as f64 / 1e6;
+    if acked_m <= 0.0 {
+        return;
+    }
+    m.insert("client_cpu_s_per_m_records".into(), metric(client_cpu_s / acked_m, "CPU s / 1M records", false));
+    if !brokers_cpu.is_empty() {
+        let total: f64 = brokers_cpu.values().sum();
+        m.insert("broker_cpu_s_per_m_records".into(), metric(total / acked_m, "CPU s / 1M records", false));
+        for (node, cpu) in brokers_cpu {
+            m.insert(format!("broker_{node}_cpu_s_per_m_records"), metric(cpu / acked_m, "CPU s / 1M records", false));
+        }
+    }
 }
 
 fn add_fault(

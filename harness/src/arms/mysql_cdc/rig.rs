@@ -343,19 +343,7 @@ fn measurement(
             metrics.insert("key_bytes_per_record".into(), per(landed.key_bytes));
         }
     }
-    let millions = knobs.rows as f64 / 1e6;
-    for (role, secs) in cpu {
-        metrics.insert(format!("{role}_cpu_s"), metric(*secs, "CPU s", false));
-    }
-    let involved: f64 = ["arm", "server", "broker"].iter().filter_map(|r| cpu.get(r)).sum();
-    let total = involved;
-    metrics.insert("total_cpu_s".into(), metric(total, "CPU s", false));
-    if millions > 0.0 {
-        if let Some(a) = cpu.get("arm") {
-            metrics.insert("arm_cpu_s_per_m_rows".into(), metric(a / millions, "CPU s / 1M rows", false));
-        }
-        metrics.insert("total_cpu_s_per_m_rows".into(), metric(total / millions, "CPU s / 1M rows", false));
-    }
+    add_cpu(&mut metrics, knobs.rows, cpu);
     if let Some((began, ended)) = w.inserts
         && ended > began
     {
@@ -377,26 +365,8 @@ fn measurement(
     if let Some(p) = &w.pacing {
         details.insert("pacing".into(), p.clone());
     }
-    details.insert(
-        "load".into(),
-        if loaded.reused {
-            format!("{} rows already loaded by this loader: reused", loaded.rows)
-        } else {
-            format!("{} rows loaded in {:.1} s (not in the arm's time)", loaded.rows, loaded.elapsed.as_secs_f64())
-        },
-    );
-    details.insert(
-        "clock".into(),
-        match knobs.rig {
-            Rig::SnapshotDrop => "the arm's own first and last row (ms)".into(),
-            Rig::KafkaToMysql => format!(
-                "first and last inserted row as Innodb_rows_inserted (Handler_write on MariaDB) showed them, polled \
-                 every {} ms",
-                probe::SINK_POLL.as_millis()
-            ),
-            _ => "the broker's LogAppendTime of the first and last message (ms)".into(),
-        },
-    );
+    details.insert("load".into(), load_text(loaded));
+    details.insert("clock".into(), clock_text(knobs.rig));
     Measurement {
         kind: knobs.rig.name().into(),
         metrics,
@@ -406,6 +376,44 @@ fn measurement(
         details,
         versions,
         applied,
+    }
+}
+
+/// CPU seconds per role (arm, server, broker, ...), their total over the roles that did the work, and per million
+/// rows.
+fn add_cpu(metrics: &mut BTreeMap<String, Metric>, rows: u64, cpu: &BTreeMap<&'static str, f64>) {
+    for (role, secs) in cpu {
+        metrics.insert(format!("{role}_cpu_s"), metric(*secs, "CPU s", false));
+    }
+    let total: f64 = ["arm", "server", "broker"].iter().filter_map(|r| cpu.get(r)).sum();
+    metrics.insert("total_cpu_s".into(), metric(total, "CPU s", false));
+    let millions = rows as f64 / 1e6;
+    if millions > 0.0 {
+        if let Some(a) = cpu.get("arm") {
+            metrics.insert("arm_cpu_s_per_m_rows".into(), metric(a / millions, "CPU s / 1M rows", false));
+        }
+        metrics.insert("total_cpu_s_per_m_rows".into(), metric(total / millions, "CPU s / 1M rows", false));
+    }
+}
+
+fn load_text(loaded: &Loaded) -> String {
+    if loaded.reused {
+        format!("{} rows already loaded by this loader: reused", loaded.rows)
+    } else {
+        format!("{} rows loaded in {:.1} s (not in the arm's time)", loaded.rows, loaded.elapsed.as_secs_f64())
+    }
+}
+
+/// Which clock timed the rig's first and last row.
+fn clock_text(rig: Rig) -> String {
+    match rig {
+        Rig::SnapshotDrop => "the arm's own first and last row (ms)".into(),
+        Rig::KafkaToMysql => format!(
+            "first and last inserted row as Innodb_rows_inserted (Handler_write on MariaDB) showed them, polled every \
+             {} ms",
+            probe::SINK_POLL.as_millis()
+        ),
+        _ => "the broker's LogAppendTime of the first and last message (ms)".into(),
     }
 }
 
