@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
-use rdkafka::ClientContext;
+use rdkafka::{ClientConfig, ClientContext};
 use rdkafka::error::KafkaError;
 use rdkafka::producer::{BaseRecord, DeliveryResult, Producer, ProducerContext, ThreadedProducer};
 use rdkafka::statistics::Statistics;
@@ -52,6 +52,43 @@ struct Context_ {
     stats: StatsWindow,
 }
 
+impl Context_ {
+    fn new() -> Self {
+        Context_ {
+            delivered: AtomicU64::new(0),
+            failed: AtomicU64::new(0),
+            first_error: Default::default(),
+            latency: LatencySampler::new(64),
+            stats: StatsWindow::default(),
+        }
+    }
+
+    /// The sampled produce-to-report latency, and librdkafka's per-interval p99s and queue depth (medians).
+    fn add_latency_and_gauges(&self, metrics: &mut BTreeMap<String, Metric>) {
+        if let Some(p) = self.latency.percentiles(&[50.0, 99.0]) {
+            metrics.insert("e2e_p50_ms".into(), Metric::new(p[0], "ms", false));
+            metrics.insert("e2e_p99_ms".into(), Metric::new(p[1], "ms", false));
+        }
+        if let Some(s) = self.stats.summary() {
+            metrics.insert("broker_rtt_p99_ms".into(), Metric::new(s.broker_rtt_p99_ms, "ms", false));
+            metrics.insert("outbuf_latency_p99_ms".into(), Metric::new(s.outbuf_latency_p99_ms, "ms", false));
+            metrics.insert("int_latency_p99_ms".into(), Metric::new(s.int_latency_p99_ms, "ms", false));
+            metrics.insert("producer_queue_messages".into(), Metric::new(s.queue_messages, "messages", false));
+        }
+    }
+
+    /// What the verdict reads of the producer's side, against its queue of `queue_capacity` messages.
+    fn downstream(&self, queue_capacity: u64) -> Option<super::verdict::DownstreamSignals> {
+        self.stats.summary().map(|s| super::verdict::DownstreamSignals {
+            broker_rtt_p99_ms: s.broker_rtt_p99_ms,
+            outbuf_latency_p99_ms: s.outbuf_latency_p99_ms,
+            int_latency_p99_ms: s.int_latency_p99_ms,
+            producer_queue_messages: s.queue_messages,
+            queue_capacity_messages: queue_capacity as f64,
+        })
+    }
+}
+
 impl ClientContext for Context_ {
     fn stats(&self, statistics: Statistics) {
         self.stats.record(&statistics);
@@ -86,19 +123,8 @@ pub fn run(ctx: &ArmContext) -> Result<Measurement> {
     fresh_topic(&base, &topic, knobs.partitions, SHORT_RETENTION)?;
     let sampler = WatermarkSampler::new(&base, &topic, knobs.partitions)?;
 
-    let context = Arc::new(Context_ {
-        delivered: AtomicU64::new(0),
-        failed: AtomicU64::new(0),
-        first_error: Default::default(),
-        latency: LatencySampler::new(64),
-        stats: StatsWindow::default(),
-    });
-    let mut cfg = base.clone();
-    cfg.set("acks", "all")
-        .set("enable.idempotence", "true")
-        .set("linger.ms", knobs.linger_ms.to_string())
-        .set("queue.buffering.max.messages", knobs.queue_buffering_max_messages.to_string())
-        .set("statistics.interval.ms", "1000");
+    let context = Arc::new(Context_::new());
+    let cfg = producer_config(&base, &knobs);
     let applied = super::window::applied(knobs.payload_bytes, knobs.partitions, knobs.warmup_s, knobs.window_s, &cfg)?;
     let producer: ThreadedProducer<ArcContext> =
         cfg.create_with_context(ArcContext(context.clone())).context("cannot create the producer")?;
@@ -134,16 +160,7 @@ pub fn run(ctx: &ArmContext) -> Result<Measurement> {
     metrics.insert("acked_records_per_s".into(), Metric::new(acks as f64 / window_s, "records/s", true));
     metrics.insert("delivered_total".into(), Metric::new(delivered as f64, "records", true));
     crate::cpu::add_cpu(&mut metrics, window.records(), cpu_s, brokers_cpu_s);
-    if let Some(p) = context.latency.percentiles(&[50.0, 99.0]) {
-        metrics.insert("e2e_p50_ms".into(), Metric::new(p[0], "ms", false));
-        metrics.insert("e2e_p99_ms".into(), Metric::new(p[1], "ms", false));
-    }
-    if let Some(s) = context.stats.summary() {
-        metrics.insert("broker_rtt_p99_ms".into(), Metric::new(s.broker_rtt_p99_ms, "ms", false));
-        metrics.insert("outbuf_latency_p99_ms".into(), Metric::new(s.outbuf_latency_p99_ms, "ms", false));
-        metrics.insert("int_latency_p99_ms".into(), Metric::new(s.int_latency_p99_ms, "ms", false));
-        metrics.insert("producer_queue_messages".into(), Metric::new(s.queue_messages, "messages", false));
-    }
+    context.add_latency_and_gauges(&mut metrics);
     let mut note = format!(
         "{}; window {window_s:.2} s after {:.1} s warm-up, which started at the first delivery report \
          ({:.2} s after the first produce); {acks} delivery reports in the window ({:.0} records/s); \
@@ -153,13 +170,7 @@ pub fn run(ctx: &ArmContext) -> Result<Measurement> {
         edges.first_ack_s,
         acks as f64 / window_s,
     );
-    let downstream = context.stats.summary().map(|s| super::verdict::DownstreamSignals {
-        broker_rtt_p99_ms: s.broker_rtt_p99_ms,
-        outbuf_latency_p99_ms: s.outbuf_latency_p99_ms,
-        int_latency_p99_ms: s.int_latency_p99_ms,
-        producer_queue_messages: s.queue_messages,
-        queue_capacity_messages: knobs.queue_buffering_max_messages as f64,
-    });
+    let downstream = context.downstream(knobs.queue_buffering_max_messages);
     let (verdict, verdict_evidence) = super::verdict::verdict(None, downstream.as_ref());
     note.push_str(&format!("; {verdict_evidence}"));
     if failed > 0 {
@@ -180,6 +191,17 @@ pub fn run(ctx: &ArmContext) -> Result<Measurement> {
         versions: crate::versions::client_versions(),
         applied,
     })
+}
+
+/// The seed's raw producer: acks=all with idempotence, its linger and queue cap, statistics every second.
+fn producer_config(base: &ClientConfig, knobs: &Knobs) -> ClientConfig {
+    let mut cfg = base.clone();
+    cfg.set("acks", "all")
+        .set("enable.idempotence", "true")
+        .set("linger.ms", knobs.linger_ms.to_string())
+        .set("queue.buffering.max.messages", knobs.queue_buffering_max_messages.to_string())
+        .set("statistics.interval.ms", "1000");
+    cfg
 }
 
 /// Produce keyless records until `done`, sleeping 1 ms whenever librdkafka's queue is full.
