@@ -22,6 +22,12 @@ impl CpuRoles {
         Self::default()
     }
 
+    /// The environment's own services: the database server and the broker.
+    pub fn of_services(env: &streamlab_record::EnvDescriptor) -> Self {
+        let mysql_pid = env.mysql.as_ref().and_then(|m| m.pid);
+        Self::new().with("server", mysql_pid.into_iter().collect()).with("broker", env.kafka.pid.into_iter().collect())
+    }
+
     pub fn with(mut self, role: &'static str, pids: Vec<u32>) -> Self {
         self.pids.insert(role, pids);
         self

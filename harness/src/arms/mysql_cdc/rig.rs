@@ -63,26 +63,9 @@ pub fn run_with(
     let work = tempfile::Builder::new().prefix("streamlab-cdc-").tempdir()?;
     let rig = knobs.rig;
     let src = data::source(rig);
-    let topic_prefix = format!("{}-{}", arm.name(), rig.name()).replace('_', "-");
-    let topic = match rig {
-        Rig::KafkaToMysql => data::event_topic(arm.event_format(knobs)),
-        _ => format!("{topic_prefix}.{}.{}", src.database, src.table),
-    };
+    let (topic_prefix, topic) = topics(arm, knobs, &src);
 
-    let mut loaded = prepare(&db, &admin, knobs, arm, &topic)?;
-    // Only on the lab's own server: an existing one (--mysql-dsn) may have replicas that need its binlogs.
-    if env.backend != BackendKind::External {
-        db.purge_binlogs()?;
-    }
-    // A backlog is inserted after the purge (the arm reads it from the binlog) and before the arm starts, from
-    // a position recorded first: every arm streams from that same position.
-    let start_at = if rig == Rig::CdcKafka && knobs.cdc_load == CdcLoad::Backlog {
-        let at = probe::binlog_position(&db)?;
-        loaded = data::insert_backlog(&db, knobs.rows)?;
-        Some(at)
-    } else {
-        None
-    };
+    let (loaded, start_at) = load(&db, &admin, (env, knobs, arm), &topic)?;
     let job = Job {
         rig,
         knobs: knobs.clone(),
@@ -93,10 +76,7 @@ pub fn run_with(
         work_dir: work.path().to_owned(),
         start_at,
     };
-    let mysql_pid = env.mysql.as_ref().and_then(|m| m.pid);
-    let roles = CpuRoles::new()
-        .with("server", mysql_pid.into_iter().collect())
-        .with("broker", env.kafka.pid.into_iter().collect());
+    let roles = CpuRoles::of_services(env);
     let cpu_before = roles.read();
     let dumps_before = probe::binlog_dump_sessions(&db)?;
 
@@ -149,6 +129,38 @@ pub fn run_with(
         m.details.insert("start position".into(), format!("{at}, recorded before the backlog was inserted"));
     }
     Ok(m)
+}
+
+/// The arm's topic prefix, and the topic the rig reads: the event topic a sink arm consumes, else the one the
+/// source arm writes `<prefix>.<database>.<table>` to.
+fn topics(arm: &dyn CdcArm, knobs: &Knobs, src: &super::Source) -> (String, String) {
+    let prefix = format!("{}-{}", arm.name(), knobs.rig.name()).replace('_', "-");
+    let topic = match knobs.rig {
+        Rig::KafkaToMysql => data::event_topic(arm.event_format(knobs)),
+        _ => format!("{prefix}.{}.{}", src.database, src.table),
+    };
+    (prefix, topic)
+}
+
+/// The rows the arm reads, loaded before it starts, and the binlog position a backlog's stream starts from.
+fn load(
+    db: &Db,
+    admin: &rdkafka::ClientConfig,
+    (env, knobs, arm): (&EnvDescriptor, &Knobs, &dyn CdcArm),
+    topic: &str,
+) -> Result<(Loaded, Option<super::BinlogPosition>)> {
+    let loaded = prepare(db, admin, knobs, arm, topic)?;
+    // Only on the lab's own server: an existing one (--mysql-dsn) may have replicas that need its binlogs.
+    if env.backend != BackendKind::External {
+        db.purge_binlogs()?;
+    }
+    // A backlog is inserted after the purge (the arm reads it from the binlog) and before the arm starts, from
+    // a position recorded first: every arm streams from that same position.
+    if knobs.rig == Rig::CdcKafka && knobs.cdc_load == CdcLoad::Backlog {
+        let at = probe::binlog_position(db)?;
+        return Ok((data::insert_backlog(db, knobs.rows)?, Some(at)));
+    }
+    Ok((loaded, None))
 }
 
 /// CPU seconds per role from the first record to the last (`<role>`), and what the arm spent before its first

@@ -225,46 +225,11 @@ pub fn run(job: &Job, shared: &Shared, rt: &tokio::runtime::Runtime) -> Result<(
     let batch = job.knobs.batch_size.max(1);
     let tasks = job.knobs.tasks.max(1) as usize;
     let format = event_format(&job.knobs);
-    let mut config = default_client_config(&job.env)?;
-    // A group of its own per run: nothing committed yet, so it starts from the earliest offsets.
-    config.set("group.id", format!("streamlab-rust-writer-{}", run_tag(job)));
-    for (k, v) in CONSUMER {
-        config.set(*k, *v);
-    }
-    let mut applied = applied_consumer(&config, tasks)?;
-    applied.insert(applied::SINK.into(), sink_description(batch));
-    shared.set_applied(applied);
-    let consumer: BaseConsumer = config.create().context("creating the writer's consumer")?;
-    consumer.subscribe(&[&job.topic]).with_context(|| format!("subscribing to {}", job.topic))?;
-
-    let opts = crate::arms::mysql_cdc::db::opts(&job.env, None)?;
+    let consumer = subscribed_consumer(job, shared, (tasks, batch))?;
     let (tx, rx) = mpsc::channel::<Batch>(tasks);
-    let rx = Arc::new(Mutex::new(rx));
     let (done_tx, done) = sync_mpsc::channel::<Result<u64>>();
-    let workers: Vec<_> = (0..tasks)
-        .map(|_| {
-            let (rx, opts, done_tx) = (rx.clone(), opts.clone(), done_tx.clone());
-            rt.spawn(async move {
-                let mut conn = match Conn::new(opts).await.context("connecting an insert task") {
-                    Ok(c) => c,
-                    Err(e) => return done_tx.send(Err(e)).map_err(|_| ()),
-                };
-                loop {
-                    let next = rx.lock().await.recv().await;
-                    let Some(b) = next else { break };
-                    let written = conn.query_drop(b.sql).await.context("a multi-row INSERT failed").map(|_| b.seq);
-                    let failed = written.is_err();
-                    done_tx.send(written).map_err(|_| ())?;
-                    if failed {
-                        break;
-                    }
-                }
-                conn.disconnect().await.ok();
-                Ok(())
-            })
-        })
-        .collect();
-    drop(done_tx);
+    let opts = crate::arms::mysql_cdc::db::opts(&job.env, None)?;
+    let workers = spawn_insert_tasks(rt, tasks, &opts, Arc::new(Mutex::new(rx)), done_tx);
 
     let mut feed = Feed { statement: Statement::new(batch), offsets: BTreeMap::new(), first_row: None, seq: 0 };
     let mut commits = Commits::default();
@@ -328,6 +293,56 @@ pub fn run(job: &Job, shared: &Shared, rt: &tokio::runtime::Runtime) -> Result<(
         format!("{commit_count} (after each written batch); the offsets committed last sum to {committed}"),
     );
     Ok(())
+}
+
+/// The writer's consumer, in a group of its own per run (nothing committed yet, so it starts from the earliest
+/// offsets), subscribed to the event topic; what it applied goes to the record.
+fn subscribed_consumer(job: &Job, shared: &Shared, (tasks, batch): (usize, u64)) -> Result<BaseConsumer> {
+    let mut config = default_client_config(&job.env)?;
+    config.set("group.id", format!("streamlab-rust-writer-{}", run_tag(job)));
+    for (k, v) in CONSUMER {
+        config.set(*k, *v);
+    }
+    let mut applied = applied_consumer(&config, tasks)?;
+    applied.insert(applied::SINK.into(), sink_description(batch));
+    shared.set_applied(applied);
+    let consumer: BaseConsumer = config.create().context("creating the writer's consumer")?;
+    consumer.subscribe(&[&job.topic]).with_context(|| format!("subscribing to {}", job.topic))?;
+    Ok(consumer)
+}
+
+/// `tasks` insert tasks, each on its own connection, taking batches from `rx` until it closes and reporting
+/// each batch written (or the first failure, after which it stops) on `done`.
+fn spawn_insert_tasks(
+    rt: &tokio::runtime::Runtime,
+    tasks: usize,
+    opts: &mysql_async::Opts,
+    rx: Arc<Mutex<mpsc::Receiver<Batch>>>,
+    done: sync_mpsc::Sender<Result<u64>>,
+) -> Vec<tokio::task::JoinHandle<Result<(), ()>>> {
+    (0..tasks)
+        .map(|_| {
+            let (rx, opts, done_tx) = (rx.clone(), opts.clone(), done.clone());
+            rt.spawn(async move {
+                let mut conn = match Conn::new(opts).await.context("connecting an insert task") {
+                    Ok(c) => c,
+                    Err(e) => return done_tx.send(Err(e)).map_err(|_| ()),
+                };
+                loop {
+                    let next = rx.lock().await.recv().await;
+                    let Some(b) = next else { break };
+                    let written = conn.query_drop(b.sql).await.context("a multi-row INSERT failed").map(|_| b.seq);
+                    let failed = written.is_err();
+                    done_tx.send(written).map_err(|_| ())?;
+                    if failed {
+                        break;
+                    }
+                }
+                conn.disconnect().await.ok();
+                Ok(())
+            })
+        })
+        .collect()
 }
 
 /// The statement being built and what it consumed.
