@@ -233,16 +233,7 @@ fn watch(plan: &Watch, running: &mut dyn super::Running, w: &mut Watched) -> Res
     // A backlog was inserted before the arm started: nothing to insert while it runs.
     if knobs.rig == Rig::CdcKafka && knobs.cdc_load != CdcLoad::Backlog {
         // The inserts start once the arm reads the binlog, so none can precede its start position.
-        loop {
-            running.check()?;
-            if probe::binlog_dump_sessions(db)? > dumps_before {
-                break;
-            }
-            if started.elapsed() > STREAM_START_TIMEOUT {
-                bail!("the arm opened no binlog stream within {} s", STREAM_START_TIMEOUT.as_secs());
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        wait_for_binlog_stream(db, running, dumps_before)?;
         let clock = CommitClock::start(db, &format!("{}.cart", data::source(Rig::CdcKafka).database))?;
         let inserter = match knobs.cdc_load {
             CdcLoad::Paced => Inserter::paced(db, rows, knobs.paced_rows_per_s)?,
@@ -305,6 +296,21 @@ fn watch(plan: &Watch, running: &mut dyn super::Running, w: &mut Watched) -> Res
         running.check()?;
     }
     Ok(())
+}
+
+/// Until the arm opens a binlog stream of its own (one more dump session than before it started).
+fn wait_for_binlog_stream(db: &Db, running: &mut dyn super::Running, dumps_before: u64) -> Result<()> {
+    let started = Instant::now();
+    loop {
+        running.check()?;
+        if probe::binlog_dump_sessions(db)? > dumps_before {
+            return Ok(());
+        }
+        if started.elapsed() > STREAM_START_TIMEOUT {
+            bail!("the arm opened no binlog stream within {} s", STREAM_START_TIMEOUT.as_secs());
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 fn metric(value: f64, unit: &str, higher_is_better: bool) -> Metric {

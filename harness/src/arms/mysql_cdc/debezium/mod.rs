@@ -141,18 +141,7 @@ impl CdcArm for Debezium {
         let details = BTreeMap::from([
             ("command".to_owned(), worker.command.clone()),
             ("mode".to_owned(), "standalone worker, one per run (the seed: one distributed worker)".to_owned()),
-            (
-                "substitution".to_owned(),
-                if self.sink {
-                    "Debezium JDBC sink 3.5.0.Final (Hibernate, MariaDB Connector/J) in place of the seed's Confluent \
-                     JDBC sink 10.7.14 with MySQL Connector/J 8.0.33, which is not on Maven Central"
-                        .to_owned()
-                } else {
-                    "Debezium MariaDB connector 3.5.0.Final in place of the seed's MySQL connector 2.4.2 (the server is \
-                     MariaDB 10.11, not mysql:8.0)"
-                        .to_owned()
-                },
-            ),
+            ("substitution".to_owned(), substitution(self.sink).to_owned()),
         ]);
         let applied = if self.sink { Applied::new() } else { applied_format(&job.knobs) };
         let info = ArmInfo { versions, config, details, note: None, applied };
@@ -168,6 +157,17 @@ impl CdcArm for Debezium {
             }
             Ok(())
         })))
+    }
+}
+
+/// What runs in place of the seed's connector, and why.
+fn substitution(sink: bool) -> &'static str {
+    if sink {
+        "Debezium JDBC sink 3.5.0.Final (Hibernate, MariaDB Connector/J) in place of the seed's Confluent JDBC sink \
+         10.7.14 with MySQL Connector/J 8.0.33, which is not on Maven Central"
+    } else {
+        "Debezium MariaDB connector 3.5.0.Final in place of the seed's MySQL connector 2.4.2 (the server is MariaDB \
+         10.11, not mysql:8.0)"
     }
 }
 

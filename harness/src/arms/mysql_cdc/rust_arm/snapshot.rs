@@ -106,21 +106,28 @@ pub fn encoder_for(row: &Row) -> RowEncoder {
     RowEncoder::new(names.iter().map(|n| n.as_ref()).zip(columns.iter().map(|c| c.column_type())), "id")
 }
 
+/// The column definitions (Debezium's formats), then the snapshot and its position, on one session.
+async fn open_snapshot(
+    opts: mysql_async::Opts,
+    format: Format,
+    database: &str,
+    table: &str,
+) -> Result<(Conn, Position, Option<Vec<columns::ColumnDef>>)> {
+    let mut conn = Conn::new(opts).await.context("connecting the snapshot session")?;
+    let columns = match format {
+        Format::Seed => None,
+        _ => Some(columns::load(&mut conn, database, table).await?),
+    };
+    let position = begin(&mut conn).await?;
+    Ok((conn, position, columns))
+}
+
 /// Rigs A and B: the fetch task pages through the snapshot; this thread encodes (and produces) every row.
 pub fn run(job: &Job, shared: &Arc<Shared>, rt: &tokio::runtime::Runtime) -> Result<()> {
     let opts = super::super::db::opts(&job.env, None)?;
     let (database, table, batch) = (job.table.database, job.table.table, job.knobs.batch_size.max(1));
     let format = job.knobs.format;
-    // The column definitions (Debezium's formats), then the snapshot and its position, on one session.
-    let (conn, position, columns) = rt.block_on(async {
-        let mut conn = Conn::new(opts).await.context("connecting the snapshot session")?;
-        let columns = match format {
-            Format::Seed => None,
-            _ => Some(columns::load(&mut conn, database, table).await?),
-        };
-        let position = begin(&mut conn).await?;
-        Ok::<_, anyhow::Error>((conn, position, columns))
-    })?;
+    let (conn, position, columns) = rt.block_on(open_snapshot(opts, format, database, table))?;
     shared.detail("snapshot position", position.to_string());
     // Debezium's snapshot rows carry the snapshot's start in whole seconds.
     let snapshot_ms = (now_ms() / 1000.0).floor() as i64 * 1000;
@@ -128,13 +135,12 @@ pub fn run(job: &Job, shared: &Arc<Shared>, rt: &tokio::runtime::Runtime) -> Res
     let (tx, mut rx) = mpsc::channel(PAGES_AHEAD);
     let reader = rt.spawn(async move { read_pages(conn, database, table, batch, tx).await });
     let mut sink = match job.rig {
-        Rig::SnapshotKafka => {
-            let sink = produce::Sink::new(job, false)?;
-            shared.applied_producer(&sink.applied);
-            Some(sink)
-        }
+        Rig::SnapshotKafka => Some(produce::Sink::new(job, false)?),
         _ => None,
     };
+    if let Some(sink) = &sink {
+        shared.applied_producer(&sink.applied);
+    }
     let mut count = SelfCount { ids: IdSet::new(job.knobs.rows), ..Default::default() };
     let (mut key, mut value) = (Vec::with_capacity(256), Vec::with_capacity(4096));
     let encoded = (|| {
