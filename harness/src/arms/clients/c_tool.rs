@@ -20,8 +20,9 @@ use streamlab_process::Cmd;
 use streamlab_record::Measurement;
 use streamlab_record::applied;
 
+use super::driver::Driver;
 use super::rdkafka_arm::{fetch_properties, producer_properties};
-use super::{Asymmetries, CTool, ClientInfo, Fetched, Knobs, NotRunnable, Produced, QueueFullSeen, Tools, Workload};
+use super::{Asymmetries, CTool, ClientInfo, Fetched, Knobs, Produced, QueueFullSeen, Tools};
 use crate::arms::ArmContext;
 use crate::arms::spec::ArmSpec;
 use crate::kafka::config::client_config;
@@ -39,31 +40,50 @@ const PAYLOAD_PATTERN: &str = "x";
 const MASK: &str = "***";
 
 fn run_2_12(ctx: &ArmContext) -> Result<Measurement> {
-    run(ctx, "c_2_12", "2.12.1")
+    super::driver::run(ctx, &mut RdkafkaPerformance { arm: "c_2_12", library: "2.12.1", tools: None })
 }
 
 fn run_2_15(ctx: &ArmContext) -> Result<Measurement> {
-    run(ctx, "c_2_15", "2.15.0")
+    super::driver::run(ctx, &mut RdkafkaPerformance { arm: "c_2_15", library: "2.15.0", tools: None })
 }
 
-fn run(ctx: &ArmContext, arm: &str, library: &str) -> Result<Measurement> {
-    let knobs = Knobs::read(ctx)?;
-    if knobs.workload == Workload::Latency {
-        return Err(NotRunnable(LATENCY_NOT_RUNNABLE.into()).into());
+/// librdkafka's own rdkafka_performance, built against one `library` version.
+struct RdkafkaPerformance {
+    arm: &'static str,
+    library: &'static str,
+    tools: Option<Tools>,
+}
+
+impl RdkafkaPerformance {
+    fn tool(&self) -> Result<&CTool> {
+        let tools = self.tools.as_ref().context("the tools file was not loaded")?;
+        tools.c_tool(self.library).map_err(anyhow::Error::msg)
     }
-    super::one_connection_per_broker(&knobs, "rdkafka_performance (librdkafka)")?;
-    super::x_payload_only(&knobs, "rdkafka_performance (librdkafka)")?;
-    let tools = Tools::load().map_err(anyhow::Error::msg)?;
-    let tool = tools.c_tool(library).map_err(anyhow::Error::msg)?;
-    check_reported_version(tool)?;
-    let topic = super::fresh_run_topic(&ctx.env, &knobs, arm)?;
-    let measurement = match knobs.workload {
-        Workload::Produce => produce(ctx, &knobs, &topic, tool),
-        Workload::Fetch => fetch(ctx, &knobs, &topic, tool),
-        Workload::Latency => unreachable!("answered above"),
-    };
-    let _ = crate::kafka::admin::delete_topic(&super::admin_config(&ctx.env)?, &topic);
-    measurement
+}
+
+impl Driver for RdkafkaPerformance {
+    fn arm(&self) -> &str {
+        self.arm
+    }
+
+    fn no_latency(&self) -> Option<&'static str> {
+        Some(LATENCY_NOT_RUNNABLE)
+    }
+
+    fn prepare(&mut self, knobs: &Knobs) -> Result<()> {
+        super::one_connection_per_broker(knobs, "rdkafka_performance (librdkafka)")?;
+        super::x_payload_only(knobs, "rdkafka_performance (librdkafka)")?;
+        self.tools = Some(Tools::load().map_err(anyhow::Error::msg)?);
+        check_reported_version(self.tool()?)
+    }
+
+    fn produce(&self, ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
+        produce(ctx, knobs, topic, self.tool()?)
+    }
+
+    fn fetch(&self, ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
+        fetch(ctx, knobs, topic, self.tool()?)
+    }
 }
 
 const LATENCY_NOT_RUNNABLE: &str = "rdkafka_performance has no sequential produce -> ack mode (one record in flight, \
@@ -371,6 +391,7 @@ fn fetch(ctx: &ArmContext, knobs: &Knobs, topic: &str, tool: &CTool) -> Result<M
 mod tests {
     use streamlab_record::IntegrityStatus;
 
+    use super::super::NotRunnable;
     use super::*;
 
     fn knobs(workload: &str, listener: &str, count: u64) -> serde_json::Map<String, serde_json::Value> {

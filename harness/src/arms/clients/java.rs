@@ -20,6 +20,7 @@ use streamlab_record::Measurement;
 
 use self::jvm::{Jvm, ToolRun};
 use self::output::{ConsumerTotal, ProducerTotal};
+use super::driver::Driver;
 use super::{
     Asymmetries, ClientInfo, Compression, Fetched, JavaTools, Knobs, NotRunnable, Payload, Produced, QueueFullSeen,
     Tools, Workload,
@@ -44,25 +45,46 @@ const LATENCY_NOT_RUNNABLE: &str = "Kafka's Java perf tools have no sequential p
      ProducerPerformance reports send->callback latencies of a full-speed run in integer milliseconds, and \
      EndToEndLatency times produce+consume round trips, also in integer milliseconds";
 
-type WorkloadFn = fn(&ArmContext, &Knobs, &JavaTools, &str) -> Result<Measurement>;
-
 pub fn run(ctx: &ArmContext) -> Result<Measurement> {
-    let knobs = Knobs::read(ctx)?;
-    let workload: WorkloadFn = match knobs.workload {
-        Workload::Produce => {
-            super::one_connection_per_broker(&knobs, "the Java producer")?;
-            runnable_producer(&knobs)?;
-            produce
+    super::driver::run(ctx, &mut Java { tools: None })
+}
+
+/// Kafka's own perf tools on the pinned Java client, with the tools file's JVM.
+struct Java {
+    tools: Option<Tools>,
+}
+
+impl Java {
+    fn java(&self) -> Result<&JavaTools> {
+        self.tools.as_ref().context("the Java tools were not loaded")?.java().map_err(anyhow::Error::msg)
+    }
+}
+
+impl Driver for Java {
+    fn arm(&self) -> &str {
+        "java"
+    }
+
+    fn no_latency(&self) -> Option<&'static str> {
+        Some(LATENCY_NOT_RUNNABLE)
+    }
+
+    fn prepare(&mut self, knobs: &Knobs) -> Result<()> {
+        if knobs.workload == Workload::Produce {
+            super::one_connection_per_broker(knobs, "the Java producer")?;
+            runnable_producer(knobs)?;
         }
-        Workload::Fetch => fetch,
-        Workload::Latency => return Err(NotRunnable(LATENCY_NOT_RUNNABLE.into()).into()),
-    };
-    let tools = Tools::load().map_err(anyhow::Error::msg)?;
-    let java = tools.java().map_err(anyhow::Error::msg)?;
-    let topic = super::fresh_run_topic(&ctx.env, &knobs, "java")?;
-    let measurement = workload(ctx, &knobs, java, &topic);
-    let _ = crate::kafka::admin::delete_topic(&super::admin_config(&ctx.env)?, &topic);
-    measurement
+        self.tools = Some(Tools::load().map_err(anyhow::Error::msg)?);
+        self.java().map(|_| ())
+    }
+
+    fn produce(&self, ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
+        produce(ctx, knobs, self.java()?, topic)
+    }
+
+    fn fetch(&self, ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
+        fetch(ctx, knobs, self.java()?, topic)
+    }
 }
 
 /// Java 4.1 refuses an explicit enable.idempotence=true with acks other than all (a ConfigException).

@@ -19,6 +19,7 @@
 
 pub mod applied;
 pub mod c_tool;
+pub mod driver;
 pub mod java;
 pub mod partitionline;
 pub mod rdkafka_arm;

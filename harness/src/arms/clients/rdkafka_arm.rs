@@ -16,7 +16,8 @@ use rdkafka::{Offset, TopicPartitionList};
 use streamlab_record::Measurement;
 use streamlab_record::applied::{self, Applied, AppliedBuilder};
 
-use super::{Asymmetries, ClientInfo, Fetched, Knobs, Produced, QueueFullSeen, Workload};
+use super::driver::Driver;
+use super::{Asymmetries, ClientInfo, Fetched, Knobs, Produced, QueueFullSeen};
 use crate::arms::ArmContext;
 use crate::arms::spec::ArmSpec;
 use crate::kafka::config::client_config;
@@ -29,17 +30,33 @@ pub const ARM: ArmSpec = ArmSpec::new::<Knobs>("clients", "rdkafka", run);
 const STALL_TIMEOUT: Duration = Duration::from_secs(60);
 
 pub fn run(ctx: &ArmContext) -> Result<Measurement> {
-    let knobs = Knobs::read(ctx)?;
-    super::one_connection_per_broker(&knobs, "librdkafka (rust-rdkafka)")?;
-    super::x_payload_only(&knobs, "librdkafka (rust-rdkafka)")?;
-    let topic = super::fresh_run_topic(&ctx.env, &knobs, "rdkafka")?;
-    let measurement = match knobs.workload {
-        Workload::Produce => produce(ctx, &knobs, &topic),
-        Workload::Fetch => fetch(ctx, &knobs, &topic),
-        Workload::Latency => latency(ctx, &knobs, &topic),
-    };
-    let _ = crate::kafka::admin::delete_topic(&super::admin_config(&ctx.env)?, &topic);
-    measurement
+    super::driver::run(ctx, &mut Rdkafka)
+}
+
+/// rust-rdkafka, librdkafka through its Rust binding.
+struct Rdkafka;
+
+impl Driver for Rdkafka {
+    fn arm(&self) -> &str {
+        "rdkafka"
+    }
+
+    fn prepare(&mut self, knobs: &Knobs) -> Result<()> {
+        super::one_connection_per_broker(knobs, "librdkafka (rust-rdkafka)")?;
+        super::x_payload_only(knobs, "librdkafka (rust-rdkafka)")
+    }
+
+    fn produce(&self, ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
+        produce(ctx, knobs, topic)
+    }
+
+    fn fetch(&self, ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
+        fetch(ctx, knobs, topic)
+    }
+
+    fn latency(&self, ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
+        latency(ctx, knobs, topic)
+    }
 }
 
 /// The producer properties every librdkafka client here gets from the knobs (the C tool takes the same as -X).

@@ -18,6 +18,7 @@ use streamlab_record::tools::Tools;
 pub(crate) mod config;
 
 use self::config::{compression, consumer_applied, describe_producer, producer_applied, queue_cap, settings};
+use super::driver::Driver;
 use super::{Asymmetries, ClientInfo, Fetched, Knobs, Produced, QueueFullSeen, Workload};
 use crate::arms::ArmContext;
 use crate::arms::spec::ArmSpec;
@@ -29,20 +30,36 @@ pub const ARM: ArmSpec = ArmSpec::new::<Knobs>("clients", "partitionline", run);
 const JOB_TIMEOUT: Duration = Duration::from_secs(3600);
 
 pub fn run(ctx: &ArmContext) -> Result<Measurement> {
-    let knobs = Knobs::read(ctx)?;
-    super::x_payload_only(&knobs, "partitionline")?;
-    // Refuse what the crate cannot do before a topic is made for it.
-    if knobs.workload == Workload::Produce {
-        compression(knobs.compression)?;
+    super::driver::run(ctx, &mut Partitionline)
+}
+
+/// partitionline 0.1.0, in seed 003's own build of its bench loops.
+struct Partitionline;
+
+impl Driver for Partitionline {
+    fn arm(&self) -> &str {
+        "partitionline"
     }
-    let topic = super::fresh_run_topic(&ctx.env, &knobs, "partitionline")?;
-    let measurement = match knobs.workload {
-        Workload::Produce => produce(ctx, &knobs, &topic),
-        Workload::Fetch => fetch(ctx, &knobs, &topic),
-        Workload::Latency => latency(ctx, &knobs, &topic),
-    };
-    let _ = crate::kafka::admin::delete_topic(&super::admin_config(&ctx.env)?, &topic);
-    measurement
+
+    fn prepare(&mut self, knobs: &Knobs) -> Result<()> {
+        super::x_payload_only(knobs, "partitionline")?;
+        if knobs.workload == Workload::Produce {
+            compression(knobs.compression)?;
+        }
+        Ok(())
+    }
+
+    fn produce(&self, ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
+        produce(ctx, knobs, topic)
+    }
+
+    fn fetch(&self, ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
+        fetch(ctx, knobs, topic)
+    }
+
+    fn latency(&self, ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
+        latency(ctx, knobs, topic)
+    }
 }
 
 /// Run `job` in `partitionline-bench`, the loops built as seed 003 built its benches (thin LTO, one codegen
