@@ -6,7 +6,7 @@
 mod summary;
 mod timeline;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 use streamlab_record::applied::{self, differing_keys};
@@ -20,6 +20,8 @@ use crate::site::pages::{self, RunLink};
 /// The page's file, at the site's root.
 pub const HREF: &str = "durability.html";
 pub const MATRIX: &str = "durability";
+/// The knob the replication sweeps vary.
+const REPLICATION: &str = "replication";
 
 #[derive(Debug, Clone, Serialize)]
 pub struct DurabilityPage {
@@ -136,6 +138,16 @@ fn arm_titles(run: &Run) -> BTreeMap<String, String> {
         .collect()
 }
 
+/// The sweeps that vary the replication factor, as the run's matrix file declares them (their knob).
+fn replication_sweeps(run: &Run) -> BTreeSet<String> {
+    run.provenance
+        .matrices
+        .iter()
+        .filter(|m| m.name == MATRIX)
+        .flat_map(|m| m.sweeps.iter().filter(|s| s.knob.as_deref() == Some(REPLICATION)).map(|s| s.name.clone()))
+        .collect()
+}
+
 /// The page for `run`'s durability records, or `None` when it has none.
 pub fn page(run: &Run) -> Option<DurabilityPage> {
     let records = &run.matrices.get(MATRIX)?.records;
@@ -160,7 +172,7 @@ pub fn page(run: &Run) -> Option<DurabilityPage> {
         }
     }
     let ran: Vec<&Record> = records.iter().filter(|r| r.status != Status::NotRun).collect();
-    let (replication, replication_summary) = replication(&ran, &title);
+    let (replication, replication_summary) = replication(&ran, &replication_sweeps(run), &title);
     Some(DurabilityPage {
         run: pages::run_link(run),
         matrix_href: pages::latest_matrix_href(MATRIX),
@@ -179,9 +191,13 @@ pub fn page(run: &Run) -> Option<DurabilityPage> {
 
 /// RF 3 over RF 1 for each arm, acks setting and rep, from the replication sweeps (no fault), and per arm and
 /// setting the comparable pairs summarised.
-fn replication(records: &[&Record], title: &dyn Fn(&str) -> String) -> (Vec<RfRow>, Vec<summary::RfSummary>) {
+fn replication(
+    records: &[&Record],
+    rf_sweeps: &BTreeSet<String>,
+    title: &dyn Fn(&str) -> String,
+) -> (Vec<RfRow>, Vec<summary::RfSummary>) {
     let rf = |r: &&Record, n: i64| {
-        r.variant.sweeps.iter().any(|s| s.starts_with("rf_")) && knob_i64(r, "replication") == Some(n)
+        r.variant.sweeps.iter().any(|s| rf_sweeps.contains(s)) && knob_i64(r, REPLICATION) == Some(n)
     };
     let (mut rows, mut pairs, mut arms_settings) = (Vec::new(), Vec::new(), Vec::new());
     for one in records.iter().filter(|r| rf(r, 1)) {
@@ -238,7 +254,7 @@ const FAULT_ORDER: [&str; 4] = ["none", "kill", "stop", "restart"];
 
 /// One table per acks setting: every fault (and no fault, from the RF 3 replication point) of every arm and rep.
 fn faults(records: &[&Record], title: &dyn Fn(&str) -> String) -> Vec<FaultTable> {
-    let at_rf3 = |r: &&&Record| knob_i64(r, "replication") == Some(3);
+    let at_rf3 = |r: &&&Record| knob_i64(r, REPLICATION) == Some(3);
     let mut by_setting: BTreeMap<String, Vec<(usize, &Record)>> = BTreeMap::new();
     for r in records.iter().filter(at_rf3) {
         let order = FAULT_ORDER.iter().position(|f| *f == fault_of(r)).unwrap_or(FAULT_ORDER.len());
@@ -344,6 +360,21 @@ mod tests {
     use super::*;
     use crate::results::fixtures;
 
+    /// The run's provenance says that `sweep` varies the replication factor, as the matrix file does.
+    fn declare_replication_sweep(run_dir: &std::path::Path, sweep: &str) {
+        let path = run_dir.join(crate::provenance::PROVENANCE_FILE);
+        let mut p: crate::provenance::Provenance =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let mut info = fixtures::kafka_sink_info();
+        info.name = MATRIX.into();
+        info.arms.clear();
+        info.sweeps.truncate(1);
+        info.sweeps[0].name = sweep.into();
+        info.sweeps[0].knob = Some(REPLICATION.into());
+        p.matrices.push(info);
+        std::fs::write(path, serde_json::to_string_pretty(&p).unwrap()).unwrap();
+    }
+
     /// A durability record built from the fixture's record: its knobs, metrics and applied settings.
     fn rec(arm: &str, sweep: &str, label: &str, knobs: serde_json::Value, metrics: &[(&str, f64)]) -> Record {
         let mut r = fixtures::record("run-d", arm, label, &[sweep], false, 1, 0.0);
@@ -365,14 +396,15 @@ mod tests {
             |rf: i64| serde_json::json!({"acks": 1, "idempotence": false, "replication": rf, "max_records": 4e6});
         let full = rec("java", "rf_acks_1", "RF 1", knobs(1), &[("records_per_s", 3e5), ("sent", 4e6)]);
         let three = rec("java", "rf_acks_1", "RF 3", knobs(3), &[("records_per_s", 2.5e5), ("sent", 3.5e6)]);
-        let (rows, _) = replication(&[&full, &three], &|a: &str| a.to_owned());
+        let rf_sweeps = BTreeSet::from(["rf_acks_1".to_owned()]);
+        let (rows, _) = replication(&[&full, &three], &rf_sweeps, &|a: &str| a.to_owned());
         assert_eq!(rows[0].rf1, "– (capped: 4,000,000 sent)");
         assert_eq!(rows[0].rf3, format::table_value(2.5e5));
         assert!(!rows[0].comparable && rows[0].ratio.contains("counts an idle tail"), "{:?}", rows[0].ratio);
         let measured = [("records_per_s", 3e5), ("sent", 4e6), ("window_s", 28.9)];
         let mut shortened = rec("java", "rf_acks_1", "RF 1", knobs(1), &measured);
         shortened.variant.knobs.insert("window_s".into(), serde_json::json!(30.0));
-        let (rows, _) = replication(&[&shortened, &three], &|a: &str| a.to_owned());
+        let (rows, _) = replication(&[&shortened, &three], &rf_sweeps, &|a: &str| a.to_owned());
         let over = format!("{} (over 28.9 of 30 s: max_records sent)", format::table_value(3e5));
         assert_eq!(rows[0].rf1, over, "measured up to its last send: a rate, and over how long");
         assert!(rows[0].comparable, "{:?}", rows[0].ratio);
@@ -437,6 +469,7 @@ mod tests {
         c.reason = Some("no partition in its delivery report".into());
         let results = tempfile::tempdir().unwrap();
         let dir = fixtures::write_run(results.path(), "run-d", 1, &[]);
+        declare_replication_sweep(&dir, "rf_idempotent");
         let records = [rf1, rf3, kill, lost, j1, j3, c.clone(), Record { rep: 2, ..c }];
         let path = dir.join("durability.jsonl");
         std::fs::write(&path, streamlab_record::jsonl::to_lines(&path, &records).unwrap()).unwrap();
