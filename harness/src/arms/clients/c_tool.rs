@@ -10,9 +10,10 @@
 //! invocation with `-X dump` added prints the configuration the tool will run with: the record's `applied`
 //! settings come from it.
 
+mod command;
 mod summary;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail, ensure};
@@ -20,14 +21,13 @@ use streamlab_process::Cmd;
 use streamlab_record::Measurement;
 use streamlab_record::applied;
 
+use self::command::{Invocation, SecurityFile};
 use super::driver::Driver;
 use super::rdkafka_arm::{fetch_properties, producer_properties};
 use super::{Asymmetries, CTool, ClientInfo, Fetched, Knobs, Produced, QueueFullSeen, Tools};
 use crate::arms::ArmContext;
 use crate::arms::spec::ArmSpec;
-use crate::kafka::config::client_config;
 use crate::kafka::effective::LibrdkafkaConf;
-use crate::private_files::write_private;
 
 pub const ARM_2_12: ArmSpec = ArmSpec::new::<Knobs>("clients", "c_2_12", run_2_12);
 pub const ARM_2_15: ArmSpec = ArmSpec::new::<Knobs>("clients", "c_2_15", run_2_15);
@@ -36,9 +36,6 @@ pub const ARM_2_15: ArmSpec = ArmSpec::new::<Knobs>("clients", "c_2_15", run_2_1
 const TOOL_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 /// The payload pattern: `-m x -s N` makes every record N × 'x', the bytes every other client sends.
 const PAYLOAD_PATTERN: &str = "x";
-/// What the recorded command shows instead of a secret.
-const MASK: &str = "***";
-
 fn run_2_12(ctx: &ArmContext) -> Result<Measurement> {
     super::driver::run(ctx, &mut RdkafkaPerformance { arm: "c_2_12", library: "2.12.1", tools: None })
 }
@@ -107,72 +104,6 @@ fn check_reported_version(tool: &CTool) -> Result<()> {
         tool.librdkafka_version
     );
     Ok(())
-}
-
-/// The listener's client settings (security protocol, CA, SASL) in a 0600 file for `-X file=`, in a private
-/// directory removed on drop; and how the recorded command shows it, secrets masked.
-struct SecurityFile {
-    _dir: tempfile::TempDir,
-    path: PathBuf,
-    shown: String,
-}
-
-impl SecurityFile {
-    fn write(ctx: &ArmContext, listener: &str) -> Result<SecurityFile> {
-        let cfg = client_config(&ctx.env, listener)?;
-        // bootstrap.servers goes on the command line as -b, as in the seed's commands.
-        let keys: Vec<&str> = cfg.config_map().into_keys().filter(|k| *k != "bootstrap.servers").collect();
-        let props: Vec<(&str, &str)> = keys.iter().map(|k| (*k, cfg.get(k).unwrap_or_default())).collect();
-        let dir = tempfile::Builder::new().prefix("streamlab-rdkafka-").tempdir()?;
-        let path = write_private(dir.path(), &format!("{listener}.properties"), properties_file(&props).as_bytes())?;
-        Ok(SecurityFile { _dir: dir, path, shown: show_properties(&props) })
-    }
-}
-
-/// `key=value` lines, as the tool's `read_conf_file` takes them.
-fn properties_file(props: &[(&str, &str)]) -> String {
-    props.iter().map(|(k, v)| format!("{k}={v}\n")).collect()
-}
-
-/// The properties as the record shows them: any password or secret masked.
-fn show_properties(props: &[(&str, &str)]) -> String {
-    props
-        .iter()
-        .map(|(k, v)| if is_secret(k) { format!("{k}={MASK}") } else { format!("{k}={v}") })
-        .collect::<Vec<_>>()
-        .join(" ")
-}
-
-fn is_secret(key: &str) -> bool {
-    ["password", "secret"].iter().any(|s| key.contains(s))
-}
-
-/// One tool invocation: its arguments, and the command line the record shows.
-struct Invocation {
-    args: Vec<String>,
-    shown: String,
-}
-
-impl Invocation {
-    fn new(tool: &Path, args: Vec<String>, security: &SecurityFile) -> Invocation {
-        let file_arg = format!("file={}", security.path.display());
-        let shown_file = format!("file=<0600 temp file: {}>", security.shown);
-        let words: Vec<String> = std::iter::once(tool.display().to_string())
-            .chain(args.iter().map(|a| if *a == file_arg { shown_file.clone() } else { a.clone() }))
-            .map(|w| quote(&w))
-            .collect();
-        Invocation { args, shown: words.join(" ") }
-    }
-}
-
-/// A shell word as the record shows it: single-quoted when it holds anything but plain characters.
-fn quote(word: &str) -> String {
-    let plain = |c: char| c.is_ascii_alphanumeric() || "-_.,:/=@+%".contains(c);
-    if !word.is_empty() && word.chars().all(plain) {
-        word.to_owned()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
-    }
 }
 
 /// How long the `-X dump` invocation may take (it prints the configuration and exits before connecting).
@@ -447,37 +378,6 @@ mod tests {
         ] {
             assert!(line.contains(&format!("-X {prop}")), "{prop} in {line}");
         }
-    }
-
-    #[test]
-    fn secrets_reach_the_file_but_not_the_recorded_command() {
-        let props =
-            [("security.protocol", "SASL_PLAINTEXT"), ("sasl.username", "alice"), ("sasl.password", "s3cret pw")];
-        assert_eq!(
-            properties_file(&props),
-            "security.protocol=SASL_PLAINTEXT\nsasl.username=alice\nsasl.password=s3cret pw\n"
-        );
-        let shown = show_properties(&props);
-        assert!(
-            !shown.contains("s3cret") && shown.contains("sasl.password=***") && shown.contains("sasl.username=alice"),
-            "{shown}"
-        );
-        let dir = tempfile::tempdir().unwrap();
-        let security = SecurityFile { path: dir.path().join("x.properties"), shown, _dir: dir };
-        let file_arg = format!("file={}", security.path.display());
-        let call =
-            Invocation::new(Path::new("/cache/rdkafka_performance"), vec!["-X".into(), file_arg.clone()], &security);
-        assert_eq!(call.args[1], file_arg, "the tool gets the real path");
-        assert!(call.shown.starts_with("/cache/rdkafka_performance -X 'file=<0600 temp file: "), "{}", call.shown);
-        assert!(!call.shown.contains("s3cret"), "{}", call.shown);
-    }
-
-    #[test]
-    fn shell_words_are_quoted_only_when_needed() {
-        assert_eq!(quote("-X"), "-X");
-        assert_eq!(quote("sasl.oauthbearer.config=principal=admin"), "sasl.oauthbearer.config=principal=admin");
-        assert_eq!(quote("a b"), "'a b'");
-        assert_eq!(quote("it's"), r"'it'\''s'");
     }
 
     #[test]
