@@ -168,16 +168,21 @@ mod tests {
         let lines: Vec<&str> = text.lines().collect();
         let end = lines
             .windows(2)
-            .position(|w| w[0].trim() == "#[cfg(test)]" && w[1].trim_start().starts_with("mod tests"))
+            .position(|w| w[0].trim() == "#[cfg(test)]" && w[1].trim_start().starts_with("mod tests {"))
             .unwrap_or(lines.len());
         let lines = &lines[..end];
         let mut out = Vec::new();
         for (i, line) in lines.iter().enumerate() {
             let body = line.trim_start();
             let indent = &line[..line.len() - body.len()];
-            let unqualified = ["pub(crate) ", "pub(super) ", "pub ", "const ", "async ", "unsafe "]
+            // `pub(crate)`, `pub(in path)`: any restricted visibility.
+            let visible = match body.strip_prefix("pub(") {
+                Some(rest) => rest.split_once(") ").map_or(body, |(_, after)| after),
+                None => body,
+            };
+            let unqualified = ["pub ", "const ", "async ", "unsafe "]
                 .iter()
-                .fold(body, |rest, q| rest.strip_prefix(q).unwrap_or(rest));
+                .fold(visible, |rest, q| rest.strip_prefix(q).unwrap_or(rest));
             let Some(signature) = unqualified.strip_prefix("fn ") else { continue };
             if line.ends_with(';') || line.ends_with('}') {
                 continue;
@@ -223,7 +228,7 @@ mod tests {
     fn a_long_function_is_measured_from_its_signature_to_its_closing_brace() {
         let body = |n: usize| (0..n).map(|i| format!("        let x{i} = {i};\n")).collect::<String>();
         let text = format!(
-            "impl A {{\n    pub(crate) fn long(&self) {{\n{}    }}\n\n    fn short() {{}}\n}}\nfn decl();\n\
+            "#[cfg(test)]\nmod tests;\nimpl A {{\n    pub(in crate::a) fn long(&self) {{\n{}    }}\n\n    fn short() {{}}\n}}\nfn decl();\n\
              #[cfg(test)]\nmod tests {{\n    fn in_tests() {{\n{}    }}\n}}\n",
             body(80),
             body(100)

@@ -229,7 +229,9 @@ pub fn run(job: &Job, shared: &Shared, rt: &tokio::runtime::Runtime) -> Result<(
     let (tx, rx) = mpsc::channel::<Batch>(tasks);
     let (done_tx, done) = sync_mpsc::channel::<Result<u64>>();
     let opts = crate::arms::mysql_cdc::db::opts(&job.env, None)?;
-    let workers = spawn_insert_tasks(rt, tasks, &opts, Arc::new(Mutex::new(rx)), done_tx);
+    // Held here until the end, so the queue stays open (a send waits) even once every insert task has ended.
+    let rx = Arc::new(Mutex::new(rx));
+    let workers = spawn_insert_tasks(rt, tasks, &opts, &rx, done_tx);
 
     let mut feed = Feed { statement: Statement::new(batch), offsets: BTreeMap::new(), first_row: None, seq: 0 };
     let mut commits = Commits::default();
@@ -317,7 +319,7 @@ fn spawn_insert_tasks(
     rt: &tokio::runtime::Runtime,
     tasks: usize,
     opts: &mysql_async::Opts,
-    rx: Arc<Mutex<mpsc::Receiver<Batch>>>,
+    rx: &Arc<Mutex<mpsc::Receiver<Batch>>>,
     done: sync_mpsc::Sender<Result<u64>>,
 ) -> Vec<tokio::task::JoinHandle<Result<(), ()>>> {
     (0..tasks)
