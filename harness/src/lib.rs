@@ -3,6 +3,7 @@
 pub mod arms;
 pub mod calibrate;
 pub mod cpu;
+pub mod drivers;
 pub mod kafka;
 pub mod private_files;
 pub mod probe;

@@ -40,7 +40,7 @@ pub struct SeedBuild {
     pub build: String,
 }
 
-/// The Java ledger-writing producer (harness/src/arms/durability/java/LedgerProducer.java), compiled by the lab.
+/// The Java ledger-writing producer (harness/src/drivers/java/LedgerProducer.java), compiled by the lab.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct LedgerProducer {
     pub java: PathBuf,

@@ -1,39 +1,24 @@
 //! Arms: each `(bench, arm)` pair is one measurement program. The runner starts one process per
-//! arm x variant x rep; the arm prints one [`Measurement`] as JSON on stdout and logs on stderr.
+//! arm x variant x rep; the arm prints one [`streamlab_record::Measurement`] as JSON on stdout and logs on stderr.
 //!
-//! [`REGISTRY`] is the contract with the matrices: every arm, the knobs it reads and their types.
+//! [`REGISTRY`] (in `registry.rs`) is the contract with the matrices: every arm, the knobs it reads and their types.
 //! `harness arms --json` prints it, and xtask checks every matrix against it before anything starts.
-//! Adding an arm is its module, one line in [`REGISTRY`] and the matrix TOML.
+//! Adding an arm is its module (a Kafka client's: its driver, [`crate::drivers`]), its line in [`REGISTRY`] and
+//! the matrix TOML.
 
 pub mod clients;
 pub mod durability;
 pub mod kafka_sink;
 pub mod mysql_cdc;
-mod spec;
+mod registry;
+pub(crate) mod spec;
 
-use anyhow::{Result, bail};
+use anyhow::Result;
 use serde::de::DeserializeOwned;
-use streamlab_record::{EnvDescriptor, Measurement};
+use streamlab_record::EnvDescriptor;
 
+pub use registry::{REGISTRY, find, run};
 pub use spec::{ArmSpec, KnobSpec, KnobType, registry_json};
-
-/// Every arm the harness can run.
-pub const REGISTRY: &[&ArmSpec] = &[
-    &kafka_sink::raw::ARM,
-    &kafka_sink::framework::ARM,
-    &clients::rdkafka_arm::ARM,
-    &clients::c_tool::ARM_2_12,
-    &clients::c_tool::ARM_2_15,
-    &clients::java::ARM,
-    &clients::partitionline::ARM,
-    &mysql_cdc::debezium::SOURCE_ARM,
-    &mysql_cdc::debezium::SINK_ARM,
-    &mysql_cdc::rust_arm::ARM,
-    &mysql_cdc::redpanda::ARM,
-    &durability::RDKAFKA_ARM,
-    &durability::PARTITIONLINE_ARM,
-    &durability::JAVA_ARM,
-];
 
 /// Everything an arm gets from the runner.
 pub struct ArmContext {
@@ -46,20 +31,6 @@ impl ArmContext {
     /// The knobs as the arm's own typed struct (unknown or mistyped knobs are refused by name).
     pub fn knobs<T: DeserializeOwned>(&self) -> Result<T> {
         spec::parse_knobs(&self.knobs)
-    }
-}
-
-pub fn find(bench: &str, arm: &str) -> Option<&'static ArmSpec> {
-    REGISTRY.iter().copied().find(|s| s.bench == bench && s.arm == arm)
-}
-
-pub fn run(bench: &str, arm: &str, ctx: &ArmContext) -> Result<Measurement> {
-    match find(bench, arm) {
-        Some(spec) => (spec.run)(ctx),
-        None => {
-            let known: Vec<String> = REGISTRY.iter().map(|s| format!("{}/{}", s.bench, s.arm)).collect();
-            bail!("the harness has no arm {arm:?} for bench {bench:?}; it has {known:?}")
-        }
     }
 }
 

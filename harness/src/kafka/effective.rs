@@ -361,7 +361,7 @@ mod tests {
         let kbytes: u64 = live(rk, "queue.buffering.max.kbytes").parse().unwrap();
         assert_eq!(cap, format!("{} records or {kbytes} KiB", live(rk, "queue.buffering.max.messages")));
         assert_eq!(cap, "1000000 records or 1048576 KiB", "librdkafka's byte cap default, 1 GiB");
-        let dump = include_str!("../arms/clients/testdata/c_2_15_produce_idempotent_dump.stdout");
+        let dump = include_str!("../drivers/testdata/c_2_15_produce_idempotent_dump.stdout");
         let tool = LibrdkafkaConf::parse_dump(dump, []).unwrap();
         assert_eq!(tool.queue_cap().as_deref(), Some("1000000 records or 1048576 KiB"), "the C tool 2.15.0's");
     }

@@ -1,4 +1,4 @@
-//! The durability matrix's Java producer (harness/src/arms/durability/java/LedgerProducer.java), compiled once
+//! The durability matrix's Java producer (harness/src/drivers/java/LedgerProducer.java), compiled once
 //! against the pinned kafka-clients jar and its dependencies (`crate::javac`).
 
 use anyhow::Result;
@@ -10,7 +10,7 @@ use crate::javac::{JavaSource, compiled};
 use crate::tools::java_version;
 
 /// The source, relative to the repository.
-pub const SOURCE: &str = "harness/src/arms/durability/java/LedgerProducer.java";
+pub const SOURCE: &str = "harness/src/drivers/java/LedgerProducer.java";
 const DRIVER: JavaSource = JavaSource {
     source: SOURCE,
     main_class: "LedgerProducer",

@@ -18,11 +18,7 @@
 //! exits with [`streamlab_record::arms::NOT_RUNNABLE_EXIT`] and the runner records the point as not run, with the reason.
 
 pub mod applied;
-pub mod c_tool;
 pub mod driver;
-pub mod java;
-pub mod partitionline;
-pub mod rdkafka_arm;
 
 pub use streamlab_record::tools::{CTool, JavaTools, TOOLS_ENV, Tools};
 
@@ -39,6 +35,8 @@ use streamlab_record::{EnvDescriptor, Integrity, Measurement, Metric};
 use crate::arms::ArmContext;
 use crate::kafka::admin::{fresh_topic, high_watermark_sum};
 use crate::kafka::config::default_client_config;
+
+pub const BENCH: &str = "clients";
 
 pub use streamlab_record::arms::NotRunnable;
 

@@ -12,12 +12,9 @@
 mod cluster;
 mod cpu;
 mod fault;
-mod java;
 pub mod ledger;
 mod measure;
 mod metrics;
-mod partitionline;
-mod rdkafka;
 pub mod readback;
 #[cfg(test)]
 mod tests;
@@ -33,17 +30,14 @@ use streamlab_record::arms::NotRunnable;
 use streamlab_record::fault::{FaultKind, FaultStatus};
 
 use self::cluster::{Cluster, TopicSpec};
-use self::fault::{FirstSend, Plan};
+use self::fault::Plan;
 use self::ledger::Ledger;
 use crate::arms::ArmContext;
-use crate::arms::spec::ArmSpec;
 use crate::kafka::config::default_client_config;
 
 pub const BENCH: &str = "durability";
 
-pub const RDKAFKA_ARM: ArmSpec = ArmSpec::new::<Knobs>(BENCH, "rdkafka", rdkafka::run);
-pub const PARTITIONLINE_ARM: ArmSpec = ArmSpec::new::<Knobs>(BENCH, "partitionline", partitionline::run);
-pub const JAVA_ARM: ArmSpec = ArmSpec::new::<Knobs>(BENCH, "java", java::run);
+pub use self::fault::FirstSend;
 
 /// The fault a point injects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -162,7 +156,7 @@ const TOPIC_READY: Duration = Duration::from_secs(180);
 /// How long reading back may make no progress.
 const READ_STALL: Duration = Duration::from_secs(60);
 
-/// The run every durability arm shares; `produce` is the client under test.
+/// The run every durability arm shares; `produce` is the client under test (its driver's, [`crate::drivers`]).
 pub fn run_with(ctx: &ArmContext, arm: &str, produce: ProduceFn) -> Result<Measurement> {
     let knobs: Knobs = ctx.knobs()?;
     let admin = default_client_config(&ctx.env)?;

@@ -39,7 +39,7 @@ fn records_deleted_behind_the_producers_back_are_reported_lost_with_their_offset
     cluster.fresh_topic(&topic, Duration::from_secs(120)).unwrap();
     let ctx = ArmContext { env: env.clone(), knobs: Default::default() };
     let first = Arc::new(FirstSend::default());
-    let produced = super::rdkafka::produce(&ctx, &k, &topic.name, &first).unwrap();
+    let produced = crate::drivers::rdkafka::ledger::produce(&ctx, &k, &topic.name, &first).unwrap();
     let ledger = produced.ledger;
     assert!(first.get().is_some(), "the first send was marked");
     let on_p0 = ledger.entries.iter().filter(|e| matches!(e.ack, Ack::Ok { partition: 0, .. })).count();

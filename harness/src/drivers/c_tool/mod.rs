@@ -22,26 +22,25 @@ use streamlab_record::Measurement;
 use streamlab_record::applied;
 
 use self::command::{Invocation, SecurityFile};
-use super::driver::Driver;
-use super::rdkafka_arm::{fetch_properties, producer_properties};
-use super::{Asymmetries, CTool, ClientInfo, Fetched, Knobs, Produced, QueueFullSeen, Tools};
-use crate::arms::ArmContext;
-use crate::arms::spec::ArmSpec;
+use super::rdkafka::{fetch_properties, producer_properties};
+use crate::arms::clients::driver::Driver;
+use crate::arms::clients::{self, Asymmetries, CTool, ClientInfo, Fetched, Knobs, Produced, QueueFullSeen, Tools};
+use crate::arms::{ArmContext, ArmSpec};
 use crate::kafka::effective::LibrdkafkaConf;
 
-pub const ARM_2_12: ArmSpec = ArmSpec::new::<Knobs>("clients", "c_2_12", run_2_12);
-pub const ARM_2_15: ArmSpec = ArmSpec::new::<Knobs>("clients", "c_2_15", run_2_15);
+pub const ARM_2_12: ArmSpec = ArmSpec::new::<Knobs>(clients::BENCH, "c_2_12", run_2_12);
+pub const ARM_2_15: ArmSpec = ArmSpec::new::<Knobs>(clients::BENCH, "c_2_15", run_2_15);
 
 /// A tool run that takes longer than this is killed (8M records take seconds; a hang takes forever).
 const TOOL_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 /// The payload pattern: `-m x -s N` makes every record N × 'x', the bytes every other client sends.
 const PAYLOAD_PATTERN: &str = "x";
 fn run_2_12(ctx: &ArmContext) -> Result<Measurement> {
-    super::driver::run(ctx, &mut RdkafkaPerformance { arm: "c_2_12", library: "2.12.1", tools: None })
+    clients::driver::run(ctx, &mut RdkafkaPerformance { arm: "c_2_12", library: "2.12.1", tools: None })
 }
 
 fn run_2_15(ctx: &ArmContext) -> Result<Measurement> {
-    super::driver::run(ctx, &mut RdkafkaPerformance { arm: "c_2_15", library: "2.15.0", tools: None })
+    clients::driver::run(ctx, &mut RdkafkaPerformance { arm: "c_2_15", library: "2.15.0", tools: None })
 }
 
 /// librdkafka's own rdkafka_performance, built against one `library` version.
@@ -68,8 +67,8 @@ impl Driver for RdkafkaPerformance {
     }
 
     fn prepare(&mut self, knobs: &Knobs) -> Result<()> {
-        super::one_connection_per_broker(knobs, "rdkafka_performance (librdkafka)")?;
-        super::x_payload_only(knobs, "rdkafka_performance (librdkafka)")?;
+        clients::one_connection_per_broker(knobs, "rdkafka_performance (librdkafka)")?;
+        clients::x_payload_only(knobs, "rdkafka_performance (librdkafka)")?;
         self.tools = Some(Tools::load().map_err(anyhow::Error::msg)?);
         check_reported_version(self.tool()?)
     }
@@ -180,7 +179,7 @@ fn fetch_args(knobs: &Knobs, topic: &str, bootstrap: &str, security: &Path, high
 }
 
 fn bootstrap(ctx: &ArmContext, knobs: &Knobs) -> Result<String> {
-    Ok(super::listener(&ctx.env, knobs)?.0.bootstrap.clone())
+    Ok(clients::listener(&ctx.env, knobs)?.0.bootstrap.clone())
 }
 
 fn versions(tool: &CTool) -> std::collections::BTreeMap<String, String> {
@@ -223,7 +222,7 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str, tool: &CTool) -> Result
         broker_cpu_s,
         queue_full: QueueFullSeen::Refusals(s.backpressures),
     };
-    let hw = super::topic_high_watermark(&ctx.env, topic)?;
+    let hw = clients::topic_high_watermark(&ctx.env, topic)?;
     let mut note = vec![format!(
         "tool summary: {} produced, {} delivered, {} failed in {} ms ({} msgs/s, {:.2} MB/s); {} QUEUE_FULL \
          backpressure retries; {}",
@@ -241,12 +240,12 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str, tool: &CTool) -> Result
         command: call.shown,
         asymmetries: produce_asymmetries(knobs),
         note: Some(note.join("; ")),
-        applied: super::applied::base(knobs, 1, super::applied::CLOCK_BEFORE_CONNECT)
+        applied: clients::applied::base(knobs, 1, clients::applied::CLOCK_BEFORE_CONNECT)
             .producer(conf.producer())
             .set(applied::QUEUE_CAP, conf.queue_cap().context("the tool's configuration listing has no queue cap")?)
             .build(),
     };
-    Ok(super::produce_measurement(knobs, &produced, hw, info))
+    Ok(clients::produce_measurement(knobs, &produced, hw, info))
 }
 
 fn produce_asymmetries(knobs: &Knobs) -> Asymmetries {
@@ -269,7 +268,7 @@ fn produce_asymmetries(knobs: &Knobs) -> Asymmetries {
 }
 
 fn fetch(ctx: &ArmContext, knobs: &Knobs, topic: &str, tool: &CTool) -> Result<Measurement> {
-    let hw = as_tool_count(super::preload(&ctx.env, topic, knobs)?)?;
+    let hw = as_tool_count(clients::preload(&ctx.env, topic, knobs)?)?;
     let security = SecurityFile::write(ctx, &knobs.listener)?;
     let bootstrap = bootstrap(ctx, knobs)?;
     let call = Invocation::new(&tool.path, fetch_args(knobs, topic, &bootstrap, &security.path, hw), &security);
@@ -313,17 +312,19 @@ fn fetch(ctx: &ArmContext, knobs: &Knobs, topic: &str, tool: &CTool) -> Result<M
         command: call.shown,
         asymmetries,
         note: Some(note.join("; ")),
-        applied: super::applied::base(knobs, 1, super::applied::CLOCK_FIRST_RECORD).consumer(conf.consumer()).build(),
+        applied: clients::applied::base(knobs, 1, clients::applied::CLOCK_FIRST_RECORD)
+            .consumer(conf.consumer())
+            .build(),
     };
-    Ok(super::fetch_measurement(&fetched, hw, info))
+    Ok(clients::fetch_measurement(&fetched, hw, info))
 }
 
 #[cfg(test)]
 mod tests {
     use streamlab_record::IntegrityStatus;
 
-    use super::super::NotRunnable;
     use super::*;
+    use crate::arms::clients::NotRunnable;
 
     fn knobs(workload: &str, listener: &str, count: u64) -> serde_json::Map<String, serde_json::Value> {
         let v = serde_json::json!({
@@ -427,7 +428,7 @@ mod tests {
 
     #[test]
     fn a_real_dump_of_an_idempotent_producer_reads_as_librdkafka_runs_it() {
-        let dump = include_str!("testdata/c_2_15_produce_idempotent_dump.stdout");
+        let dump = include_str!("../testdata/c_2_15_produce_idempotent_dump.stdout");
         let conf = LibrdkafkaConf::parse_dump(dump, ["acks".to_owned(), "enable.idempotence".to_owned()]).unwrap();
         let a = streamlab_record::applied::AppliedBuilder::new().producer(conf.producer()).build();
         assert_eq!(a["producer.max.in.flight.requests.per.connection"], "5", "listed 1000000, capped at 5");

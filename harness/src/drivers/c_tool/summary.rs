@@ -181,7 +181,7 @@ mod tests {
 
     /// Real output, captured from the lab's builds against the env's Kafka 4.1.0 (see testdata/README.md).
     fn testdata(name: &str) -> String {
-        let path = crate::manifest_dir().join("src/arms/clients/testdata").join(name);
+        let path = crate::manifest_dir().join("src/drivers/testdata").join(name);
         std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
     }
 

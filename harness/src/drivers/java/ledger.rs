@@ -1,5 +1,5 @@
-//! The Java producer (Kafka's own KafkaProducer, the pinned kafka-clients) under the durability run, through the
-//! ledger-writing driver the lab compiles (java/LedgerProducer.java; the tools file names it). The driver writes
+//! The Java producer (Kafka's own KafkaProducer, the pinned kafka-clients) as durability's producer, through the
+//! ledger-writing driver the lab compiles (LedgerProducer.java beside this file; the tools file names it). The driver writes
 //! its ledger to a file the arm reads back; its settings are read from the "ProducerConfig values:" block it logs.
 
 use std::collections::BTreeMap;
@@ -8,30 +8,14 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail, ensure};
 use streamlab_process::Cmd;
-use streamlab_record::Measurement;
+use streamlab_record::applied::PRODUCER_KEYS;
 use streamlab_record::tools::Tools;
 
-use super::fault::FirstSend;
-use super::ledger::{Ack, Entry, Ledger};
-use super::{Knobs, Produced};
 use crate::arms::ArmContext;
+use crate::arms::durability::ledger::{Ack, Entry, Ledger};
+use crate::arms::durability::{FirstSend, Knobs, Produced};
 use crate::kafka::java_props::Properties;
 use crate::kafka::java_tools::{TOOLS_LOG_CONFIG, config_values};
-
-/// ProducerConfig's values at INFO (the applied settings), everything else at WARN, all to stderr.
-/// The settings the record names, under the names Java logs them by.
-const SETTINGS: &[&str] = &[
-    "acks",
-    "enable.idempotence",
-    "compression.type",
-    "linger.ms",
-    "batch.size",
-    "max.in.flight.requests.per.connection",
-];
-
-pub fn run(ctx: &ArmContext) -> Result<Measurement> {
-    super::run_with(ctx, "java", produce)
-}
 
 /// The listener's security settings and the knobs, as the driver's `producer.properties`.
 fn properties(ctx: &ArmContext, knobs: &Knobs) -> Result<Properties> {
@@ -55,7 +39,7 @@ fn heap_limit(max_records: u64) -> String {
     format!("-Xmx{}m", 512 + (max_records * 40).div_ceil(1 << 20))
 }
 
-fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str, first: &FirstSend) -> Result<Produced> {
+pub fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str, first: &FirstSend) -> Result<Produced> {
     let tools = Tools::load().map_err(anyhow::Error::msg)?;
     let tool = tools.ledger_producer().map_err(anyhow::Error::msg)?;
     let dir = tempfile::Builder::new().prefix("streamlab-ledger-").tempdir()?;
@@ -89,7 +73,8 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str, first: &FirstSend) -> R
     ensure!(output.status.success(), "the Java ledger producer exited with {}:\n{}", output.status, output.tail(20));
     let ledger = read_ledger(&std::fs::read_to_string(&ledger_file).context("the Java producer wrote no ledger")?)?;
     let applied = config_values(&output.stderr, "ProducerConfig").unwrap_or_default();
-    let settings: Vec<(&'static str, String)> = SETTINGS
+    // The settings the record names: Java logs them by the names the record uses.
+    let settings: Vec<(&'static str, String)> = PRODUCER_KEYS
         .iter()
         .map(|k| applied.get(*k).map(|v| (*k, v.clone())).with_context(|| format!("the producer did not log {k}")))
         .collect::<Result<_>>()?;

@@ -20,17 +20,21 @@ use streamlab_record::Measurement;
 
 use self::jvm::{Jvm, ToolRun};
 use self::output::{ConsumerTotal, ProducerTotal};
-use super::driver::Driver;
-use super::{
-    Asymmetries, ClientInfo, Compression, Fetched, JavaTools, Knobs, NotRunnable, Payload, Produced, QueueFullSeen,
-    Tools, Workload,
+use crate::arms::clients::driver::Driver;
+use crate::arms::clients::{
+    self, Asymmetries, ClientInfo, Compression, Fetched, JavaTools, Knobs, NotRunnable, Payload, Produced,
+    QueueFullSeen, Tools, Workload,
 };
-use crate::arms::ArmContext;
-use crate::arms::spec::ArmSpec;
+use crate::arms::{ArmContext, ArmSpec, durability};
 use crate::kafka::java_props::Properties;
 use crate::kafka::java_tools::config_values;
 
-pub const ARM: ArmSpec = ArmSpec::new::<Knobs>("clients", "java", run);
+pub mod ledger;
+
+pub const CLIENTS_ARM: ArmSpec = ArmSpec::new::<Knobs>(clients::BENCH, "java", run);
+pub const DURABILITY_ARM: ArmSpec = ArmSpec::new::<durability::Knobs>(durability::BENCH, "java", |ctx| {
+    durability::run_with(ctx, "java", ledger::produce)
+});
 
 const PRODUCER_MAIN: &str = "org.apache.kafka.tools.ProducerPerformance";
 const CONSUMER_MAIN: &str = "org.apache.kafka.tools.ConsumerPerformance";
@@ -46,7 +50,7 @@ const LATENCY_NOT_RUNNABLE: &str = "Kafka's Java perf tools have no sequential p
      EndToEndLatency times produce+consume round trips, also in integer milliseconds";
 
 pub fn run(ctx: &ArmContext) -> Result<Measurement> {
-    super::driver::run(ctx, &mut Java { tools: None })
+    clients::driver::run(ctx, &mut Java { tools: None })
 }
 
 /// Kafka's own perf tools on the pinned Java client, with the tools file's JVM.
@@ -71,7 +75,7 @@ impl Driver for Java {
 
     fn prepare(&mut self, knobs: &Knobs) -> Result<()> {
         if knobs.workload == Workload::Produce {
-            super::one_connection_per_broker(knobs, "the Java producer")?;
+            clients::one_connection_per_broker(knobs, "the Java producer")?;
             runnable_producer(knobs)?;
         }
         self.tools = Some(Tools::load().map_err(anyhow::Error::msg)?);
@@ -102,7 +106,7 @@ fn runnable_producer(knobs: &Knobs) -> Result<()> {
 
 fn produce(ctx: &ArmContext, knobs: &Knobs, tools: &JavaTools, topic: &str) -> Result<Measurement> {
     ensure!(knobs.payload_bytes > 0, "payload_bytes is 0: ProducerPerformance needs a non-empty payload");
-    let (listener, password) = super::listener(&ctx.env, knobs)?;
+    let (listener, password) = clients::listener(&ctx.env, knobs)?;
     let mut config = Properties::for_listener(&knobs.listener, listener, password.as_deref())?;
     for (k, v) in props::producer(knobs) {
         config.set(k, &v);
@@ -112,7 +116,7 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, tools: &JavaTools, topic: &str) -> R
     let payload_args: Vec<OsString> = match knobs.payload {
         // One token of `payload_bytes` 'x' (no delimiter in it): every record carries the other clients' bytes.
         Payload::X => {
-            let file = jvm.write_private("payload", &super::payload(knobs.payload_bytes))?;
+            let file = jvm.write_private("payload", &clients::payload(knobs.payload_bytes))?;
             vec!["--payload-file".into(), file.into()]
         }
         // The tool's own: random A-Z drawn for every record, as seed 002 ran it.
@@ -151,7 +155,7 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, tools: &JavaTools, topic: &str) -> R
         queue_full: output::producer_metric(&run.stdout, "bufferpool-wait-time-ns-total")
             .map_or(QueueFullSeen::NotCounted, |ns| QueueFullSeen::BlockedMs(ns / 1e6)),
     };
-    let hw = super::topic_high_watermark(&ctx.env, topic)?;
+    let hw = clients::topic_high_watermark(&ctx.env, topic)?;
     let values = config_values(&run.stderr, "ProducerConfig")
         .context("ProducerPerformance's log has no \"ProducerConfig values:\" block")?;
     let info = ClientInfo {
@@ -159,17 +163,17 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, tools: &JavaTools, topic: &str) -> R
         command,
         asymmetries: produce_asymmetries(knobs, &run.stdout),
         note: Some(produce_note(knobs, &total, &produced, &run)),
-        applied: super::applied::base(knobs, 1, super::applied::CLOCK_BEFORE_CONNECT)
+        applied: clients::applied::base(knobs, 1, clients::applied::CLOCK_BEFORE_CONNECT)
             .producer(output::producer_applied(&values)?)
             .set(streamlab_record::applied::QUEUE_CAP, output::queue_cap(&values)?)
             .build(),
     };
-    Ok(super::produce_measurement(knobs, &produced, hw, info))
+    Ok(clients::produce_measurement(knobs, &produced, hw, info))
 }
 
 fn fetch(ctx: &ArmContext, knobs: &Knobs, tools: &JavaTools, topic: &str) -> Result<Measurement> {
-    let hw = super::preload(&ctx.env, topic, knobs)?;
-    let (listener, password) = super::listener(&ctx.env, knobs)?;
+    let hw = clients::preload(&ctx.env, topic, knobs)?;
+    let (listener, password) = clients::listener(&ctx.env, knobs)?;
     let mut config = Properties::for_listener(&knobs.listener, listener, password.as_deref())?;
     for (k, v) in props::consumer(knobs) {
         config.set(k, &v);
@@ -214,11 +218,11 @@ fn fetch(ctx: &ArmContext, knobs: &Knobs, tools: &JavaTools, topic: &str) -> Res
         command,
         asymmetries: fetch_asymmetries(),
         note: Some(fetch_note(knobs, &total, &run)),
-        applied: super::applied::base(knobs, 1, super::applied::CLOCK_AFTER_GROUP_JOIN)
+        applied: clients::applied::base(knobs, 1, clients::applied::CLOCK_AFTER_GROUP_JOIN)
             .consumer(output::consumer_applied(&values)?)
             .build(),
     };
-    Ok(super::fetch_measurement(&fetched, hw, info))
+    Ok(clients::fetch_measurement(&fetched, hw, info))
 }
 
 /// The tools' MB.

@@ -140,17 +140,8 @@ fn parse_consumer_line(line: &str) -> Result<ConsumerTotal> {
 
 /// Java's producer settings for the record, from its `ProducerConfig values:` block.
 pub fn producer_applied(values: &BTreeMap<String, String>) -> Result<Vec<(&'static str, String)>> {
-    let mut out = pick(
-        values,
-        &[
-            "acks",
-            "enable.idempotence",
-            "compression.type",
-            "linger.ms",
-            "batch.size",
-            "max.in.flight.requests.per.connection",
-        ],
-    )?;
+    // Java logs each setting the record names under the record's own name.
+    let mut out = pick(values, streamlab_record::applied::PRODUCER_KEYS)?;
     out.extend(security(values)?);
     let adaptive = values.get("partitioner.adaptive.partitioning.enable").map(String::as_str) == Some("true");
     let partitioner = match values.get("partitioner.class").map(String::as_str) {

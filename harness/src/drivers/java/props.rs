@@ -1,7 +1,7 @@
 //! The Java perf tools' producer and consumer settings the knobs decide (the listener's own settings come from
 //! [`crate::kafka::java_props`]).
 
-use super::super::Knobs;
+use crate::arms::clients::Knobs;
 
 /// The producer settings the knobs decide; everything else stays at Java 4.1's defaults (max.in.flight 5,
 /// buffer.memory 32 MiB, compression.lz4.level 9). `enable.idempotence` is always explicit: left alone, Java

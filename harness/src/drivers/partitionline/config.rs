@@ -7,7 +7,7 @@ use partitionline::{ConsumerConfig, ProducerConfig, Sasl};
 use streamlab_partitionline::{Security, Settings};
 use streamlab_record::descriptor::Listener;
 
-use super::super::{Compression, Knobs, NotRunnable};
+use crate::arms::clients::{Compression, Knobs, NotRunnable};
 
 /// The crate's codec name for the knob; zstd does not exist in partitionline 0.1.0.
 pub(super) fn compression(c: Compression) -> Result<&'static str> {
@@ -76,7 +76,7 @@ pub(super) fn producer_applied(cfg: &ProducerConfig, security: &Security) -> Vec
         ("linger.ms", cfg.linger.as_millis().to_string()),
         ("batch.size", cfg.batch_bytes.to_string()),
         ("max.in.flight.requests.per.connection", in_flight.to_string()),
-        ("partitioner.class", super::super::applied::PARTITIONLINE_PARTITIONER.to_owned()),
+        ("partitioner.class", crate::arms::clients::applied::PARTITIONLINE_PARTITIONER.to_owned()),
     ];
     out.extend(security_applied(security));
     out
@@ -129,7 +129,7 @@ mod tests {
     use partitionline::TlsConfig;
 
     use super::*;
-    use crate::arms::clients::partitionline::tests::{knobs, listener};
+    use crate::drivers::partitionline::tests::{knobs, listener};
 
     fn plaintext(overrides: serde_json::Value) -> Settings {
         settings(&knobs(overrides), &listener("PLAINTEXT", None, None), None).unwrap()

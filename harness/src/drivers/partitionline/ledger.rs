@@ -1,4 +1,4 @@
-//! partitionline 0.1.0 under the durability run. Its `send` answers each record with its `RecordMetadata`
+//! partitionline 0.1.0 as durability's producer. Its `send` answers each record with its `RecordMetadata`
 //! (partition and offset), so the ledger is exact; one task per record (at most [`MAX_OUTSTANDING`] unanswered)
 //! keeps the pipeline full, since `try_send` + `flush` (the clients arm's path) reports no per-record offsets.
 
@@ -9,22 +9,15 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use partitionline::{Acks, ProduceRecord, ProducerConfig};
 use streamlab_partitionline::{Security, new_producer};
-use streamlab_record::Measurement;
 use tokio::task::JoinSet;
 
-use super::fault::FirstSend;
-use super::ledger::{Ack, Entry, Ledger, payload};
-use super::rdkafka::now_us;
-use super::{Knobs, Produced};
 use crate::arms::ArmContext;
+use crate::arms::durability::ledger::{Ack, Entry, Ledger, now_us, payload};
+use crate::arms::durability::{FirstSend, Knobs, Produced};
 use crate::kafka::config::servers;
 
 /// Records sent and not yet answered, at most (the crate's buffer_memory, 32 MiB, bounds it too).
 const MAX_OUTSTANDING: usize = 50_000;
-
-pub fn run(ctx: &ArmContext) -> Result<Measurement> {
-    super::run_with(ctx, "partitionline", produce)
-}
 
 /// One answer: the record's sequence number, its partition and offset or the error, when it came.
 type Answer = (usize, Result<(i32, i64), String>, u64);
@@ -60,7 +53,7 @@ fn settings(cfg: &ProducerConfig) -> Vec<(&'static str, String)> {
     ]
 }
 
-fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str, first: &FirstSend) -> Result<Produced> {
+pub fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str, first: &FirstSend) -> Result<Produced> {
     let cfg = producer_config(ctx, knobs)?;
     let settings = settings(&cfg);
     let rt = tokio::runtime::Builder::new_multi_thread().enable_io().enable_time().build().context("tokio runtime")?;

@@ -18,19 +18,23 @@ use streamlab_record::tools::Tools;
 pub(crate) mod config;
 
 use self::config::{compression, consumer_applied, describe_producer, producer_applied, queue_cap, settings};
-use super::driver::Driver;
-use super::{Asymmetries, ClientInfo, Fetched, Knobs, Produced, QueueFullSeen, Workload};
-use crate::arms::ArmContext;
-use crate::arms::spec::ArmSpec;
+use crate::arms::clients::driver::Driver;
+use crate::arms::clients::{self, Asymmetries, ClientInfo, Fetched, Knobs, Produced, QueueFullSeen, Workload};
+use crate::arms::{ArmContext, ArmSpec, durability};
 
-pub const ARM: ArmSpec = ArmSpec::new::<Knobs>("clients", "partitionline", run);
+pub mod ledger;
+
+pub const CLIENTS_ARM: ArmSpec = ArmSpec::new::<Knobs>(clients::BENCH, "partitionline", run);
+pub const DURABILITY_ARM: ArmSpec = ArmSpec::new::<durability::Knobs>(durability::BENCH, "partitionline", |ctx| {
+    durability::run_with(ctx, "partitionline", ledger::produce)
+});
 
 /// The longest one bench loop may take in its binary: the loops stop themselves sooner (a 60 s stall, a 300 s
 /// flush), so this only catches a binary that hangs.
 const JOB_TIMEOUT: Duration = Duration::from_secs(3600);
 
 pub fn run(ctx: &ArmContext) -> Result<Measurement> {
-    super::driver::run(ctx, &mut Partitionline)
+    clients::driver::run(ctx, &mut Partitionline)
 }
 
 /// partitionline 0.1.0, in seed 003's own build of its bench loops.
@@ -42,7 +46,7 @@ impl Driver for Partitionline {
     }
 
     fn prepare(&mut self, knobs: &Knobs) -> Result<()> {
-        super::x_payload_only(knobs, "partitionline")?;
+        clients::x_payload_only(knobs, "partitionline")?;
         if knobs.workload == Workload::Produce {
             compression(knobs.compression)?;
         }
@@ -127,12 +131,12 @@ fn produce_asymmetries(cfg: &ProducerConfig, partitions: i32) -> Asymmetries {
 }
 
 fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
-    let (listener, password) = super::listener(&ctx.env, knobs)?;
+    let (listener, password) = clients::listener(&ctx.env, knobs)?;
     let settings = settings(knobs, listener, password)?;
     let (cfg, security) = (settings.producer()?, settings.security()?);
     let described = describe_producer(&cfg);
     let asymmetries = produce_asymmetries(&cfg, knobs.partitions);
-    let applied = super::applied::base(knobs, cfg.connections, super::applied::CLOCK_BEFORE_CONNECT)
+    let applied = clients::applied::base(knobs, cfg.connections, clients::applied::CLOCK_BEFORE_CONNECT)
         .producer(producer_applied(&cfg, &security))
         .set(streamlab_record::applied::QUEUE_CAP, queue_cap(&cfg))
         .build();
@@ -154,7 +158,7 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> 
         broker_cpu_s: brokers.spent(),
         queue_full: QueueFullSeen::Refusals(outcome.queue_full_refusals),
     };
-    let hw = super::topic_high_watermark(&ctx.env, topic)?;
+    let hw = clients::topic_high_watermark(&ctx.env, topic)?;
     let mut notes: Vec<String> = outcome.setup_note.iter().cloned().collect();
     if let Some(queued) = outcome.stalled_at {
         notes.push(format!("try_send refused every record for {}s; stopped after {queued}", STALL_TIMEOUT.as_secs()));
@@ -179,7 +183,7 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> 
         FLUSH_TIMEOUT.as_secs(),
     );
     let note = (!notes.is_empty()).then(|| notes.join("; "));
-    let mut m = super::produce_measurement(knobs, &produced, hw, info(command, asymmetries, note, applied, build));
+    let mut m = clients::produce_measurement(knobs, &produced, hw, info(command, asymmetries, note, applied, build));
     // How much of the clock went to connecting, metadata and the leader connections.
     m.metrics.insert(
         "first_queued_ms".into(),
@@ -202,8 +206,8 @@ fn failed_note(p: &Produced, count: u64, high_watermark: u64) -> String {
 }
 
 fn fetch(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
-    let hw = super::preload(&ctx.env, topic, knobs)?;
-    let (listener, password) = super::listener(&ctx.env, knobs)?;
+    let hw = clients::preload(&ctx.env, topic, knobs)?;
+    let (listener, password) = clients::listener(&ctx.env, knobs)?;
     let settings = settings(knobs, listener, password)?;
     let (cfg, security) = (settings.consumer()?, settings.security()?);
     let described = format!(
@@ -245,10 +249,10 @@ fn fetch(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
         .then(|| format!("no progress for {}s; stopped at {}", STALL_TIMEOUT.as_secs(), fetched.consumed));
     let requests = fetched.fetch_request_us.len() as f64;
     let first_round = outcome.first_round_records as f64;
-    let applied = super::applied::base(knobs, 1, super::applied::CLOCK_FIRST_RECORD)
+    let applied = clients::applied::base(knobs, 1, clients::applied::CLOCK_FIRST_RECORD)
         .consumer(consumer_applied(&cfg, &security))
         .build();
-    let mut m = super::fetch_measurement(&fetched, hw, info(command, asymmetries, note, applied, build));
+    let mut m = clients::fetch_measurement(&fetched, hw, info(command, asymmetries, note, applied, build));
     // How many samples the fetch_request percentiles stand on (a 16 MiB fetch returns a lot per round).
     m.metrics.insert("fetch_requests".into(), streamlab_record::Metric::new(requests, "requests", false));
     // Records the first round brought before the clock started (counted, not timed; as the C tool's first
@@ -258,13 +262,13 @@ fn fetch(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
 }
 
 fn latency(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
-    let (listener, password) = super::listener(&ctx.env, knobs)?;
+    let (listener, password) = clients::listener(&ctx.env, knobs)?;
     let settings = settings(knobs, listener, password)?;
     let (cfg, security) = (settings.latency_producer()?, settings.security()?);
     let described = describe_producer(&cfg);
-    let applied = super::applied::base(knobs, cfg.connections, super::applied::CLOCK_PER_ROUND_TRIP)
+    let applied = clients::applied::base(knobs, cfg.connections, clients::applied::CLOCK_PER_ROUND_TRIP)
         .producer(producer_applied(&cfg, &security))
-        .set("producer.partitioner.class", super::applied::EXPLICIT_PARTITION)
+        .set("producer.partitioner.class", clients::applied::EXPLICIT_PARTITION)
         .set(streamlab_record::applied::QUEUE_CAP, queue_cap(&cfg))
         .build();
     let work = Work::Latency { warmup: knobs.latency_warmup, samples: knobs.latency_samples };
@@ -272,7 +276,7 @@ fn latency(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> 
     let Outcome::Latencies(outcome) = outcome else {
         bail!("partitionline-bench answered a latency job with {outcome:?}")
     };
-    let hw = super::topic_high_watermark(&ctx.env, topic)?;
+    let hw = clients::topic_high_watermark(&ctx.env, topic)?;
     let asymmetries = Asymmetries {
         connections: "1 per broker for produce + 1 metadata connection, not counted".into(),
         in_flight: "1 (max_in_flight=1, one send().await at a time)".into(),
@@ -289,7 +293,7 @@ fn latency(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> 
         security.described,
     );
     let info = info(command, asymmetries, outcome.setup_note, applied, build);
-    Ok(super::latency_measurement(knobs, &outcome.samples_us, hw, info))
+    Ok(clients::latency_measurement(knobs, &outcome.samples_us, hw, info))
 }
 
 #[cfg(test)]
@@ -297,7 +301,7 @@ pub(super) mod tests {
     use streamlab_record::IntegrityStatus;
     use streamlab_record::descriptor::Listener;
 
-    use super::super::NotRunnable;
+    use crate::arms::clients::NotRunnable;
 
     use super::*;
 

@@ -1,4 +1,4 @@
-//! rust-rdkafka 0.39 (librdkafka 2.12.1) under the durability run: a BaseProducer driven as the clients arm drives
+//! rust-rdkafka 0.39 (librdkafka 2.12.1) as durability's producer: a BaseProducer driven as the clients arm drives
 //! it (`produce`, `poll(0)` every 1000 records, `poll(10 ms)` on a full queue), each record's sequence number as
 //! its delivery opaque, so every delivery report lands in the ledger with its partition and offset.
 
@@ -13,22 +13,11 @@ use rdkafka::message::Message;
 use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
 use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{ClientConfig, ClientContext};
-use streamlab_record::Measurement;
 
-use super::fault::FirstSend;
-use super::ledger::{Ack, Entry, Ledger, payload};
-use super::{Knobs, Produced};
 use crate::arms::ArmContext;
+use crate::arms::durability::ledger::{Ack, Entry, Ledger, now_us, payload};
+use crate::arms::durability::{FirstSend, Knobs, Produced};
 use crate::kafka::config::default_client_config;
-
-pub fn run(ctx: &ArmContext) -> Result<Measurement> {
-    super::run_with(ctx, "rdkafka", produce)
-}
-
-/// Epoch microseconds (the ledger's clock, shared with the fault's steps).
-pub fn now_us() -> u64 {
-    (streamlab_process::clock::now_ms_f64() * 1e3) as u64
-}
 
 /// Delivery reports into the ledger: each record's sequence number is its opaque.
 struct LedgerContext {
@@ -88,7 +77,7 @@ fn settings(cfg: &ClientConfig) -> Result<Vec<(&'static str, String)>> {
         .collect()
 }
 
-pub(super) fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str, first: &FirstSend) -> Result<Produced> {
+pub fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str, first: &FirstSend) -> Result<Produced> {
     let cfg = config(ctx, knobs)?;
     let settings = settings(&cfg)?;
     let cap = usize::try_from(knobs.max_records)?;

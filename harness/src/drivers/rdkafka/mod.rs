@@ -16,21 +16,25 @@ use rdkafka::{Offset, TopicPartitionList};
 use streamlab_record::Measurement;
 use streamlab_record::applied::{self, Applied, AppliedBuilder};
 
-use super::driver::Driver;
-use super::{Asymmetries, ClientInfo, Fetched, Knobs, Produced, QueueFullSeen};
-use crate::arms::ArmContext;
-use crate::arms::spec::ArmSpec;
+use crate::arms::clients::driver::Driver;
+use crate::arms::clients::{self, Asymmetries, ClientInfo, Fetched, Knobs, Produced, QueueFullSeen};
+use crate::arms::{ArmContext, ArmSpec, durability};
 use crate::kafka::config::client_config;
 use crate::kafka::deliveries::Counting;
 use crate::kafka::effective::LibrdkafkaConf;
 
-pub const ARM: ArmSpec = ArmSpec::new::<Knobs>("clients", "rdkafka", run);
+pub mod ledger;
+
+pub const CLIENTS_ARM: ArmSpec = ArmSpec::new::<Knobs>(clients::BENCH, "rdkafka", run);
+pub const DURABILITY_ARM: ArmSpec = ArmSpec::new::<durability::Knobs>(durability::BENCH, "rdkafka", |ctx| {
+    durability::run_with(ctx, "rdkafka", ledger::produce)
+});
 
 /// Give up on a fetch that makes no progress for this long.
 const STALL_TIMEOUT: Duration = Duration::from_secs(60);
 
 pub fn run(ctx: &ArmContext) -> Result<Measurement> {
-    super::driver::run(ctx, &mut Rdkafka)
+    clients::driver::run(ctx, &mut Rdkafka)
 }
 
 /// rust-rdkafka, librdkafka through its Rust binding.
@@ -42,8 +46,8 @@ impl Driver for Rdkafka {
     }
 
     fn prepare(&mut self, knobs: &Knobs) -> Result<()> {
-        super::one_connection_per_broker(knobs, "librdkafka (rust-rdkafka)")?;
-        super::x_payload_only(knobs, "librdkafka (rust-rdkafka)")
+        clients::one_connection_per_broker(knobs, "librdkafka (rust-rdkafka)")?;
+        clients::x_payload_only(knobs, "librdkafka (rust-rdkafka)")
     }
 
     fn produce(&self, ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
@@ -96,7 +100,7 @@ pub fn fetch_properties(knobs: &Knobs) -> Vec<(&'static str, String)> {
 fn producer_applied(knobs: &Knobs, cfg: &ClientConfig, clock_start: &str) -> Result<AppliedBuilder> {
     let conf = LibrdkafkaConf::of_client_config(cfg)?;
     let queue_cap = conf.queue_cap().context("librdkafka reports no queue cap")?;
-    Ok(super::applied::base(knobs, 1, clock_start).producer(conf.producer()).set(applied::QUEUE_CAP, queue_cap))
+    Ok(clients::applied::base(knobs, 1, clock_start).producer(conf.producer()).set(applied::QUEUE_CAP, queue_cap))
 }
 
 fn describe(props: &[(&str, String)]) -> String {
@@ -133,10 +137,10 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> 
     for (k, v) in &props {
         cfg.set(*k, v);
     }
-    let applied = producer_applied(knobs, &cfg, super::applied::CLOCK_BEFORE_CONNECT)?.build();
+    let applied = producer_applied(knobs, &cfg, clients::applied::CLOCK_BEFORE_CONNECT)?.build();
     let producer: BaseProducer<Counting> =
         cfg.create_with_context(Counting::default()).context("cannot create the producer")?;
-    let payload = super::payload(knobs.payload_bytes);
+    let payload = clients::payload(knobs.payload_bytes);
     let cpu_before = crate::cpu::process_cpu_seconds();
     let brokers = crate::cpu::BrokersCpu::start(&ctx.env);
     let started = Instant::now();
@@ -175,7 +179,7 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> 
         queue_full: QueueFullSeen::Refusals(queue_full),
     };
     drop(producer);
-    let hw = super::topic_high_watermark(&ctx.env, topic)?;
+    let hw = clients::topic_high_watermark(&ctx.env, topic)?;
     let mut info = info(
         format!("rust-rdkafka BaseProducer on {}: {}", knobs.listener, describe(&props)),
         produce_asymmetries(knobs),
@@ -184,7 +188,7 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> 
     if let Some(e) = ctx_first_error(&produced, &info) {
         info.note = Some(e);
     }
-    Ok(super::produce_measurement(knobs, &produced, hw, info))
+    Ok(clients::produce_measurement(knobs, &produced, hw, info))
 }
 
 fn ctx_first_error(p: &Produced, _info: &ClientInfo) -> Option<String> {
@@ -192,14 +196,14 @@ fn ctx_first_error(p: &Produced, _info: &ClientInfo) -> Option<String> {
 }
 
 fn fetch(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
-    let hw = super::preload(&ctx.env, topic, knobs)?;
+    let hw = clients::preload(&ctx.env, topic, knobs)?;
     let mut cfg = client_config(&ctx.env, &knobs.listener)?;
     let props = fetch_properties(knobs);
     for (k, v) in &props {
         cfg.set(*k, v);
     }
     cfg.set("group.id", format!("streamlab-fetch-{topic}")).set("enable.auto.commit", "false");
-    let applied = super::applied::base(knobs, 1, super::applied::CLOCK_FIRST_RECORD)
+    let applied = clients::applied::base(knobs, 1, clients::applied::CLOCK_FIRST_RECORD)
         .consumer(LibrdkafkaConf::of_client_config(&cfg)?.consumer())
         .build();
     let consumer: BaseConsumer = cfg.create().context("cannot create the consumer")?;
@@ -251,7 +255,7 @@ fn fetch(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
         asymmetries,
         applied,
     );
-    Ok(super::fetch_measurement(&fetched, hw, info))
+    Ok(clients::fetch_measurement(&fetched, hw, info))
 }
 
 fn latency(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
@@ -269,13 +273,13 @@ fn latency(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> 
     for (k, v) in &props {
         cfg.set(*k, v);
     }
-    let applied = producer_applied(knobs, &cfg, super::applied::CLOCK_PER_ROUND_TRIP)?
-        .set("producer.partitioner.class", super::applied::EXPLICIT_PARTITION)
+    let applied = producer_applied(knobs, &cfg, clients::applied::CLOCK_PER_ROUND_TRIP)?
+        .set("producer.partitioner.class", clients::applied::EXPLICIT_PARTITION)
         .build();
     // The seed timed FutureProducer::send: its delivery future is awaited while rust-rdkafka's own thread
     // polls, so this thread parks instead of spinning on poll(0).
     let producer: FutureProducer = cfg.create().context("cannot create the producer")?;
-    let payload = super::payload(knobs.payload_bytes);
+    let payload = clients::payload(knobs.payload_bytes);
     let mut samples = Vec::with_capacity(knobs.latency_samples as usize);
     for i in 0..knobs.latency_warmup + knobs.latency_samples {
         let t = Instant::now();
@@ -288,7 +292,7 @@ fn latency(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> 
         }
     }
     drop(producer);
-    let hw = super::topic_high_watermark(&ctx.env, topic)?;
+    let hw = clients::topic_high_watermark(&ctx.env, topic)?;
     let asymmetries = Asymmetries {
         connections: "1 per broker".into(),
         in_flight: "1 (max.in.flight=1, one record at a time)".into(),
@@ -301,7 +305,7 @@ fn latency(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> 
         asymmetries,
         applied,
     );
-    Ok(super::latency_measurement(knobs, &samples, hw, info))
+    Ok(clients::latency_measurement(knobs, &samples, hw, info))
 }
 
 #[cfg(test)]
@@ -350,11 +354,11 @@ mod tests {
 
     #[test]
     fn only_one_connection_per_broker_is_runnable() {
-        let err = super::super::one_connection_per_broker(&knobs(serde_json::json!({"connections": 8})), "librdkafka")
+        let err = clients::one_connection_per_broker(&knobs(serde_json::json!({"connections": 8})), "librdkafka")
             .unwrap_err();
-        assert!(err.downcast_ref::<super::super::NotRunnable>().is_some(), "{err}");
+        assert!(err.downcast_ref::<clients::NotRunnable>().is_some(), "{err}");
         for n in [0, 1] {
-            super::super::one_connection_per_broker(&knobs(serde_json::json!({"connections": n})), "x").unwrap();
+            clients::one_connection_per_broker(&knobs(serde_json::json!({"connections": n})), "x").unwrap();
         }
     }
 }
