@@ -36,8 +36,6 @@ pub struct Matrix {
     #[serde(default)]
     pub does_not_say: Vec<String>,
     pub arms: Vec<Arm>,
-    #[serde(default)]
-    pub ratios: Vec<Ratio>,
     pub knobs: BTreeMap<String, Knob>,
     pub profiles: BTreeMap<Profile, ProfileKnobs>,
     pub sweeps: Vec<Sweep>,
@@ -55,19 +53,6 @@ pub struct Arm {
     /// If set, the arm is not run and every record says why (e.g. a licence refuses it).
     #[serde(default)]
     pub not_run: Option<String>,
-}
-
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Ratio {
-    pub name: String,
-    pub metric: String,
-    pub numerator_arm: String,
-    pub denominator_arm: String,
-    /// The denominator's record comes from this sweep's point; absent: from the numerator's own point (the
-    /// same sweep, label and rep), e.g. each client over the C tool at the same variant.
-    #[serde(default)]
-    pub denominator_sweep: Option<String>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -276,13 +261,21 @@ fn validate(m: &Matrix) -> std::result::Result<(), String> {
         sweep_names.push(&s.name);
         validate_sweep(m, &at, s)?;
     }
-    for r in &m.ratios {
-        known_arm(m, &r.numerator_arm, &format!("ratios.{}.numerator_arm", r.name))?;
-        known_arm(m, &r.denominator_arm, &format!("ratios.{}.denominator_arm", r.name))?;
-        if let Some(sweep) = &r.denominator_sweep
-            && !sweep_names.contains(&sweep.as_str())
-        {
-            return Err(format!("ratios.{}.denominator_sweep: unknown sweep {sweep:?}", r.name));
+    headline_ratios_name_known_points(m, &sweep_names)?;
+    Ok(())
+}
+
+/// The matrix's headline ratios (site/headlines.toml holds how they are shown and their contracts) name its
+/// arms and sweeps: checked with the matrix, before anything is provisioned.
+fn headline_ratios_name_known_points(m: &Matrix, sweep_names: &[&str]) -> std::result::Result<(), String> {
+    let cfg = crate::results::config::SiteConfig::builtin().map_err(|e| format!("site/headlines.toml: {e:#}"))?;
+    let Some(headline) = cfg.headline(&m.name) else { return Ok(()) };
+    for r in &headline.ratios {
+        let at = format!("site/headlines.toml, [[{}.ratios]] id = {:?}", m.name, r.id);
+        known_arm(m, &r.numerator, &format!("{at}, numerator"))?;
+        known_arm(m, &r.denominator, &format!("{at}, denominator"))?;
+        if !sweep_names.contains(&r.sweep.as_str()) {
+            return Err(format!("{at}, sweep: unknown sweep {:?}; sweeps are {sweep_names:?}", r.sweep));
         }
     }
     Ok(())
@@ -389,6 +382,30 @@ mod tests {
     fn the_shipped_matrices_load() {
         let all = load_all(&crate::paths::matrices_dir()).unwrap();
         assert!(all.iter().any(|m| m.name == "kafka_sink"));
+    }
+
+    #[test]
+    fn a_headline_ratio_naming_an_arm_or_sweep_the_matrix_lacks_is_refused_with_its_id() {
+        // The toy matrix under kafka_sink's name: the headline ratio framework-over-raw names arms it lacks.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("kafka_sink.toml");
+        std::fs::write(&path, toy().replace("name = \"toy\"", "name = \"kafka_sink\"")).unwrap();
+        let text = format!("{:#}", load(&path).unwrap_err());
+        assert!(
+            text.contains("kafka_sink.toml")
+                && text.contains("site/headlines.toml, [[kafka_sink.ratios]] id = \"framework-over-raw\", numerator")
+                && text.contains("unknown arm \"framework\""),
+            "{text}"
+        );
+        // With the arms it names, the sweep is checked too.
+        let arms = toy().replace("name = \"toy\"", "name = \"kafka_sink\"").replace("\"fast\"", "\"raw\"");
+        let arms = arms.replace("name = \"slow\"", "name = \"framework\"").replace("\"slow\"", "\"framework\"");
+        let renamed = arms.replace("name = \"mode\"", "name = \"modes\"");
+        std::fs::write(&path, &renamed).unwrap();
+        let text = format!("{:#}", load(&path).unwrap_err());
+        assert!(text.contains("id = \"framework-over-raw\", sweep: unknown sweep \"mode\""), "{text}");
+        std::fs::write(&path, &arms).unwrap();
+        load(&path).unwrap();
     }
 
     #[test]

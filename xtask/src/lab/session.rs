@@ -18,7 +18,7 @@ use super::matrix::Matrix;
 use super::plan::Task;
 use super::results::RunDir;
 use super::run_provenance::{collect_provenance, run_info, write_provenance};
-use super::task::{Outcome, add_ratios, not_run_record, run_task, to_record};
+use super::task::{Outcome, not_run_record, run_task, to_record};
 use super::ui::{phase, say};
 use crate::clock;
 use crate::env::backend::{Backend, EnvShape, EnvSpec, Environment};
@@ -75,7 +75,7 @@ pub struct RunSetup<'a> {
 pub struct Session<'a> {
     setup: RunSetup<'a>,
     run_dir: RunDir,
-    /// Every record of the run so far: resume skips their tasks, ratios find their same-rep baseline here.
+    /// Every record of the run so far: resume skips their tasks.
     written: Vec<Record>,
     /// The shape of the environment now up.
     shape: EnvShape,
@@ -289,7 +289,6 @@ impl<'a> Session<'a> {
         }
         let mut record = to_record(task, &ran_in, reproduce, measured);
         record.conditions = Some(conditions);
-        add_ratios(m, &mut record, &self.written);
         Ok(record)
     }
 

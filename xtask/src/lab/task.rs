@@ -10,10 +10,9 @@ use streamlab_process::Cmd;
 use streamlab_record::arms::{NOT_RUNNABLE_EXIT, NotRunnable};
 use streamlab_record::descriptor::DESCRIPTOR_FILE;
 use streamlab_record::fault::FAULTS_ENV;
-use streamlab_record::{Integrity, Measurement, Metric, Record, RunInfo, SCHEMA, Status, Variant};
+use streamlab_record::{Integrity, Measurement, Record, RunInfo, SCHEMA, Status, Variant};
 
 use super::faults::FaultDir;
-use super::matrix::Matrix;
 use super::plan::Task;
 use crate::env::backend::Environment;
 use crate::env::health::ServiceDown;
@@ -210,32 +209,11 @@ pub fn not_run_record(task: &Task, run: &RunInfo, reproduce: &str, reason: &str)
     to_record(task, run, reproduce, Outcome::NotRunnable { reason: reason.to_owned() })
 }
 
-/// Ratios measured side by side: this record over the denominator arm's record of the same rep.
-pub fn add_ratios(m: &Matrix, record: &mut Record, written: &[Record]) {
-    if !record.is_publishable() {
-        return;
-    }
-    for r in m.ratios.iter().filter(|r| r.numerator_arm == record.arm) {
-        let Some(num) = record.measurement.metrics.get(&r.metric).map(|x| x.value) else { continue };
-        let base = written.iter().find(|b| {
-            let same_place = match &r.denominator_sweep {
-                Some(sweep) => b.variant.sweeps.contains(sweep),
-                // The same point: the same sweep and the same knob values (each client over the C tool).
-                None => b.variant.sweeps == record.variant.sweeps && b.variant.knobs == record.variant.knobs,
-            };
-            b.bench == m.name && b.arm == r.denominator_arm && b.rep == record.rep && same_place && b.is_publishable()
-        });
-        if let Some(den) = base.and_then(|b| b.measurement.metrics.get(&r.metric).map(|x| x.value))
-            && let Some(ratio) = streamlab_record::stats::ratio(num, den)
-        {
-            record.measurement.metrics.insert(r.name.clone(), Metric::new(ratio, "ratio", true));
-        }
-    }
-}
-
 #[cfg(test)]
 pub(crate) mod tests {
     use std::collections::BTreeMap;
+
+    use streamlab_record::Metric;
 
     use super::*;
 
