@@ -72,6 +72,7 @@ mod tests {
         serde_json::from_value(serde_json::json!({
             "workload": workload, "listener": "plaintext", "compression": "none", "acks": 1, "idempotence": false,
             "count": 2000000, "payload_bytes": 100, "partitions": 6, "linger_ms": 5, "batch_messages": 32768,
+            "payload": "x", "queue_full": "park", "connections": 0,
             "batch_bytes": 1000000, "queue_messages": 1000000, "fetch_max_wait_ms": 100, "fetch_min_bytes": 1,
             "fetch_max_bytes": 16777216, "latency_warmup": 1000, "latency_samples": 10000, "kafka_version": "4.1.0"
         }))

@@ -125,13 +125,10 @@ pub struct Knobs {
     pub kafka_version: Option<String>,
     /// Produce connections per broker; 0 = the client's own (partitionline: 8; librdkafka and Java open 1 and
     /// have no setting for more).
-    #[serde(default)]
     pub connections: u64,
     /// What each record's value holds.
-    #[serde(default)]
     pub payload: Payload,
     /// What partitionline's produce loop does on QueueFull (librdkafka's and Java's loops wait in the client).
-    #[serde(default)]
     pub queue_full: QueueFull,
 }
 
@@ -468,6 +465,7 @@ mod tests {
         let mut v = serde_json::json!({
             "workload": "produce", "listener": "plaintext", "compression": "none", "acks": 1,
             "idempotence": false, "count": 10, "payload_bytes": 8000, "partitions": 1, "linger_ms": 0,
+            "payload": "x", "queue_full": "park", "connections": 0,
             "batch_messages": 0, "batch_bytes": 16384, "queue_messages": 0, "fetch_max_wait_ms": 100,
             "fetch_min_bytes": 1, "fetch_max_bytes": 16777216, "latency_warmup": 1, "latency_samples": 1
         });
@@ -562,6 +560,7 @@ mod tests {
         let knobs_json = serde_json::json!({
             "workload": "latency", "listener": "plaintext", "compression": "none", "acks": 1, "idempotence": false,
             "count": 0, "payload_bytes": 100, "partitions": 1, "linger_ms": 0, "batch_messages": 1,
+            "payload": "x", "queue_full": "park", "connections": 0,
             "batch_bytes": 0, "queue_messages": 0, "fetch_max_wait_ms": 100, "fetch_min_bytes": 1,
             "fetch_max_bytes": 16777216, "latency_warmup": 10, "latency_samples": 100, "kafka_version": "3.9.1"
         });

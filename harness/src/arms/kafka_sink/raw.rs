@@ -34,10 +34,8 @@ pub struct Knobs {
     pub linger_ms: u64,
     pub queue_buffering_max_messages: u64,
     /// librdkafka io threads hint; 0 keeps librdkafka's default.
-    #[serde(default)]
     pub io_threads: u64,
     /// Applied by the runner to the broker process (CPU affinity); recorded here only.
-    #[serde(default)]
     pub broker_cores: u64,
 }
 

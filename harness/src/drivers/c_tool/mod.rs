@@ -330,6 +330,7 @@ mod tests {
         let v = serde_json::json!({
             "workload": workload, "listener": listener, "compression": "lz4", "acks": 1, "idempotence": false,
             "count": count, "payload_bytes": 100, "partitions": 3, "linger_ms": 5, "batch_messages": 32768,
+            "payload": "x", "queue_full": "park", "connections": 0,
             "batch_bytes": 1000000, "queue_messages": 1000000, "fetch_max_wait_ms": 100, "fetch_min_bytes": 1,
             "fetch_max_bytes": 16777216, "latency_warmup": 10, "latency_samples": 100, "kafka_version": "4.1.0"
         });

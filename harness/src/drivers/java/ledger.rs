@@ -1,6 +1,7 @@
 //! The Java producer (Kafka's own KafkaProducer, the pinned kafka-clients) as durability's producer, through the
-//! ledger-writing driver the lab compiles (LedgerProducer.java beside this file; the tools file names it). The driver writes
-//! its ledger to a file the arm reads back; its settings are read from the "ProducerConfig values:" block it logs.
+//! ledger-writing driver the lab compiles (LedgerProducer.java beside this file; the tools file names it). The
+//! driver writes its ledger to a file the arm reads back; its settings are read from the "ProducerConfig values:"
+//! block it logs.
 
 use std::collections::BTreeMap;
 use std::path::Path;

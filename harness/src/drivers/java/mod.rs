@@ -398,6 +398,7 @@ mod tests {
         let serde_json::Value::Object(map) = serde_json::json!({
             "workload": workload, "listener": listener, "compression": "none", "acks": 1, "idempotence": false,
             "count": 20000, "payload_bytes": 100, "partitions": 6, "linger_ms": 5, "batch_messages": 32768,
+            "payload": "x", "queue_full": "park", "connections": 0,
             "batch_bytes": 1000000, "queue_messages": 1000000, "fetch_max_wait_ms": 100, "fetch_min_bytes": 1,
             "fetch_max_bytes": 16777216, "latency_warmup": 100, "latency_samples": 1000, "kafka_version": "4.1.0"
         }) else {

@@ -310,6 +310,7 @@ pub(super) mod tests {
         let mut v = serde_json::json!({
             "workload": "produce", "listener": "plaintext", "compression": "none", "acks": 1, "idempotence": false,
             "count": 20000, "payload_bytes": 100, "partitions": 6, "linger_ms": 5, "batch_messages": 32768,
+            "payload": "x", "queue_full": "park", "connections": 0,
             "batch_bytes": 1000000, "queue_messages": 1000000, "fetch_max_wait_ms": 100, "fetch_min_bytes": 1,
             "fetch_max_bytes": 16777216, "latency_warmup": 20, "latency_samples": 200, "kafka_version": "4.1.0"
         });

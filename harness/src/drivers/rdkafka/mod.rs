@@ -316,6 +316,7 @@ mod tests {
         let mut v = serde_json::json!({
             "workload": "produce", "listener": "plaintext", "compression": "none", "acks": 1, "idempotence": false,
             "count": 10000, "payload_bytes": 8000, "partitions": 6, "linger_ms": 5, "batch_messages": 0,
+            "payload": "x", "queue_full": "park", "connections": 0,
             "batch_bytes": 16384, "queue_messages": 0, "fetch_max_wait_ms": 100, "fetch_min_bytes": 1,
             "fetch_max_bytes": 16777216, "latency_warmup": 10, "latency_samples": 100, "kafka_version": "4.1.0"
         });

@@ -39,7 +39,6 @@ pub struct Knobs {
     pub batch_max_rows: u64,
     pub batch_max_bytes: u64,
     /// spate sink `batch.linger`: seal a non-empty batch this long after its first chunk.
-    #[serde(default = "default_batch_linger_ms")]
     pub batch_linger_ms: u64,
     /// librdkafka `linger.ms`, through the sink's rdkafka passthrough (as in the raw arm).
     pub linger_ms: u64,
@@ -47,34 +46,19 @@ pub struct Knobs {
     pub shards: usize,
     pub pipeline_threads: usize,
     /// spate sink `inflight.max_per_shard`; 0 keeps spate's default.
-    #[serde(default)]
     pub inflight_per_shard: usize,
     /// spate `pipeline.io_threads` (the I/O runtime the sink workers run on); 0 keeps spate's default.
-    #[serde(default)]
     pub io_threads: usize,
     /// spate `backpressure.min_pause`: the least a pause lasts; every sink-queue rejection restarts it.
-    #[serde(default = "default_min_pause_ms")]
     pub min_pause_ms: u64,
     /// Chunks each sink shard's queue holds (`SinkOptions::with_queue_capacity`; spate's builder default is 8).
     pub sink_queue_capacity: usize,
     /// `backpressure.max_inflight_bytes` in MiB; 0 derives it by the seed harness's rule.
-    #[serde(default)]
     pub max_inflight_mb: u64,
     /// `checkpoint.max_pending_batches`.
     pub max_pending_batches: u64,
     /// Applied by the runner to the broker process; recorded only.
-    #[serde(default)]
     pub broker_cores: u64,
-}
-
-/// spate's default `batch.linger` (1 s).
-fn default_batch_linger_ms() -> u64 {
-    1000
-}
-
-/// spate's default `backpressure.min_pause` (500 ms).
-fn default_min_pause_ms() -> u64 {
-    500
 }
 
 impl Knobs {

@@ -20,13 +20,9 @@ pub struct Knobs {
     pub broker_cores_at_most: u64,
     /// The source rigs' output; the sink rig's writer: the topic it reads (`seed`: bare, `connect_envelope`:
     /// the JDBC sink's).
-    #[serde(default)]
     pub format: Format,
-    #[serde(default)]
     pub producer: ProducerProfile,
-    #[serde(default)]
     pub cdc_load: CdcLoad,
-    #[serde(default)]
     pub paced_rows_per_s: u64,
 }
 
