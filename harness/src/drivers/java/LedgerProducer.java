@@ -1,7 +1,7 @@
 // The durability matrix's Java producer: Kafka's own KafkaProducer, driven as fast as it accepts records for a
 // bounded time, writing a ledger of every record it sent and what became of it. Compiled by the lab
 // (xtask/src/clients/ledger_producer.rs) with the JDK's javac against the pinned kafka-clients jar; run by the
-// harness (harness/src/arms/durability/java.rs), which reads the ledger back and checks it against the topic.
+// harness (harness/src/drivers/java/ledger.rs), which reads the ledger back and checks it against the topic.
 //
 // Every value is an 8-byte big-endian sequence number followed by 'x' up to the payload size, keyless.
 // Ledger lines (times in epoch microseconds, from one anchor of currentTimeMillis and nanoTime):
