@@ -273,7 +273,8 @@ mod tests {
     fn run_with(knobs: serde_json::Value) -> streamlab_record::Measurement {
         let mut all = serde_json::json!({
             "rig": "snapshot_kafka", "rows": 20_000, "batch_size": 1000, "tasks": 8, "timeout_s": 120,
-            "broker_cores_at_most": 3,
+            "broker_cores_at_most": 3, "format": "seed", "producer": "seed", "cdc_load": "unpaced",
+            "paced_rows_per_s": 5000,
         });
         all.as_object_mut().unwrap().extend(knobs.as_object().unwrap().clone());
         let ctx = ArmContext { env: crate::test_env(), knobs: all.as_object().unwrap().clone() };

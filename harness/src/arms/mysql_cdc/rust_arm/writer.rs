@@ -440,7 +440,8 @@ mod tests {
         // Through the arm's registry entry and its own knobs, as a lab run passes them.
         let knobs = serde_json::json!({
             "rig": "kafka_to_mysql", "rows": 7001, "batch_size": 3000, "tasks": 4, "timeout_s": 120,
-            "broker_cores_at_most": 3, "format": "connect_envelope",
+            "broker_cores_at_most": 3, "format": "connect_envelope", "producer": "seed", "cdc_load": "unpaced",
+            "paced_rows_per_s": 5000,
         });
         let ctx = crate::arms::ArmContext { env: crate::test_env(), knobs: knobs.as_object().unwrap().clone() };
         let m = (super::super::ARM.run)(&ctx).unwrap();
