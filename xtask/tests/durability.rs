@@ -1,5 +1,7 @@
 //! The durability matrix end to end on a real 3-broker cluster: faults injected by the runner at the arm's
-//! request, a broker killed behind the lab's back, and Ctrl-C in the middle of a fault.
+//! request, a broker killed behind the lab's back (the lab's one test of a task that loses its environment: the
+//! task in flight fails with the broker's log, the dead broker is reaped, the run goes on in a fresh
+//! environment), and Ctrl-C in the middle of a fault.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -123,7 +125,13 @@ fn a_run_brings_each_matrix_up_on_its_seed_s_environment_and_a_broker_killed_beh
         started.then_some((run_id, cluster?))
     });
     std::thread::sleep(Duration::from_secs(3));
-    procfs::signal(env.kafka.brokers[1].pid.unwrap(), Sig::SIGKILL);
+    let broker = env.kafka.brokers[1].pid.unwrap();
+    let killed_at = streamlab_process::clock::now_ms();
+    procfs::signal(broker, Sig::SIGKILL);
+    // The dead broker is reaped when its environment is torn down, while the run goes on: not left a zombie of
+    // the runner until it exits.
+    let dead = PathBuf::from(format!("/proc/{broker}"));
+    wait_for(&mut child, "the killed broker reaped", Duration::from_secs(300), || (!dead.exists()).then_some(()));
     let status = child.wait().unwrap();
     assert_eq!(status.code(), Some(1), "a run with a failed record exits 1");
     let run = out.path().join(&run_id);
@@ -141,10 +149,17 @@ fn a_run_brings_each_matrix_up_on_its_seed_s_environment_and_a_broker_killed_beh
     let reason = rs[0].reason.as_deref().unwrap_or("");
     assert_eq!(rs[0].status, Status::Failed, "{:#?}", rs[0]);
     assert!(reason.starts_with("the kafka broker 2 was killed by SIGKILL during the task"), "{reason}");
+    assert!(rs[0].log_tail.as_deref().unwrap_or("").contains("--- the kafka broker 2's log:"), "{:#?}", rs[0]);
     let prov = provenance(&run);
     assert_eq!(prov.restarts.len(), 1, "{:?}", prov.restarts);
-    assert_eq!(prov.restarts[0].failed_env, env.id);
-    assert!(prov.restarts[0].new_env.as_deref().is_some_and(|id| id != env.id));
+    let restart = &prov.restarts[0];
+    assert_eq!(restart.failed_env, env.id);
+    assert!(restart.new_env.as_deref().is_some_and(|id| id != env.id));
+    eprintln!(
+        "noticed the dead broker {} ms after the kill; the fresh environment was ready {} ms later",
+        restart.ts_ms.saturating_sub(killed_at),
+        restart.ready_after_ms.unwrap_or(0)
+    );
     // One environment per shape in the plan's order, then the replacement; each brought down.
     let shapes: Vec<Option<u32>> = prov.environments.iter().map(|e| e.brokers).collect();
     assert_eq!(shapes, [Some(1), Some(3), Some(3)], "{:?}", prov.environments);
