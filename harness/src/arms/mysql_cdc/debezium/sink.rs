@@ -145,6 +145,8 @@ mod tests {
         n.parse().unwrap()
     }
 
+    /// The lab's two runs of the JDBC sink arm: each writes every event once (integrity verified) and weighs
+    /// what it read.
     #[test]
     #[ignore = "needs the lab's MariaDB, Kafka and the Connect jars: cargo xtask test"]
     fn the_url_option_changes_what_the_server_receives_one_insert_per_row_or_one_per_batch() {
@@ -158,6 +160,12 @@ mod tests {
             assert_eq!(m.applied[applied::CONNECTIONS], "2 consumers, 2 concurrent inserts");
             assert_eq!(m.applied[applied::FORMAT], "connect-envelope");
             assert_eq!(m.applied[applied::WORKLOAD], "sink 6000 events into benchdb.bench_events");
+            assert!(m.metrics["records_per_s"].value > 0.0 && m.metrics.contains_key("arm_cpu_s"), "{:?}", m.metrics);
+            assert!(m.metrics["startup_s"].value > 0.5, "a JVM's start-up is reported apart: {:?}", m.metrics);
+            assert!(m.details["config"].contains("<masked>") && m.details["command"].contains("ConnectStandalone"));
+            // The Connect envelope: the events' 266 B schema around each payload; the events have no key.
+            assert!(m.metrics["bytes_per_record"].value > 330.0, "{:?}", m.metrics);
+            assert_eq!(m.metrics["key_bytes_per_record"].value, 0.0, "{:?}", m.metrics);
         }
         assert!(per_row.applied[applied::SINK].contains("single-row INSERTs"), "{:?}", per_row.applied);
         assert_eq!(
