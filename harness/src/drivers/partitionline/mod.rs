@@ -54,15 +54,162 @@ impl Driver for Partitionline {
     }
 
     fn produce(&self, ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
-        produce(ctx, knobs, topic)
+        let (listener, password) = clients::listener(&ctx.env, knobs)?;
+        let settings = settings(knobs, listener, password)?;
+        let (cfg, security) = (settings.producer()?, settings.security()?);
+        let described = describe_producer(&cfg);
+        let asymmetries = produce_asymmetries(&cfg, knobs.partitions);
+        let applied = clients::applied::base(knobs, cfg.connections, clients::applied::CLOCK_BEFORE_CONNECT)
+            .producer(producer_applied(&cfg, &security))
+            .set(streamlab_record::applied::QUEUE_CAP, queue_cap(&cfg))
+            .build();
+        let job = Job {
+            settings,
+            topic: topic.to_owned(),
+            work: Work::Produce { count: knobs.count, on_full: knobs.queue_full },
+        };
+        let brokers = crate::cpu::BrokersCpu::start(&ctx.env);
+        let (outcome, build) = in_seed_build(&job)?;
+        let Outcome::Produced(outcome) = outcome else {
+            bail!("partitionline-bench answered a produce job with {outcome:?}")
+        };
+        let produced = Produced {
+            acked: outcome.acked,
+            failed: outcome.failed,
+            elapsed: outcome.elapsed,
+            client_cpu_s: outcome.client_cpu_s,
+            broker_cpu_s: brokers.spent(),
+            queue_full: QueueFullSeen::Refusals(outcome.queue_full_refusals),
+        };
+        let hw = clients::topic_high_watermark(&ctx.env, topic)?;
+        let mut notes: Vec<String> = outcome.setup_note.iter().cloned().collect();
+        if let Some(queued) = outcome.stalled_at {
+            notes.push(format!(
+                "try_send refused every record for {}s; stopped after {queued}",
+                STALL_TIMEOUT.as_secs()
+            ));
+        }
+        if let Some(e) = &outcome.flush_error {
+            notes.push(format!("flush returned an error: {e}"));
+        }
+        if produced.failed > 0 {
+            notes.push(failed_note(&produced, knobs.count, hw));
+        }
+        if let Some(e) = &outcome.close_error {
+            notes.push(format!("close after flush returned an error: {e}"));
+        }
+        let command = format!(
+            "partitionline {} Producer on {} ({}): {described}; queue_messages={} has no equivalent (buffer_memory \
+             bytes only); try_send, on QueueFull {}, then flush_timeout({}s); acked = metrics().records_acked, failed = metrics().produce_errors",
+            partitionline::CLIENT_VERSION,
+            knobs.listener,
+            security.described,
+            knobs.queue_messages,
+            knobs.queue_full.described(),
+            FLUSH_TIMEOUT.as_secs(),
+        );
+        let note = (!notes.is_empty()).then(|| notes.join("; "));
+        let mut m =
+            clients::produce_measurement(knobs, &produced, hw, info(command, asymmetries, note, applied, build));
+        // How much of the clock went to connecting, metadata and the leader connections.
+        m.metrics.insert(
+            "first_queued_ms".into(),
+            streamlab_record::Metric::new(outcome.first_queued.as_secs_f64() * 1e3, "ms", false),
+        );
+        Ok(m)
     }
 
     fn fetch(&self, ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
-        fetch(ctx, knobs, topic)
+        let hw = clients::preload(&ctx.env, topic, knobs)?;
+        let (listener, password) = clients::listener(&ctx.env, knobs)?;
+        let settings = settings(knobs, listener, password)?;
+        let (cfg, security) = (settings.consumer()?, settings.security()?);
+        let described = format!(
+            "max_wait_ms={} min_bytes={} max_bytes={} max_partition_fetch_bytes={} isolation={}",
+            cfg.max_wait_ms, cfg.min_bytes, cfg.max_bytes, cfg.max_partition_fetch_bytes, cfg.isolation_level
+        );
+        let job = Job { settings, topic: topic.to_owned(), work: Work::Fetch { high_watermark: hw } };
+        let brokers = crate::cpu::BrokersCpu::start(&ctx.env);
+        let (outcome, build) = in_seed_build(&job)?;
+        let Outcome::Fetched(outcome) = outcome else {
+            bail!("partitionline-bench answered a fetch job with {outcome:?}")
+        };
+        let fetched = Fetched {
+            consumed: outcome.consumed,
+            bytes: outcome.bytes,
+            elapsed: outcome.elapsed,
+            client_cpu_s: outcome.client_cpu_s,
+            broker_cpu_s: brokers.spent(),
+            fetch_request_us: outcome.fetch_request_us,
+        };
+        let asymmetries = Asymmetries {
+            connections: "1 per broker (plus the bootstrap connection, not counted)".into(),
+            in_flight: "1 Fetch per broker at a time (one fetch() round)".into(),
+            partitioner: "all partitions assigned with assign_topic, from offset 0".into(),
+            clock: "from the return of the first fetch() that brought records to the fetch() that reached the high \
+                    watermark: connect, metadata, the leader connection and the first Fetch round trip outside it, as \
+                    for the C tool (whose clock starts at its first message); the seed's bench_fetch started after \
+                    assign_topic. The first fetch_request sample holds the leader connection"
+                .into(),
+            payload: "preloaded by rust-rdkafka: 'x' repeated".into(),
+        };
+        let command = format!(
+            "partitionline {} Consumer on {} ({}): {described}; assign_topic({topic}, 0), fetch() until consumed == \
+             high watermark ({hw}); every non-empty fetch() timed as fetch_request_us",
+            partitionline::CLIENT_VERSION,
+            knobs.listener,
+            security.described,
+        );
+        let note = outcome
+            .stalled
+            .then(|| format!("no progress for {}s; stopped at {}", STALL_TIMEOUT.as_secs(), fetched.consumed));
+        let requests = fetched.fetch_request_us.len() as f64;
+        let first_round = outcome.first_round_records as f64;
+        let applied = clients::applied::base(knobs, 1, clients::applied::CLOCK_FIRST_RECORD)
+            .consumer(consumer_applied(&cfg, &security))
+            .build();
+        let mut m = clients::fetch_measurement(&fetched, hw, info(command, asymmetries, note, applied, build));
+        // How many samples the fetch_request percentiles stand on (a 16 MiB fetch returns a lot per round).
+        m.metrics.insert("fetch_requests".into(), streamlab_record::Metric::new(requests, "requests", false));
+        // Records the first round brought before the clock started (counted, not timed; as the C tool's first
+        // message set): with few rounds they weigh on the rate.
+        m.metrics.insert("first_round_records".into(), streamlab_record::Metric::new(first_round, "records", false));
+        Ok(m)
     }
 
     fn latency(&self, ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
-        latency(ctx, knobs, topic)
+        let (listener, password) = clients::listener(&ctx.env, knobs)?;
+        let settings = settings(knobs, listener, password)?;
+        let (cfg, security) = (settings.latency_producer()?, settings.security()?);
+        let described = describe_producer(&cfg);
+        let applied = clients::applied::base(knobs, cfg.connections, clients::applied::CLOCK_PER_ROUND_TRIP)
+            .producer(producer_applied(&cfg, &security))
+            .set("producer.partitioner.class", clients::applied::EXPLICIT_PARTITION)
+            .set(streamlab_record::applied::QUEUE_CAP, queue_cap(&cfg))
+            .build();
+        let work = Work::Latency { warmup: knobs.latency_warmup, samples: knobs.latency_samples };
+        let (outcome, build) = in_seed_build(&Job { settings, topic: topic.to_owned(), work })?;
+        let Outcome::Latencies(outcome) = outcome else {
+            bail!("partitionline-bench answered a latency job with {outcome:?}")
+        };
+        let hw = clients::topic_high_watermark(&ctx.env, topic)?;
+        let asymmetries = Asymmetries {
+            connections: "1 per broker for produce + 1 metadata connection, not counted".into(),
+            in_flight: "1 (max_in_flight=1, one send().await at a time)".into(),
+            partitioner: "partition 0".into(),
+            clock: "from send() to its future resolving with the Produce response (RecordMetadata), as the seed's \
+                    bench_latency"
+                .into(),
+            payload: "'x' repeated".into(),
+        };
+        let command = format!(
+            "partitionline {} Producer, sequential send().await to partition 0 on {} ({}): {described}",
+            partitionline::CLIENT_VERSION,
+            knobs.listener,
+            security.described,
+        );
+        let info = info(command, asymmetries, outcome.setup_note, applied, build);
+        Ok(clients::latency_measurement(knobs, &outcome.samples_us, hw, info))
     }
 }
 
@@ -130,68 +277,6 @@ fn produce_asymmetries(cfg: &ProducerConfig, partitions: i32) -> Asymmetries {
     }
 }
 
-fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
-    let (listener, password) = clients::listener(&ctx.env, knobs)?;
-    let settings = settings(knobs, listener, password)?;
-    let (cfg, security) = (settings.producer()?, settings.security()?);
-    let described = describe_producer(&cfg);
-    let asymmetries = produce_asymmetries(&cfg, knobs.partitions);
-    let applied = clients::applied::base(knobs, cfg.connections, clients::applied::CLOCK_BEFORE_CONNECT)
-        .producer(producer_applied(&cfg, &security))
-        .set(streamlab_record::applied::QUEUE_CAP, queue_cap(&cfg))
-        .build();
-    let job = Job {
-        settings,
-        topic: topic.to_owned(),
-        work: Work::Produce { count: knobs.count, on_full: knobs.queue_full },
-    };
-    let brokers = crate::cpu::BrokersCpu::start(&ctx.env);
-    let (outcome, build) = in_seed_build(&job)?;
-    let Outcome::Produced(outcome) = outcome else {
-        bail!("partitionline-bench answered a produce job with {outcome:?}")
-    };
-    let produced = Produced {
-        acked: outcome.acked,
-        failed: outcome.failed,
-        elapsed: outcome.elapsed,
-        client_cpu_s: outcome.client_cpu_s,
-        broker_cpu_s: brokers.spent(),
-        queue_full: QueueFullSeen::Refusals(outcome.queue_full_refusals),
-    };
-    let hw = clients::topic_high_watermark(&ctx.env, topic)?;
-    let mut notes: Vec<String> = outcome.setup_note.iter().cloned().collect();
-    if let Some(queued) = outcome.stalled_at {
-        notes.push(format!("try_send refused every record for {}s; stopped after {queued}", STALL_TIMEOUT.as_secs()));
-    }
-    if let Some(e) = &outcome.flush_error {
-        notes.push(format!("flush returned an error: {e}"));
-    }
-    if produced.failed > 0 {
-        notes.push(failed_note(&produced, knobs.count, hw));
-    }
-    if let Some(e) = &outcome.close_error {
-        notes.push(format!("close after flush returned an error: {e}"));
-    }
-    let command = format!(
-        "partitionline {} Producer on {} ({}): {described}; queue_messages={} has no equivalent (buffer_memory \
-         bytes only); try_send, on QueueFull {}, then flush_timeout({}s); acked = metrics().records_acked, failed = metrics().produce_errors",
-        partitionline::CLIENT_VERSION,
-        knobs.listener,
-        security.described,
-        knobs.queue_messages,
-        knobs.queue_full.described(),
-        FLUSH_TIMEOUT.as_secs(),
-    );
-    let note = (!notes.is_empty()).then(|| notes.join("; "));
-    let mut m = clients::produce_measurement(knobs, &produced, hw, info(command, asymmetries, note, applied, build));
-    // How much of the clock went to connecting, metadata and the leader connections.
-    m.metrics.insert(
-        "first_queued_ms".into(),
-        streamlab_record::Metric::new(outcome.first_queued.as_secs_f64() * 1e3, "ms", false),
-    );
-    Ok(m)
-}
-
 /// What the record says of records the client counted as failed, and whether the broker holds them anyway:
 /// every record was either acked or failed, and the topic holds exactly all of them (the writes went through
 /// but the client never took the acknowledgements).
@@ -203,97 +288,6 @@ fn failed_note(p: &Produced, count: u64, high_watermark: u64) -> String {
         ));
     }
     note
-}
-
-fn fetch(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
-    let hw = clients::preload(&ctx.env, topic, knobs)?;
-    let (listener, password) = clients::listener(&ctx.env, knobs)?;
-    let settings = settings(knobs, listener, password)?;
-    let (cfg, security) = (settings.consumer()?, settings.security()?);
-    let described = format!(
-        "max_wait_ms={} min_bytes={} max_bytes={} max_partition_fetch_bytes={} isolation={}",
-        cfg.max_wait_ms, cfg.min_bytes, cfg.max_bytes, cfg.max_partition_fetch_bytes, cfg.isolation_level
-    );
-    let job = Job { settings, topic: topic.to_owned(), work: Work::Fetch { high_watermark: hw } };
-    let brokers = crate::cpu::BrokersCpu::start(&ctx.env);
-    let (outcome, build) = in_seed_build(&job)?;
-    let Outcome::Fetched(outcome) = outcome else { bail!("partitionline-bench answered a fetch job with {outcome:?}") };
-    let fetched = Fetched {
-        consumed: outcome.consumed,
-        bytes: outcome.bytes,
-        elapsed: outcome.elapsed,
-        client_cpu_s: outcome.client_cpu_s,
-        broker_cpu_s: brokers.spent(),
-        fetch_request_us: outcome.fetch_request_us,
-    };
-    let asymmetries = Asymmetries {
-        connections: "1 per broker (plus the bootstrap connection, not counted)".into(),
-        in_flight: "1 Fetch per broker at a time (one fetch() round)".into(),
-        partitioner: "all partitions assigned with assign_topic, from offset 0".into(),
-        clock: "from the return of the first fetch() that brought records to the fetch() that reached the high \
-                watermark: connect, metadata, the leader connection and the first Fetch round trip outside it, as \
-                for the C tool (whose clock starts at its first message); the seed's bench_fetch started after \
-                assign_topic. The first fetch_request sample holds the leader connection"
-            .into(),
-        payload: "preloaded by rust-rdkafka: 'x' repeated".into(),
-    };
-    let command = format!(
-        "partitionline {} Consumer on {} ({}): {described}; assign_topic({topic}, 0), fetch() until consumed == \
-         high watermark ({hw}); every non-empty fetch() timed as fetch_request_us",
-        partitionline::CLIENT_VERSION,
-        knobs.listener,
-        security.described,
-    );
-    let note = outcome
-        .stalled
-        .then(|| format!("no progress for {}s; stopped at {}", STALL_TIMEOUT.as_secs(), fetched.consumed));
-    let requests = fetched.fetch_request_us.len() as f64;
-    let first_round = outcome.first_round_records as f64;
-    let applied = clients::applied::base(knobs, 1, clients::applied::CLOCK_FIRST_RECORD)
-        .consumer(consumer_applied(&cfg, &security))
-        .build();
-    let mut m = clients::fetch_measurement(&fetched, hw, info(command, asymmetries, note, applied, build));
-    // How many samples the fetch_request percentiles stand on (a 16 MiB fetch returns a lot per round).
-    m.metrics.insert("fetch_requests".into(), streamlab_record::Metric::new(requests, "requests", false));
-    // Records the first round brought before the clock started (counted, not timed; as the C tool's first
-    // message set): with few rounds they weigh on the rate.
-    m.metrics.insert("first_round_records".into(), streamlab_record::Metric::new(first_round, "records", false));
-    Ok(m)
-}
-
-fn latency(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
-    let (listener, password) = clients::listener(&ctx.env, knobs)?;
-    let settings = settings(knobs, listener, password)?;
-    let (cfg, security) = (settings.latency_producer()?, settings.security()?);
-    let described = describe_producer(&cfg);
-    let applied = clients::applied::base(knobs, cfg.connections, clients::applied::CLOCK_PER_ROUND_TRIP)
-        .producer(producer_applied(&cfg, &security))
-        .set("producer.partitioner.class", clients::applied::EXPLICIT_PARTITION)
-        .set(streamlab_record::applied::QUEUE_CAP, queue_cap(&cfg))
-        .build();
-    let work = Work::Latency { warmup: knobs.latency_warmup, samples: knobs.latency_samples };
-    let (outcome, build) = in_seed_build(&Job { settings, topic: topic.to_owned(), work })?;
-    let Outcome::Latencies(outcome) = outcome else {
-        bail!("partitionline-bench answered a latency job with {outcome:?}")
-    };
-    let hw = clients::topic_high_watermark(&ctx.env, topic)?;
-    let asymmetries = Asymmetries {
-        connections: "1 per broker for produce + 1 metadata connection, not counted".into(),
-        in_flight: "1 (max_in_flight=1, one send().await at a time)".into(),
-        partitioner: "partition 0".into(),
-        clock: "from send() to its future resolving with the Produce response (RecordMetadata), as the seed's \
-                bench_latency"
-            .into(),
-        payload: "'x' repeated".into(),
-    };
-    let command = format!(
-        "partitionline {} Producer, sequential send().await to partition 0 on {} ({}): {described}",
-        partitionline::CLIENT_VERSION,
-        knobs.listener,
-        security.described,
-    );
-    let info = info(command, asymmetries, outcome.setup_note, applied, build);
-    Ok(clients::latency_measurement(knobs, &outcome.samples_us, hw, info))
 }
 
 #[cfg(test)]

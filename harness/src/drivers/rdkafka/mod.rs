@@ -51,15 +51,180 @@ impl Driver for Rdkafka {
     }
 
     fn produce(&self, ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
-        produce(ctx, knobs, topic)
+        let mut cfg = client_config(&ctx.env, &knobs.listener)?;
+        let props = producer_properties(knobs);
+        for (k, v) in &props {
+            cfg.set(*k, v);
+        }
+        let applied = producer_applied(knobs, &cfg, clients::applied::CLOCK_BEFORE_CONNECT)?.build();
+        let producer: BaseProducer<Counting> =
+            cfg.create_with_context(Counting::default()).context("cannot create the producer")?;
+        let payload = clients::payload(knobs.payload_bytes);
+        let cpu_before = crate::cpu::process_cpu_seconds();
+        let brokers = crate::cpu::BrokersCpu::start(&ctx.env);
+        let started = Instant::now();
+        let (mut sent, mut queue_full) = (0u64, 0u64);
+        while sent < knobs.count {
+            match producer.send(BaseRecord::<(), [u8]>::to(topic).payload(&payload)) {
+                Ok(()) => {
+                    sent += 1;
+                    // The C tool serves delivery reports every 1000 records, not after each one.
+                    if sent.is_multiple_of(1000) {
+                        producer.poll(Duration::ZERO);
+                    }
+                }
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
+                    queue_full += 1;
+                    producer.poll(Duration::from_millis(10));
+                }
+                Err((e, _)) => bail!("produce failed after {sent} records: {e}"),
+            }
+        }
+        let deliveries = &producer.context().0;
+        let deadline = Instant::now() + Duration::from_secs(300);
+        while deliveries.answered() < knobs.count {
+            producer.poll(Duration::from_millis(10));
+            if Instant::now() > deadline {
+                break;
+            }
+        }
+        let elapsed = started.elapsed();
+        let produced = Produced {
+            acked: deliveries.acked(),
+            failed: deliveries.failed(),
+            elapsed,
+            client_cpu_s: crate::cpu::process_cpu_seconds() - cpu_before,
+            broker_cpu_s: brokers.spent(),
+            queue_full: QueueFullSeen::Refusals(queue_full),
+        };
+        drop(producer);
+        let hw = clients::topic_high_watermark(&ctx.env, topic)?;
+        let mut info = info(
+            format!("rust-rdkafka BaseProducer on {}: {}", knobs.listener, describe(&props)),
+            produce_asymmetries(knobs),
+            applied,
+        );
+        if let Some(e) = ctx_first_error(&produced, &info) {
+            info.note = Some(e);
+        }
+        Ok(clients::produce_measurement(knobs, &produced, hw, info))
     }
 
     fn fetch(&self, ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
-        fetch(ctx, knobs, topic)
+        let hw = clients::preload(&ctx.env, topic, knobs)?;
+        let mut cfg = client_config(&ctx.env, &knobs.listener)?;
+        let props = fetch_properties(knobs);
+        for (k, v) in &props {
+            cfg.set(*k, v);
+        }
+        cfg.set("group.id", format!("streamlab-fetch-{topic}")).set("enable.auto.commit", "false");
+        let applied = clients::applied::base(knobs, 1, clients::applied::CLOCK_FIRST_RECORD)
+            .consumer(LibrdkafkaConf::of_client_config(&cfg)?.consumer())
+            .build();
+        let consumer: BaseConsumer = cfg.create().context("cannot create the consumer")?;
+        let mut tpl = TopicPartitionList::new();
+        for p in 0..knobs.partitions {
+            tpl.add_partition_offset(topic, p, Offset::Beginning)?;
+        }
+        consumer.assign(&tpl)?;
+        let cpu_before = crate::cpu::process_cpu_seconds();
+        let brokers = crate::cpu::BrokersCpu::start(&ctx.env);
+        let (mut consumed, mut bytes) = (0u64, 0u64);
+        let mut first: Option<Instant> = None;
+        let mut last_progress = Instant::now();
+        while consumed < hw {
+            match consumer.poll(Duration::from_millis(100)) {
+                Some(Ok(msg)) => {
+                    first.get_or_insert_with(Instant::now);
+                    consumed += 1;
+                    bytes += msg.payload_len() as u64;
+                    last_progress = Instant::now();
+                }
+                Some(Err(e)) => bail!("fetch failed after {consumed} records: {e}"),
+                None if last_progress.elapsed() > STALL_TIMEOUT => break,
+                None => {}
+            }
+        }
+        let elapsed = first.map_or(Duration::ZERO, |f| f.elapsed());
+        let fetched = Fetched {
+            consumed,
+            bytes,
+            elapsed,
+            client_cpu_s: crate::cpu::process_cpu_seconds() - cpu_before,
+            broker_cpu_s: brokers.spent(),
+            fetch_request_us: Vec::new(),
+        };
+        let asymmetries = Asymmetries {
+            connections: "1 per broker".into(),
+            in_flight: "1 Fetch per broker at a time".into(),
+            partitioner: "all partitions assigned, from offset 0".into(),
+            clock: "from the first record received to the last (connect, metadata and the first fetch excluded, as the C tool does)".into(),
+            payload: "preloaded by rust-rdkafka: 'x' repeated".into(),
+        };
+        let info = info(
+            format!(
+                "rust-rdkafka BaseConsumer (assign, poll one record at a time) on {}: {}",
+                knobs.listener,
+                describe(&props)
+            ),
+            asymmetries,
+            applied,
+        );
+        Ok(clients::fetch_measurement(&fetched, hw, info))
     }
 
     fn latency(&self, ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
-        latency(ctx, knobs, topic)
+        let mut cfg = client_config(&ctx.env, &knobs.listener)?;
+        let props = [
+            ("acks", knobs.acks.to_string()),
+            ("enable.idempotence", knobs.idempotence.to_string()),
+            ("linger.ms", "0".to_owned()),
+            ("batch.num.messages", "1".to_owned()),
+            // partitionline's bench_latency value: room for one record and its framing (one record a batch anyway).
+            ("batch.size", knobs.payload_bytes.saturating_add(256).to_string()),
+            ("max.in.flight", "1".to_owned()),
+            ("socket.nagle.disable", "true".to_owned()),
+        ];
+        for (k, v) in &props {
+            cfg.set(*k, v);
+        }
+        let applied = producer_applied(knobs, &cfg, clients::applied::CLOCK_PER_ROUND_TRIP)?
+            .set("producer.partitioner.class", clients::applied::EXPLICIT_PARTITION)
+            .build();
+        // The seed timed FutureProducer::send: its delivery future is awaited while rust-rdkafka's own thread
+        // polls, so this thread parks instead of spinning on poll(0).
+        let producer: FutureProducer = cfg.create().context("cannot create the producer")?;
+        let payload = clients::payload(knobs.payload_bytes);
+        let mut samples = Vec::with_capacity(knobs.latency_samples as usize);
+        for i in 0..knobs.latency_warmup + knobs.latency_samples {
+            let t = Instant::now();
+            let record = FutureRecord::<(), [u8]>::to(topic).partition(0).payload(&payload);
+            futures_executor::block_on(producer.send(record, Timeout::After(Duration::from_secs(30))))
+                .map_err(|(e, _)| e)
+                .with_context(|| format!("round trip {i}"))?;
+            if i >= knobs.latency_warmup {
+                samples.push(t.elapsed().as_secs_f64() * 1e6);
+            }
+        }
+        drop(producer);
+        let hw = clients::topic_high_watermark(&ctx.env, topic)?;
+        let asymmetries = Asymmetries {
+            connections: "1 per broker".into(),
+            in_flight: "1 (max.in.flight=1, one record at a time)".into(),
+            partitioner: "partition 0".into(),
+            clock: "from FutureProducer::send to its delivery future resolving (awaited with block_on; rust-rdkafka's polling thread delivers it), as the seed timed it".into(),
+            payload: "'x' repeated".into(),
+        };
+        let info = info(
+            format!(
+                "rust-rdkafka FutureProducer, sequential send->delivery on {}: {}",
+                knobs.listener,
+                describe(&props)
+            ),
+            asymmetries,
+            applied,
+        );
+        Ok(clients::latency_measurement(knobs, &samples, hw, info))
     }
 }
 
@@ -131,181 +296,8 @@ fn produce_asymmetries(knobs: &Knobs) -> Asymmetries {
     }
 }
 
-fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
-    let mut cfg = client_config(&ctx.env, &knobs.listener)?;
-    let props = producer_properties(knobs);
-    for (k, v) in &props {
-        cfg.set(*k, v);
-    }
-    let applied = producer_applied(knobs, &cfg, clients::applied::CLOCK_BEFORE_CONNECT)?.build();
-    let producer: BaseProducer<Counting> =
-        cfg.create_with_context(Counting::default()).context("cannot create the producer")?;
-    let payload = clients::payload(knobs.payload_bytes);
-    let cpu_before = crate::cpu::process_cpu_seconds();
-    let brokers = crate::cpu::BrokersCpu::start(&ctx.env);
-    let started = Instant::now();
-    let (mut sent, mut queue_full) = (0u64, 0u64);
-    while sent < knobs.count {
-        match producer.send(BaseRecord::<(), [u8]>::to(topic).payload(&payload)) {
-            Ok(()) => {
-                sent += 1;
-                // The C tool serves delivery reports every 1000 records, not after each one.
-                if sent.is_multiple_of(1000) {
-                    producer.poll(Duration::ZERO);
-                }
-            }
-            Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
-                queue_full += 1;
-                producer.poll(Duration::from_millis(10));
-            }
-            Err((e, _)) => bail!("produce failed after {sent} records: {e}"),
-        }
-    }
-    let deliveries = &producer.context().0;
-    let deadline = Instant::now() + Duration::from_secs(300);
-    while deliveries.answered() < knobs.count {
-        producer.poll(Duration::from_millis(10));
-        if Instant::now() > deadline {
-            break;
-        }
-    }
-    let elapsed = started.elapsed();
-    let produced = Produced {
-        acked: deliveries.acked(),
-        failed: deliveries.failed(),
-        elapsed,
-        client_cpu_s: crate::cpu::process_cpu_seconds() - cpu_before,
-        broker_cpu_s: brokers.spent(),
-        queue_full: QueueFullSeen::Refusals(queue_full),
-    };
-    drop(producer);
-    let hw = clients::topic_high_watermark(&ctx.env, topic)?;
-    let mut info = info(
-        format!("rust-rdkafka BaseProducer on {}: {}", knobs.listener, describe(&props)),
-        produce_asymmetries(knobs),
-        applied,
-    );
-    if let Some(e) = ctx_first_error(&produced, &info) {
-        info.note = Some(e);
-    }
-    Ok(clients::produce_measurement(knobs, &produced, hw, info))
-}
-
 fn ctx_first_error(p: &Produced, _info: &ClientInfo) -> Option<String> {
     (p.failed > 0).then(|| format!("{} records failed", p.failed))
-}
-
-fn fetch(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
-    let hw = clients::preload(&ctx.env, topic, knobs)?;
-    let mut cfg = client_config(&ctx.env, &knobs.listener)?;
-    let props = fetch_properties(knobs);
-    for (k, v) in &props {
-        cfg.set(*k, v);
-    }
-    cfg.set("group.id", format!("streamlab-fetch-{topic}")).set("enable.auto.commit", "false");
-    let applied = clients::applied::base(knobs, 1, clients::applied::CLOCK_FIRST_RECORD)
-        .consumer(LibrdkafkaConf::of_client_config(&cfg)?.consumer())
-        .build();
-    let consumer: BaseConsumer = cfg.create().context("cannot create the consumer")?;
-    let mut tpl = TopicPartitionList::new();
-    for p in 0..knobs.partitions {
-        tpl.add_partition_offset(topic, p, Offset::Beginning)?;
-    }
-    consumer.assign(&tpl)?;
-    let cpu_before = crate::cpu::process_cpu_seconds();
-    let brokers = crate::cpu::BrokersCpu::start(&ctx.env);
-    let (mut consumed, mut bytes) = (0u64, 0u64);
-    let mut first: Option<Instant> = None;
-    let mut last_progress = Instant::now();
-    while consumed < hw {
-        match consumer.poll(Duration::from_millis(100)) {
-            Some(Ok(msg)) => {
-                first.get_or_insert_with(Instant::now);
-                consumed += 1;
-                bytes += msg.payload_len() as u64;
-                last_progress = Instant::now();
-            }
-            Some(Err(e)) => bail!("fetch failed after {consumed} records: {e}"),
-            None if last_progress.elapsed() > STALL_TIMEOUT => break,
-            None => {}
-        }
-    }
-    let elapsed = first.map_or(Duration::ZERO, |f| f.elapsed());
-    let fetched = Fetched {
-        consumed,
-        bytes,
-        elapsed,
-        client_cpu_s: crate::cpu::process_cpu_seconds() - cpu_before,
-        broker_cpu_s: brokers.spent(),
-        fetch_request_us: Vec::new(),
-    };
-    let asymmetries = Asymmetries {
-        connections: "1 per broker".into(),
-        in_flight: "1 Fetch per broker at a time".into(),
-        partitioner: "all partitions assigned, from offset 0".into(),
-        clock: "from the first record received to the last (connect, metadata and the first fetch excluded, as the C tool does)".into(),
-        payload: "preloaded by rust-rdkafka: 'x' repeated".into(),
-    };
-    let info = info(
-        format!(
-            "rust-rdkafka BaseConsumer (assign, poll one record at a time) on {}: {}",
-            knobs.listener,
-            describe(&props)
-        ),
-        asymmetries,
-        applied,
-    );
-    Ok(clients::fetch_measurement(&fetched, hw, info))
-}
-
-fn latency(ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
-    let mut cfg = client_config(&ctx.env, &knobs.listener)?;
-    let props = [
-        ("acks", knobs.acks.to_string()),
-        ("enable.idempotence", knobs.idempotence.to_string()),
-        ("linger.ms", "0".to_owned()),
-        ("batch.num.messages", "1".to_owned()),
-        // partitionline's bench_latency value: room for one record and its framing (one record a batch anyway).
-        ("batch.size", knobs.payload_bytes.saturating_add(256).to_string()),
-        ("max.in.flight", "1".to_owned()),
-        ("socket.nagle.disable", "true".to_owned()),
-    ];
-    for (k, v) in &props {
-        cfg.set(*k, v);
-    }
-    let applied = producer_applied(knobs, &cfg, clients::applied::CLOCK_PER_ROUND_TRIP)?
-        .set("producer.partitioner.class", clients::applied::EXPLICIT_PARTITION)
-        .build();
-    // The seed timed FutureProducer::send: its delivery future is awaited while rust-rdkafka's own thread
-    // polls, so this thread parks instead of spinning on poll(0).
-    let producer: FutureProducer = cfg.create().context("cannot create the producer")?;
-    let payload = clients::payload(knobs.payload_bytes);
-    let mut samples = Vec::with_capacity(knobs.latency_samples as usize);
-    for i in 0..knobs.latency_warmup + knobs.latency_samples {
-        let t = Instant::now();
-        let record = FutureRecord::<(), [u8]>::to(topic).partition(0).payload(&payload);
-        futures_executor::block_on(producer.send(record, Timeout::After(Duration::from_secs(30))))
-            .map_err(|(e, _)| e)
-            .with_context(|| format!("round trip {i}"))?;
-        if i >= knobs.latency_warmup {
-            samples.push(t.elapsed().as_secs_f64() * 1e6);
-        }
-    }
-    drop(producer);
-    let hw = clients::topic_high_watermark(&ctx.env, topic)?;
-    let asymmetries = Asymmetries {
-        connections: "1 per broker".into(),
-        in_flight: "1 (max.in.flight=1, one record at a time)".into(),
-        partitioner: "partition 0".into(),
-        clock: "from FutureProducer::send to its delivery future resolving (awaited with block_on; rust-rdkafka's polling thread delivers it), as the seed timed it".into(),
-        payload: "'x' repeated".into(),
-    };
-    let info = info(
-        format!("rust-rdkafka FutureProducer, sequential send->delivery on {}: {}", knobs.listener, describe(&props)),
-        asymmetries,
-        applied,
-    );
-    Ok(clients::latency_measurement(knobs, &samples, hw, info))
 }
 
 #[cfg(test)]
