@@ -7,6 +7,11 @@ pub fn now_ms() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64)
 }
 
+/// Microseconds since the Unix epoch (durability's ledgers: each send and acknowledgement).
+pub fn now_us() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_micros() as u64)
+}
+
 /// Nanoseconds since the Unix epoch (envelope timestamps, and a seed that differs from run to run).
 pub fn now_ns() -> u128 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos())

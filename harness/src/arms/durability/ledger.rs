@@ -43,11 +43,6 @@ impl Ledger {
     }
 }
 
-/// Epoch microseconds: the ledger's clock, shared with the fault's steps.
-pub fn now_us() -> u64 {
-    (streamlab_process::clock::now_ms_f64() * 1e3) as u64
-}
-
 /// The value of record `seq`: its sequence number (8 bytes, big-endian), then `'x'` up to `payload_bytes`.
 pub fn payload(seq: u64, payload_bytes: usize) -> Vec<u8> {
     let mut v = vec![b'x'; payload_bytes.max(8)];

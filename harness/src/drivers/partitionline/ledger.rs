@@ -9,10 +9,11 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use partitionline::{Acks, ProduceRecord, ProducerConfig};
 use streamlab_partitionline::{Security, new_producer};
+use streamlab_process::clock::now_us;
 use tokio::task::JoinSet;
 
 use crate::arms::ArmContext;
-use crate::arms::durability::ledger::{Ack, Entry, Ledger, now_us, payload};
+use crate::arms::durability::ledger::{Ack, Entry, Ledger, payload};
 use crate::arms::durability::{FirstSend, Knobs, Produced};
 use crate::kafka::config::servers;
 

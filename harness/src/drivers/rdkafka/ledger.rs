@@ -13,9 +13,10 @@ use rdkafka::message::Message;
 use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, ProducerContext};
 use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{ClientConfig, ClientContext};
+use streamlab_process::clock::now_us;
 
 use crate::arms::ArmContext;
-use crate::arms::durability::ledger::{Ack, Entry, Ledger, now_us, payload};
+use crate::arms::durability::ledger::{Ack, Entry, Ledger, payload};
 use crate::arms::durability::{FirstSend, Knobs, Produced};
 use crate::kafka::config::default_client_config;
 
