@@ -6,6 +6,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use rdkafka::consumer::{BaseConsumer, Consumer};
+use rdkafka::error::KafkaError;
+use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
 
 use super::ledger::{PartitionLog, seq_of};
@@ -41,6 +43,7 @@ pub fn read_back(cfg: &ClientConfig, topic: &str, partitions: i32, stall: Durati
     }
     consumer.assign(&tpl)?;
     let mut last_progress = Instant::now();
+    let mut transient_errors = 0u32;
     while !open.is_empty() {
         match consumer.poll(Duration::from_millis(100)) {
             Some(Ok(m)) => {
@@ -56,15 +59,59 @@ pub fn read_back(cfg: &ClientConfig, topic: &str, partitions: i32, stall: Durati
                     open.retain(|&o| o != p);
                 }
             }
-            Some(Err(e)) => bail!("reading {topic} back failed: {e}"),
-            None if last_progress.elapsed() > stall => {
-                bail!(
-                    "reading {topic} back stalled for {} s with partitions {open:?} short of their high watermarks",
-                    stall.as_secs()
-                )
+            Some(Err(e)) if is_transient(&e) => {
+                // librdkafka reconnects by itself; a connection that drops (a broker just restarted by the fault
+                // plan, or SCRAM re-authenticating) is not a lost record. The stall bound below still ends the wait.
+                transient_errors += 1;
+                if transient_errors == 1 {
+                    eprintln!("reading {topic} back: {e}; librdkafka retries");
+                }
             }
+            Some(Err(e)) => bail!("reading {topic} back failed: {e}"),
             None => {}
+        }
+        if last_progress.elapsed() > stall {
+            bail!(
+                "reading {topic} back stalled for {} s with partitions {open:?} short of their high watermarks \
+                 ({transient_errors} connection errors on the way)",
+                stall.as_secs()
+            )
         }
     }
     Ok(logs.into_values().collect())
+}
+
+/// A consumer error librdkafka recovers from by reconnecting, as opposed to one about the data (an offset out of
+/// range, a topic that vanished) that no amount of waiting fixes.
+fn is_transient(e: &KafkaError) -> bool {
+    matches!(
+        e,
+        KafkaError::MessageConsumption(
+            RDKafkaErrorCode::BrokerTransportFailure
+                | RDKafkaErrorCode::AllBrokersDown
+                | RDKafkaErrorCode::NetworkException
+                | RDKafkaErrorCode::RequestTimedOut
+                | RDKafkaErrorCode::OperationTimedOut
+        )
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_dropped_connection_is_waited_out_but_a_data_error_fails_the_read_back() {
+        for code in [RDKafkaErrorCode::BrokerTransportFailure, RDKafkaErrorCode::AllBrokersDown] {
+            assert!(is_transient(&KafkaError::MessageConsumption(code)), "{code:?}");
+        }
+        for code in [
+            RDKafkaErrorCode::OffsetOutOfRange,
+            RDKafkaErrorCode::UnknownTopicOrPartition,
+            RDKafkaErrorCode::TopicAuthorizationFailed,
+        ] {
+            assert!(!is_transient(&KafkaError::MessageConsumption(code)), "{code:?}");
+        }
+        assert!(!is_transient(&KafkaError::MessageConsumptionFatal(RDKafkaErrorCode::BrokerTransportFailure)));
+    }
 }
