@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use streamlab_process::procfs;
+use streamlab_record::provenance::Provenance;
 use streamlab_record::{IntegrityStatus, Record, Status};
 
 mod common;
@@ -61,9 +62,14 @@ fn sigint_leaves_nothing_running_and_resume_finishes_only_what_is_missing() {
 /// Run `lab run ARGS --out OUT` to its end; returns the records it wrote.
 fn run_lab(args: &[String], out: &Path) -> Vec<Record> {
     xtask().args(args).arg("--out").arg(out).read(RUN_TIMEOUT).unwrap();
+    streamlab_record::jsonl::read_records(&run_dir(out).join("kafka_sink.jsonl")).unwrap()
+}
+
+/// The one run directory under `out`.
+fn run_dir(out: &Path) -> PathBuf {
     let runs: Vec<PathBuf> = std::fs::read_dir(out).unwrap().map(|e| e.unwrap().path()).collect();
     assert_eq!(runs.len(), 1, "one run directory in {}", out.display());
-    streamlab_record::jsonl::read_records(&runs[0].join("kafka_sink.jsonl")).unwrap()
+    runs[0].clone()
 }
 
 #[test]
@@ -82,7 +88,10 @@ fn a_precision_target_adds_reps_until_met_or_spent_and_a_records_reproduce_comma
     let first = run_lab(&args, first_out.path());
     let reps: Vec<u32> = first.iter().map(|r| r.rep).collect();
     assert_eq!(reps, (1..=reps.len() as u32).collect::<Vec<_>>(), "one point, its reps in order");
-    assert!(first.iter().all(|r| r.run.precision_target == Some(0.9)), "every record says the target");
+    let prov = Provenance::load(&run_dir(first_out.path()).join("provenance.json")).unwrap();
+    let matrix = prov.matrices.iter().find(|m| m.name == "kafka_sink").unwrap();
+    assert_eq!(matrix.precision_target, Some(0.9), "the run's provenance says the target once");
+    assert!(first.iter().all(|r| r.run.precision_target.is_none()), "and no record repeats it");
     let spent_s: f64 = first.iter().map(|r| r.conditions.as_ref().unwrap().wall_s).sum();
     // Reps measured under foreign load (the other test lane's, in CI) are set apart from the median.
     let drawn = first.iter().filter(|r| !r.conditions.as_ref().unwrap().foreign_load).count();

@@ -259,6 +259,11 @@ pub struct MatrixInfo {
     pub sweeps: Vec<SweepInfo>,
     #[serde(default)]
     pub does_not_say: Vec<String>,
+    /// The precision the run aimed for at each of this matrix's points (0.05 for ±5% of the median), from
+    /// `--precision` or the matrix's profile; absent when the run had no target (fixed reps). Runs written before
+    /// provenance named it have it on every record instead (`RunInfo::precision_target`), filled in on load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub precision_target: Option<f64>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

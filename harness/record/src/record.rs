@@ -85,8 +85,8 @@ pub struct RunInfo {
     /// That server's `SELECT VERSION()`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mysql_version: Option<String>,
-    /// The precision the run aimed for at this task's point (0.05 for ±5% of the median), from `--precision` or
-    /// the matrix's profile; absent when the run had no target (fixed reps).
+    /// The precision target of runs written before provenance named it once per matrix
+    /// (`MatrixInfo::precision_target`); runs since leave it absent. Read, never written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub precision_target: Option<f64>,
     /// The brokers of the Kafka environment the task ran against: 1, or a cluster's 3. Absent in records written

@@ -1,6 +1,7 @@
 //! What a lab run writes into provenance.json: the host, the repository, the versions the environment and
 //! the harness report, the pins and every matrix as it was used.
 
+use std::collections::BTreeMap;
 use std::path::Path;
 
 use anyhow::Result;
@@ -41,6 +42,7 @@ pub fn collect_provenance(
     run_id: &str,
     spec: &RunSpec,
     matrices: &[Matrix],
+    precision_targets: &BTreeMap<String, f64>,
     env: &dyn Environment,
     harness: &Path,
 ) -> Result<Provenance> {
@@ -69,7 +71,10 @@ pub fn collect_provenance(
         env: env_info,
         versions,
         pins,
-        matrices: matrices.iter().map(matrix_info).collect::<Result<_>>()?,
+        matrices: matrices
+            .iter()
+            .map(|m| matrix_info(m, precision_targets.get(&m.name).copied()))
+            .collect::<Result<_>>()?,
         restarts: Vec::new(),
         kafka_brokers: Default::default(),
         environments: Vec::new(),
@@ -77,7 +82,8 @@ pub fn collect_provenance(
     })
 }
 
-pub fn matrix_info(m: &Matrix) -> Result<MatrixInfo> {
+/// The matrix as this run used it, with the precision its points aim for (`None`: fixed reps).
+pub fn matrix_info(m: &Matrix, precision_target: Option<f64>) -> Result<MatrixInfo> {
     use sha2::Digest;
     let bytes = std::fs::read(&m.file)?;
     let rel = m.file.strip_prefix(paths::repo_root()).unwrap_or(&m.file);
@@ -120,6 +126,7 @@ pub fn matrix_info(m: &Matrix) -> Result<MatrixInfo> {
             })
             .collect(),
         does_not_say: m.does_not_say.clone(),
+        precision_target,
     })
 }
 

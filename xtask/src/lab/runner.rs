@@ -99,7 +99,7 @@ pub fn run(args: RunArgs) -> Result<()> {
         }
     }
     let (written, stopped) = session.finish()?;
-    summarize(&run_id, &matrices, &written, &run_dir, started);
+    summarize(&run_id, &matrices, &goals, &written, &run_dir, started);
     if budget.is_some() {
         answer(&out_root, &logs, claims, &matrices)?;
     }
@@ -381,11 +381,19 @@ fn prepare_tools(
 }
 
 /// The summary of each matrix and the run's time.
-fn summarize(run_id: &str, matrices: &[Matrix], written: &[Record], run_dir: &RunDir, started: Instant) {
+fn summarize(
+    run_id: &str,
+    matrices: &[Matrix],
+    goals: &BTreeMap<String, precision::Goal>,
+    written: &[Record],
+    run_dir: &RunDir,
+    started: Instant,
+) {
     // A resumed run's provenance says which attempt ran each task; unreadable, the summary goes without it.
     let prov = Provenance::load(&run_dir.path.join(PROVENANCE_FILE)).ok();
     for m in matrices {
-        summary::lines(&m.name, written).iter().for_each(|l| println!("{l}"));
+        let target = goals.get(&m.name).map(|g| g.target);
+        summary::lines(&m.name, target, written).iter().for_each(|l| println!("{l}"));
         if let Some(line) = prov.as_ref().and_then(|p| summary::attempts_line(p, &m.name, written)) {
             println!("{line}");
         }

@@ -68,7 +68,7 @@ pub struct RunSetup<'a> {
     pub logs: &'a Path,
     /// The tools file every harness process gets as STREAMLAB_TOOLS, and the tools' versions.
     pub tools: Option<(PathBuf, BTreeMap<String, String>)>,
-    /// Matrix -> the precision its points aim for (each record says it).
+    /// Matrix -> the precision its points aim for (provenance says it once per matrix).
     pub precision_targets: BTreeMap<String, f64>,
 }
 
@@ -94,7 +94,14 @@ impl<'a> Session<'a> {
         let kafka = shape.kafka;
         phase("environment", &format!("bringing the {} environment up ({shape})", backend.name()));
         let env = backend.up(&EnvSpec::for_run(setup.run_id, setup.needs, shape))?;
-        let mut prov = collect_provenance(setup.run_id, setup.spec, setup.matrices, env.as_ref(), setup.harness)?;
+        let mut prov = collect_provenance(
+            setup.run_id,
+            setup.spec,
+            setup.matrices,
+            &setup.precision_targets,
+            env.as_ref(),
+            setup.harness,
+        )?;
         let earlier = Provenance::load_if_present(&run_dir.path.join(PROVENANCE_FILE))?;
         let resumed = earlier.is_some();
         if let Some(earlier) = earlier {
@@ -182,11 +189,10 @@ impl<'a> Session<'a> {
         if runs && self.stopped.is_none() {
             self.switch_env_for(task, bar)?;
         }
-        let mut record = match (&task.not_run, &self.stopped) {
+        let record = match (&task.not_run, &self.stopped) {
             (Some(reason), _) | (None, Some(reason)) => not_run_record(task, &self.run_info, reproduce, reason),
             (None, None) => self.measure(task, reproduce, bar)?,
         };
-        record.run.precision_target = self.setup.precision_targets.get(&task.bench).copied();
         self.run_dir.append(&record)?;
         if record.status != Status::NotRun {
             write_provenance(&self.run_dir, &self.prov)?;

@@ -31,8 +31,9 @@ fn headline_metric(records: &[&Record]) -> Option<String> {
     records.iter().find_map(|r| r.measurement.metrics.keys().next().cloned())
 }
 
-/// The summary's lines for one matrix's records, points in the order they first ran.
-pub fn lines(bench: &str, records: &[Record]) -> Vec<String> {
+/// The summary's lines for one matrix's records, points in the order they first ran, each point's precision
+/// against the run's `target` for the matrix.
+pub fn lines(bench: &str, target: Option<f64>, records: &[Record]) -> Vec<String> {
     let records: Vec<&Record> = records.iter().filter(|r| r.bench == bench).collect();
     let Some(metric) = headline_metric(&records) else {
         return vec![format!("{bench}: no measurements"), counts(&records)];
@@ -59,10 +60,6 @@ pub fn lines(bench: &str, records: &[Record]) -> Vec<String> {
                     .stddev
                     .filter(|_| s.mean != 0.0)
                     .map_or("—".to_owned(), |sd| format!("{:.1}%", 100.0 * sd / s.mean));
-                let target = records
-                    .iter()
-                    .find(|r| r.arm == arm && r.variant.label == label)
-                    .and_then(|r| r.run.precision_target);
                 format!("{what} {:>14.1}  n={}  CV {cv}  {}", s.median, s.n, precision_cell(&s, target))
             }
             None => format!("{what} {:>14}  n=0", "—"),
@@ -138,7 +135,7 @@ mod tests {
             record("fast", "mode", "fast arm", 3, Some(110.0), "ok"),
             record("slow", "batch", "100", 1, None, "not_run"),
         ];
-        let out = lines("toy", &records);
+        let out = lines("toy", None, &records);
         assert!(out[0].contains("median records_per_s"), "{out:?}");
         // 90, 100, 110: median 100, stddev 10, CV 10%.
         assert!(out[1].contains("fast") && out[1].contains("100.0") && out[1].contains("n=3  CV 10.0%"), "{out:?}");
@@ -150,19 +147,15 @@ mod tests {
 
     #[test]
     fn a_point_says_how_precisely_its_median_is_known_and_whether_the_target_was_met() {
-        let with_target = |value: f64, rep: u32| {
-            let mut r = record("fast", "mode", "fast arm", rep, Some(value), "ok");
-            r.run.precision_target = Some(0.05);
-            r
-        };
+        let rep_of = |value: f64, rep: u32| record("fast", "mode", "fast arm", rep, Some(value), "ok");
         // Six reps: the interval is [min, max] = [98, 103] around the median 100.
         let tight: Vec<Record> =
-            [100.0, 98.0, 103.0, 101.0, 99.0, 100.0].iter().zip(1..).map(|(v, rep)| with_target(*v, rep)).collect();
-        let out = lines("toy", &tight);
+            [100.0, 98.0, 103.0, 101.0, 99.0, 100.0].iter().zip(1..).map(|(v, rep)| rep_of(*v, rep)).collect();
+        let out = lines("toy", Some(0.05), &tight);
         assert!(out[1].ends_with("precision ±3.0% (target ±5.0%: met)"), "{out:?}");
         let loose: Vec<Record> =
-            [100.0, 80.0, 103.0, 101.0, 99.0, 100.0].iter().zip(1..).map(|(v, rep)| with_target(*v, rep)).collect();
-        let out = lines("toy", &loose);
+            [100.0, 80.0, 103.0, 101.0, 99.0, 100.0].iter().zip(1..).map(|(v, rep)| rep_of(*v, rep)).collect();
+        let out = lines("toy", Some(0.05), &loose);
         assert!(out[1].ends_with("precision ±20.0% (target ±5.0%: not met)"), "{out:?}");
     }
 }

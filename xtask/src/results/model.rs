@@ -176,10 +176,11 @@ pub struct MatrixData<'r> {
 impl<'r> MatrixData<'r> {
     /// The precision the run aimed for at this matrix's points, if it set a target.
     pub fn precision_target(&self) -> Option<f64> {
-        self.records.iter().find_map(|r| r.run.precision_target)
+        self.info.precision_target
     }
 
-    /// `info` from provenance when the run lists the matrix, otherwise inferred from the records.
+    /// `info` from provenance when the run lists the matrix, otherwise inferred from the records; a run from
+    /// before provenance named its precision target has it on its records.
     pub fn new(name: &str, info: Option<&MatrixInfo>, records: &'r [Record]) -> Self {
         let mut info = info.cloned().unwrap_or_else(|| MatrixInfo {
             name: name.to_owned(),
@@ -192,7 +193,11 @@ impl<'r> MatrixData<'r> {
             arms: Vec::new(),
             sweeps: Vec::new(),
             does_not_say: Vec::new(),
+            precision_target: None,
         });
+        if info.precision_target.is_none() {
+            info.precision_target = records.iter().find_map(|r| r.run.precision_target);
+        }
         // Sweeps and arms that records name but provenance does not still get shown.
         for r in records {
             for s in &r.variant.sweeps {

@@ -218,6 +218,7 @@ pub(super) fn reference_row(data: &MatrixData, label: &str, arm: &str, unit: &st
 mod tests {
     use super::*;
     use crate::results::fixtures;
+    use streamlab_record::provenance::MatrixInfo;
     use streamlab_record::{Integrity, Status};
 
     fn rep(rep: u32, value: f64, verdict: &[(&str, &str)], note: &str) -> Record {
@@ -228,7 +229,12 @@ mod tests {
     }
 
     fn row_of(records: &[Record]) -> TableRow {
-        let info = fixtures::kafka_sink_info();
+        row_aiming_at(records, None)
+    }
+
+    /// The row of a run whose provenance names `target` as the matrix's precision target.
+    fn row_aiming_at(records: &[Record], target: Option<f64>) -> TableRow {
+        let info = MatrixInfo { precision_target: target, ..fixtures::kafka_sink_info() };
         let data = MatrixData::new("kafka_sink", Some(&info), records);
         let refs: Vec<&Record> = records.iter().collect();
         let o = model::outcome(&refs, "records_per_s");
@@ -256,27 +262,27 @@ mod tests {
     #[test]
     fn a_row_says_how_precisely_its_median_is_known_and_whether_the_run_met_its_target() {
         let values = [1000.0, 1010.0, 990.0, 1005.0, 995.0, 1200.0];
-        let with_target = |target: Option<f64>| -> Vec<Record> {
-            values
-                .iter()
-                .zip(1..)
-                .map(|(v, n)| {
-                    let mut r = rep(n, *v, &[], "");
-                    r.run.precision_target = target;
-                    r
-                })
-                .collect()
-        };
+        let reps: Vec<Record> = values.iter().zip(1..).map(|(v, n)| rep(n, *v, &[], "")).collect();
         // Six reps: the interval is [990, 1200] around the median 1000.
-        let row = row_of(&with_target(Some(0.05)));
+        let row = row_aiming_at(&reps, Some(0.05));
         assert_eq!(row.precision.text, "±20.0%");
         assert_eq!((row.precision.note.as_str(), row.precision.short), ("target ±5.0%: not met", true));
-        let row = row_of(&with_target(Some(0.25)));
+        let row = row_aiming_at(&reps, Some(0.25));
         assert_eq!((row.precision.note.as_str(), row.precision.short), ("target ±25.0%: met", false));
-        let row = row_of(&with_target(None));
+        let row = row_of(&reps);
         assert_eq!((row.precision.note.as_str(), row.precision.short), ("", false));
-        let row = row_of(&with_target(None)[..5]);
+        let row = row_of(&reps[..5]);
         assert_eq!(row.precision.text, "— (n < 6)");
+        // A run from before provenance named its target states it on every record.
+        let legacy: Vec<Record> = reps
+            .iter()
+            .cloned()
+            .map(|mut r| {
+                r.run.precision_target = Some(0.05);
+                r
+            })
+            .collect();
+        assert_eq!(row_of(&legacy).precision.note, "target ±5.0%: not met");
     }
 
     #[test]
