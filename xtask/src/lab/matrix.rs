@@ -337,6 +337,13 @@ fn validate_sweep(m: &Matrix, at: &str, s: &Sweep) -> std::result::Result<(), St
             {
                 return Err(format!("{at}.labels: {} labels for {} values", labels.len(), s.values.len()));
             }
+            if let Some(labels) = &s.labels
+                && labels.iter().zip(&s.values).all(|(l, v)| *l == v.to_string())
+            {
+                return Err(format!(
+                    "{at}.labels: they repeat the values; leave labels out, a point is labelled by its value"
+                ));
+            }
         }
         None if !s.values.is_empty() || s.labels.is_some() => {
             return Err(format!("{at}: values/labels need a knob"));
@@ -447,6 +454,14 @@ mod tests {
     fn a_wrong_type_is_refused() {
         let text = load_err(&toy().replacen("values = [100, 500]", "values = [100, \"five\"]", 1));
         assert!(text.contains("sweeps[2] (batch).values") && text.contains("is not an integer"), "{text}");
+    }
+
+    #[test]
+    fn labels_that_only_repeat_the_values_are_refused_as_said_twice() {
+        let anchor = "values = [100, 500]\n";
+        let err = load_err(&toy().replacen(anchor, &format!("{anchor}labels = [\"100\", \"500\"]\n"), 1));
+        assert!(err.contains("sweeps[2] (batch).labels: they repeat the values; leave labels out"), "{err}");
+        load_text(&toy().replacen(anchor, &format!("{anchor}labels = [\"100\", \"500 B\"]\n"), 1)).unwrap();
     }
 
     #[test]
