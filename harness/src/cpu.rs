@@ -44,11 +44,13 @@ impl BrokersCpu {
 /// The CPU metrics of `records` handled with `client_cpu_s` by the client and `broker_cpu_s` by the brokers: each
 /// side's seconds and per million records, both together per million records, and records per CPU second of every
 /// process. A side without a reading (an external cluster's brokers are not read; a client reading that failed is
-/// not finite) adds nothing, never a zero, and then neither do the totals.
+/// not finite) adds nothing, never a zero, and then neither do the totals. Nor does a side that read 0 s while
+/// records moved: the kernel counts CPU in 10 ms ticks, so a span shorter than one reads 0 whatever was done.
 pub fn add_cpu(metrics: &mut BTreeMap<String, Metric>, records: u64, client_cpu_s: f64, broker_cpu_s: Option<f64>) {
     let millions = (records > 0).then_some(records as f64 / 1e6);
-    let client = Some(client_cpu_s).filter(|c| c.is_finite() && *c >= 0.0);
-    let broker = broker_cpu_s.filter(|b| b.is_finite() && *b >= 0.0);
+    let read = |cpu: &f64| cpu.is_finite() && (*cpu > 0.0 || (*cpu == 0.0 && records == 0));
+    let client = Some(client_cpu_s).filter(read);
+    let broker = broker_cpu_s.filter(read);
     for (side, cpu) in [("client", client), ("broker", broker)] {
         let Some(cpu) = cpu else { continue };
         metrics.insert(format!("{side}_cpu_s"), Metric::new(cpu, "CPU s", false));
@@ -85,6 +87,10 @@ mod tests {
         add_cpu(&mut unread_client, 2_000_000, f64::NAN, Some(5.0));
         let names: Vec<&str> = unread_client.keys().map(String::as_str).collect();
         assert_eq!(names, ["broker_cpu_s", "broker_cpu_s_per_m_records"], "no client reading: the brokers' only");
+        let mut under_a_tick = BTreeMap::new();
+        add_cpu(&mut under_a_tick, 20_000, 0.04, Some(0.0));
+        let names: Vec<&str> = under_a_tick.keys().map(String::as_str).collect();
+        assert_eq!(names, ["client_cpu_s", "client_cpu_s_per_m_records"], "0 s for 20,000 records is no reading");
         let mut nothing_sent = BTreeMap::new();
         add_cpu(&mut nothing_sent, 0, 3.0, Some(5.0));
         assert_eq!(nothing_sent.len(), 2, "seconds, but nothing per record: {nothing_sent:?}");

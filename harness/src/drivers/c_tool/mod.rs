@@ -467,14 +467,24 @@ mod tests {
     #[ignore = "needs a broker and the built tools: cargo xtask test (STREAMLAB_ENV, STREAMLAB_TOOLS)"]
     fn both_builds_produce_on_every_listener_with_integrity_verified() {
         for spec in [&ARM_2_12, &ARM_2_15] {
+            let mut cpu_read = 0;
             for listener in ["plaintext", "ssl", "scram256", "scram512", "oauth"] {
                 let m = run_arm(spec, "produce", listener, 20_000);
                 let what = format!("{} on {listener}", spec.arm);
                 assert_eq!(m.integrity.status, IntegrityStatus::Verified, "{what}: {:?} {:?}", m.integrity, m.note);
                 assert_eq!(m.metrics["acked"].value, 20_000.0, "{what}");
-                assert!(m.metrics["records_per_s"].value > 0.0 && m.metrics["client_cpu_s"].value > 0.0, "{what}");
-                // The broker's CPU over the tool's run is read beside the tool's own.
-                assert!(m.metrics["broker_cpu_s"].value > 0.0 && m.metrics["records_per_cpu_s"].value > 0.0, "{what}");
+                assert!(m.metrics["records_per_s"].value > 0.0, "{what}");
+                // The broker's CPU over the tool's run is read beside the tool's own. A side busy for less than the
+                // kernel's 10 ms tick reads no CPU at all, and then no rate per CPU second is made up.
+                let cpu = |k: &str| m.metrics.get(k).map(|c| c.value);
+                match (cpu("client_cpu_s"), cpu("broker_cpu_s")) {
+                    (Some(client), Some(broker)) => {
+                        assert!(client > 0.0 && broker > 0.0, "{what}: {:?}", m.metrics);
+                        assert!(cpu("records_per_cpu_s").is_some_and(|r| r > 0.0), "{what}: {:?}", m.metrics);
+                        cpu_read += 1;
+                    }
+                    _ => assert_eq!(cpu("records_per_cpu_s"), None, "{what}: {:?}", m.metrics),
+                }
                 let command = &m.details["command"];
                 assert!(command.contains(" -P -t ") && command.contains("file=<0600 temp file: "), "{what}: {command}");
                 if let Some(pw) = password(listener) {
@@ -492,6 +502,7 @@ mod tests {
                 let library = if spec.arm == "c_2_12" { "2.12.1" } else { "2.15.0" };
                 assert!(m.versions[&CTool::provenance_key(library)].starts_with(&format!("librdkafka {library} ")));
             }
+            assert!(cpu_read > 0, "{}: no run read both the tool's and the brokers' CPU", spec.arm);
         }
     }
 
