@@ -11,6 +11,7 @@ use streamlab_record::run_spec::RunSpec;
 
 use super::harness;
 use super::matrix::Matrix;
+use super::plan::point_labels;
 use super::reproduce::run_command;
 use super::results::RunDir;
 use crate::env::backend::Environment;
@@ -114,15 +115,7 @@ pub fn matrix_info(m: &Matrix, precision_target: Option<f64>) -> Result<MatrixIn
                 arms: s.arms.clone(),
                 knob: s.knob.clone(),
                 fixed: s.set.iter().map(|(k, v)| format!("{k} = {v}")).collect(),
-                labels: match (&s.knob, &s.labels) {
-                    (Some(_), Some(l)) => l.clone(),
-                    (Some(_), None) => s.values.iter().map(|v| v.to_string()).collect(),
-                    (None, _) => s
-                        .arms
-                        .iter()
-                        .filter_map(|a| m.arms.iter().find(|x| &x.name == a).map(|x| x.title.clone()))
-                        .collect(),
-                },
+                labels: point_labels(m, s),
             })
             .collect(),
         does_not_say: m.does_not_say.clone(),
