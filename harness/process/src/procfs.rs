@@ -170,6 +170,42 @@ pub fn terminate_all(pids: &[u32], grace: Duration) {
     pids.iter().for_each(|&p| reap(p));
 }
 
+/// The inodes of this network namespace's TCP sockets (v4 and v6) whose local port is `port`: the client end of a
+/// connection a server lists as `127.0.0.1:<port>`.
+pub fn tcp_socket_inodes(port: u16) -> Vec<u64> {
+    let tables = ["/proc/net/tcp", "/proc/net/tcp6"].map(|t| std::fs::read_to_string(t).unwrap_or_default());
+    tables.iter().flat_map(|t| t.lines().skip(1)).filter_map(|line| parse_tcp_socket(line, port)).collect()
+}
+
+/// The inode of one `/proc/net/tcp` row if its local port is `port` (`sl local:port rem:port st ... inode`).
+pub fn parse_tcp_socket(line: &str, port: u16) -> Option<u64> {
+    let fields: Vec<&str> = line.split_whitespace().collect();
+    let local_port = u16::from_str_radix(fields.get(1)?.rsplit(':').next()?, 16).ok()?;
+    (local_port == port).then(|| fields.get(9)?.parse().ok()).flatten().filter(|&inode| inode != 0)
+}
+
+/// Whether `pid` holds an open file descriptor on one of the sockets `inodes`.
+pub fn holds_socket(pid: u32, inodes: &[u64]) -> bool {
+    let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else { return false };
+    fds.flatten().filter_map(|fd| std::fs::read_link(fd.path()).ok()).any(|target| {
+        let target = target.to_string_lossy();
+        let inode = target.strip_prefix("socket:[").and_then(|t| t.strip_suffix(']')).and_then(|i| i.parse().ok());
+        inode.is_some_and(|i| inodes.contains(&i))
+    })
+}
+
+/// The process on this host holding one of the sockets `inodes`: its pid and command name.
+pub fn socket_holder(inodes: &[u64]) -> Option<(u32, String)> {
+    if inodes.is_empty() {
+        return None;
+    }
+    let mut pids =
+        std::fs::read_dir("/proc").ok()?.flatten().filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok());
+    let pid = pids.find(|&pid| holds_socket(pid, inodes))?;
+    let name = std::fs::read_to_string(format!("/proc/{pid}/comm")).unwrap_or_default();
+    Some((pid, name.trim().to_owned()))
+}
+
 /// The CPUs this process may run on (its affinity mask, which honours cpusets), in order.
 pub fn allowed_cpus() -> Vec<usize> {
     match sched_getaffinity(Pid::from_raw(0)) {
@@ -214,6 +250,29 @@ pub fn affinity_of(pid: u32) -> Result<Vec<usize>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_tcp_rows_inode_is_read_for_its_local_port_only() {
+        let row = "   3: 0100007F:B0A2 0100007F:0CEA 01 00000000:00000000 00:00000000 00000000     0        0 123456 1 0 20 4 30 10 -1";
+        assert_eq!(parse_tcp_socket(row, 0xB0A2), Some(123_456));
+        assert_eq!(parse_tcp_socket(row, 0x0CEA), None, "the remote port is not the local one");
+        let v6 = "   0: 00000000000000000000000001000000:1F90 00000000000000000000000000000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 777 1 0 100 0 0 10 0";
+        assert_eq!(parse_tcp_socket(v6, 8080), Some(777));
+        assert_eq!(parse_tcp_socket("  sl  local_address rem_address   st", 8080), None, "the header row");
+    }
+
+    #[test]
+    fn the_holder_of_a_connected_socket_is_this_process() {
+        let server = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let client = std::net::TcpStream::connect(server.local_addr().unwrap()).unwrap();
+        let port = client.local_addr().unwrap().port();
+        let inodes = tcp_socket_inodes(port);
+        assert!(!inodes.is_empty(), "the client socket on port {port} is in /proc/net/tcp");
+        assert!(holds_socket(std::process::id(), &inodes));
+        assert_eq!(socket_holder(&inodes).map(|(pid, _)| pid), Some(std::process::id()));
+        drop(client);
+        assert_eq!(socket_holder(&tcp_socket_inodes(port)), None, "a closed socket has no holder");
+    }
 
     #[test]
     fn process_ticks_are_read_past_a_name_with_spaces_and_parentheses() {

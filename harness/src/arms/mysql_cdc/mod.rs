@@ -32,6 +32,7 @@ pub mod rig;
 pub mod rust_arm;
 #[cfg(test)]
 mod same_row;
+pub mod streams;
 pub mod verify;
 
 use std::collections::BTreeMap;

@@ -1,6 +1,6 @@
 //! What the driver watches while an arm runs: a topic's high watermarks, the server's inserted-rows counter,
-//! the binlog dump sessions (an arm is streaming once it holds one), and, for rig C, when each inserted row
-//! became visible (to measure end-to-end lag) and the inserting session itself.
+//! and, for rig C, when each inserted row became visible (to measure end-to-end lag) and the inserting session
+//! itself. Which binlog stream is the arm's is [`super::streams`]'s.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -77,13 +77,6 @@ impl SinkWatch {
 
 /// The counters of inserted rows [`SinkWatch`] reads, the first the server has.
 const SINK_COUNTERS: &[&str] = &["Innodb_rows_inserted", "Handler_write"];
-
-/// Sessions reading the binlog (`Binlog Dump`, `Binlog Dump GTID`).
-pub fn binlog_dump_sessions(db: &Db) -> Result<u64> {
-    let n: Option<u64> =
-        db.query_first("SELECT COUNT(*) FROM information_schema.processlist WHERE command LIKE 'Binlog Dump%'")?;
-    Ok(n.unwrap_or(0))
-}
 
 /// Rig C: `(poll start ms, newest visible id)` every [`COMMIT_POLL`] while the inserts run. A row with id
 /// `i` committed after the last poll that did not see it started, so `kafka time - that poll's start` is an

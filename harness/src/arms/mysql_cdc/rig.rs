@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use streamlab_record::descriptor::BackendKind;
 use streamlab_record::{EnvDescriptor, Integrity, IntegrityStatus, Measurement, Metric};
 
@@ -12,6 +12,7 @@ use super::data::{self, Loaded};
 use super::db::Db;
 use super::probe::{self, CommitClock, Inserter, SinkWatch, TopicWatch, now_ms};
 use super::procs::{CpuReading, CpuRoles};
+use super::streams;
 use super::verify::{self, Landed};
 use super::{ArmInfo, CdcArm, CdcLoad, Job, Knobs, Rig};
 use crate::kafka::admin::{delete_topic, fresh_topic};
@@ -39,6 +40,8 @@ struct Watched {
     inserts: Option<(f64, f64)>,
     /// A paced inserter's own account (commit size, how far it fell behind its schedule).
     pacing: Option<String>,
+    /// Rig C: the arm's binlog stream the inserts waited for.
+    stream: Option<String>,
     commits: Vec<(f64, i64)>,
     /// CPU readings when the first record landed and when the last did (read before the arm stops: a
     /// stopped JVM's CPU is gone from /proc).
@@ -78,7 +81,7 @@ pub fn run_with(
     };
     let roles = CpuRoles::of_services(env);
     let cpu_before = roles.read();
-    let dumps_before = probe::binlog_dump_sessions(&db)?;
+    let sessions_before = streams::Before::read(&db)?;
 
     // The drop rig's server-side count, and the sink rig's statements: what reached the server.
     let reads = match rig {
@@ -92,7 +95,7 @@ pub fn run_with(
     let mut watched = Watched { started_ms: now_ms(), ..Default::default() };
     let mut running = arm.start(&job)?;
     let roles = roles.with("arm", running.pids());
-    let plan = Watch { db: &db, admin: &admin, knobs, topic: &topic, dumps_before, roles: &roles };
+    let plan = Watch { db: &db, admin: &admin, knobs, topic: &topic, sessions_before: &sessions_before, roles: &roles };
     let outcome = watch(&plan, running.as_mut(), &mut watched);
     let self_count = running.self_count();
     let in_process = running.in_process();
@@ -219,13 +222,13 @@ struct Watch<'a> {
     admin: &'a rdkafka::ClientConfig,
     knobs: &'a Knobs,
     topic: &'a str,
-    /// Binlog dump sessions before the arm started (rig C waits for one more).
-    dumps_before: u64,
+    /// The server's sessions before the arm started (rig C waits for a dump session of the arm's, not among them).
+    sessions_before: &'a streams::Before,
     roles: &'a CpuRoles,
 }
 
 fn watch(plan: &Watch, running: &mut dyn super::Running, w: &mut Watched) -> Result<()> {
-    let Watch { db, admin, knobs, topic, dumps_before, roles } = *plan;
+    let Watch { db, admin, knobs, topic, sessions_before, roles } = *plan;
     let started = Instant::now();
     let deadline = started + knobs.timeout();
     let rows = knobs.rows;
@@ -233,7 +236,8 @@ fn watch(plan: &Watch, running: &mut dyn super::Running, w: &mut Watched) -> Res
     // A backlog was inserted before the arm started: nothing to insert while it runs.
     if knobs.rig == Rig::CdcKafka && knobs.cdc_load != CdcLoad::Backlog {
         // The inserts start once the arm reads the binlog, so none can precede its start position.
-        wait_for_binlog_stream(db, running, dumps_before)?;
+        let stream = streams::wait_for_arm_stream(db, running, sessions_before, STREAM_START_TIMEOUT)?;
+        w.stream = Some(stream.to_string());
         let clock = CommitClock::start(db, &format!("{}.cart", data::source(Rig::CdcKafka).database))?;
         let inserter = match knobs.cdc_load {
             CdcLoad::Paced => Inserter::paced(db, rows, knobs.paced_rows_per_s)?,
@@ -296,21 +300,6 @@ fn watch(plan: &Watch, running: &mut dyn super::Running, w: &mut Watched) -> Res
         running.check()?;
     }
     Ok(())
-}
-
-/// Until the arm opens a binlog stream of its own (one more dump session than before it started).
-fn wait_for_binlog_stream(db: &Db, running: &mut dyn super::Running, dumps_before: u64) -> Result<()> {
-    let started = Instant::now();
-    loop {
-        running.check()?;
-        if probe::binlog_dump_sessions(db)? > dumps_before {
-            return Ok(());
-        }
-        if started.elapsed() > STREAM_START_TIMEOUT {
-            bail!("the arm opened no binlog stream within {} s", STREAM_START_TIMEOUT.as_secs());
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
 }
 
 fn metric(value: f64, unit: &str, higher_is_better: bool) -> Metric {
@@ -380,9 +369,7 @@ fn measurement(
     applied.extend(info.applied);
     let mut details = info.details;
     details.insert("config".into(), info.config);
-    if let Some(p) = &w.pacing {
-        details.insert("pacing".into(), p.clone());
-    }
+    details.extend(watch_details(w));
     details.insert("load".into(), load_text(loaded));
     details.insert("clock".into(), clock_text(knobs.rig));
     Measurement {
@@ -412,6 +399,13 @@ fn add_cpu(metrics: &mut BTreeMap<String, Metric>, rows: u64, cpu: &BTreeMap<&'s
         }
         metrics.insert("total_cpu_s_per_m_rows".into(), metric(total / millions, "CPU s / 1M rows", false));
     }
+}
+
+/// What the watch loop saw that a reader needs: the paced inserter's account, the stream rig C waited for.
+fn watch_details(w: &Watched) -> BTreeMap<String, String> {
+    let pacing = w.pacing.clone().map(|p| ("pacing".to_owned(), p));
+    let stream = w.stream.clone().map(|s| ("binlog stream".to_owned(), s));
+    pacing.into_iter().chain(stream).collect()
 }
 
 fn load_text(loaded: &Loaded) -> String {

@@ -5,6 +5,7 @@ use rdkafka::producer::{BaseRecord, DefaultProducerContext, Producer, ThreadedPr
 use super::*;
 use crate::arms::mysql_cdc::content::is_sampled;
 use crate::arms::mysql_cdc::ids::IdSet;
+use crate::arms::mysql_cdc::streams;
 use crate::arms::mysql_cdc::{EventFormat, NotRunnable, Running, SelfCount};
 
 /// A test arm for the snapshot rigs that reads the table (as JSON rows the server renders) and writes it
@@ -198,4 +199,88 @@ fn a_lost_message_that_never_arrives_fails_the_run_naming_what_landed() {
     // The faulty arm's 1,999 records land in well under a second; the run then waits out its timeout for the last.
     let err = run(&crate::test_env(), &kafka(5), &Faulty { lose: Some(1), ..Default::default() }).unwrap_err();
     assert!(format!("{err:#}").contains("1999 of 2000 records landed"), "{err:#}");
+}
+
+/// A binlog stream of another client's, held open by the test: what an earlier arm's stream looks like to
+/// the server until it goes. Returns the stream (dropping it closes the client end) and its session id.
+fn bystander_stream(env: &EnvDescriptor, db: &Db) -> (mysql_async::BinlogStream, u64) {
+    use mysql_async::prelude::Queryable;
+    let at = probe::binlog_position(db).unwrap();
+    let opts = crate::arms::mysql_cdc::db::opts(env, None).unwrap();
+    db.block_on(async {
+        let mut conn = mysql_async::Conn::new(opts).await.unwrap();
+        let id = u64::from(conn.id());
+        conn.query_drop("SET @mariadb_slave_capability = 4").await.unwrap();
+        let request = mysql_async::BinlogStreamRequest::new(4_000_000_000 - std::process::id() % 1000)
+            .with_filename(at.file.as_bytes())
+            .with_pos(at.pos);
+        (conn.get_binlog_stream(request).await.unwrap(), id)
+    })
+}
+
+/// End `session` on the server and wait until it is gone from its list.
+fn kill_session(db: &Db, session: u64) -> Result<()> {
+    db.query_drop(&format!("KILL {session}"))?;
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while streams::dump_sessions(db)?.iter().any(|s| s.id == session) {
+        anyhow::ensure!(Instant::now() < deadline, "session {session} still listed 30 s after KILL");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Ok(())
+}
+
+/// The Rust arm, started just after another client's stream, open when the point began, has gone: the number
+/// of dump sessions is then what it was before the arm started although the arm streams.
+struct AfterAnotherStreamEnds {
+    other: u64,
+}
+
+impl CdcArm for AfterAnotherStreamEnds {
+    fn name(&self) -> &'static str {
+        "rust"
+    }
+    fn check(&self, knobs: &Knobs) -> Result<(), NotRunnable> {
+        crate::arms::mysql_cdc::rust_arm::RustArm.check(knobs)
+    }
+    fn event_format(&self, knobs: &Knobs) -> EventFormat {
+        crate::arms::mysql_cdc::rust_arm::RustArm.event_format(knobs)
+    }
+    fn start(&self, job: &Job) -> Result<Box<dyn Running>> {
+        kill_session(&Db::connect(&job.env)?, self.other)?;
+        crate::arms::mysql_cdc::rust_arm::RustArm.start(job)
+    }
+}
+
+#[test]
+#[ignore = "needs the lab's MariaDB and Kafka: cargo xtask test"]
+fn the_arms_stream_is_found_when_another_stream_ends_as_it_starts() {
+    let env = crate::test_env();
+    let db = Db::connect(&env).unwrap();
+    let (stream, other) = bystander_stream(&env, &db);
+    let m = run(&env, &knobs(Rig::CdcKafka, 60), &AfterAnotherStreamEnds { other }).unwrap();
+    drop(stream);
+    assert_eq!(m.integrity.status, IntegrityStatus::Verified, "{:?}", m.integrity);
+    let seen = &m.details["binlog stream"];
+    assert!(seen.contains("the arm's") && !seen.contains(&format!("dump session {other} ")), "{seen}");
+}
+
+#[test]
+#[ignore = "needs the lab's MariaDB and Kafka: cargo xtask test"]
+fn a_stream_that_never_opens_is_reported_with_the_sessions_seen_and_whose() {
+    // `Done` runs in this process and never opens a stream.
+    let env = crate::test_env();
+    let db = Db::connect(&env).unwrap();
+    let (stream, other) = bystander_stream(&env, &db);
+    let before = streams::Before::read(&db).unwrap();
+    let err = streams::wait_for_arm_stream(&db, &mut Done(None), &before, Duration::from_secs(1)).unwrap_err();
+    drop(stream);
+    let reason = format!("{err:#}");
+    assert!(reason.starts_with("the arm opened no binlog stream within 1 s"), "{reason}");
+    let pid = std::process::id();
+    let user = &crate::arms::mysql_cdc::db::mysql_env(&env).unwrap().user;
+    let listed = format!("{other} {user}@127.0.0.1:");
+    let (before, now) = reason.split_once("; now: ").expect("both lists");
+    assert!(before.contains(&listed) && now.contains(&listed), "the other stream in both lists: {reason}");
+    assert!(now.contains("(the arm's, listed before the arm started"), "held by this process, but old: {reason}");
+    assert!(reason.contains(&format!("its processes [{pid}] hold")), "{reason}");
 }

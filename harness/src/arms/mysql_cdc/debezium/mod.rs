@@ -296,6 +296,9 @@ mod tests {
     fn debezium_streams_every_insert_with_its_lag() {
         let m = verified("cdc_kafka");
         assert!(m.metrics.contains_key("lag_p99_ms") && m.metrics.contains_key("insert_rows_per_s"));
+        // The inserts waited for the worker's own stream: its JVM holds the session's socket.
+        let stream = &m.details["binlog stream"];
+        assert!(stream.contains("(root@127.0.0.1:") && stream.contains(", the arm's)"), "{stream}");
     }
 
     #[test]
