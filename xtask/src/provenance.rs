@@ -25,6 +25,8 @@ pub fn collect_host() -> Host {
         kernel: System::kernel_version().unwrap_or_default(),
         arch: System::cpu_arch(),
         runner: ci_runner(|name| std::env::var(name).ok()),
+        cpu_model: streamlab_process::procfs::cpu_model(),
+        virtualization: streamlab_process::procfs::virtualization(),
     }
 }
 

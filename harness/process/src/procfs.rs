@@ -206,6 +206,46 @@ pub fn socket_holder(inodes: &[u64]) -> Option<(u32, String)> {
     Some((pid, name.trim().to_owned()))
 }
 
+/// The CPU model beyond its brand string, from /proc/cpuinfo: `family 25, model 17` (x86) or
+/// `implementer 0x41, part 0xd0c` (Arm); `None` where it says neither.
+pub fn cpu_model() -> Option<String> {
+    parse_cpu_model(&std::fs::read_to_string("/proc/cpuinfo").ok()?)
+}
+
+/// [`cpu_model`] of a /proc/cpuinfo text (its first CPU's fields).
+pub fn parse_cpu_model(cpuinfo: &str) -> Option<String> {
+    let field = |name: &str| {
+        cpuinfo.lines().find_map(|l| {
+            let (k, v) = l.split_once(':')?;
+            (k.trim() == name).then(|| v.trim().to_owned())
+        })
+    };
+    match (field("cpu family"), field("model"), field("CPU implementer"), field("CPU part")) {
+        (Some(family), Some(model), _, _) => Some(format!("family {family}, model {model}")),
+        (_, _, Some(implementer), Some(part)) => Some(format!("implementer {implementer}, part {part}")),
+        _ => None,
+    }
+}
+
+/// `virtual machine` when the CPU says a hypervisor runs it (x86's `hypervisor` flag, or /sys/hypervisor), `bare
+/// metal` when an x86 CPU lists its flags without it; `None` where neither can be told.
+pub fn virtualization() -> Option<String> {
+    let cpuinfo = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    let under_hypervisor = std::fs::read_to_string("/sys/hypervisor/type").is_ok_and(|t| !t.trim().is_empty());
+    parse_virtualization(&cpuinfo, under_hypervisor)
+}
+
+/// [`virtualization`] of a /proc/cpuinfo text and whether /sys/hypervisor names one.
+pub fn parse_virtualization(cpuinfo: &str, under_hypervisor: bool) -> Option<String> {
+    let flags = cpuinfo.lines().find_map(|l| l.split_once(':').filter(|(k, _)| k.trim() == "flags").map(|(_, v)| v));
+    match flags {
+        _ if under_hypervisor => Some("virtual machine".into()),
+        Some(flags) if flags.split_whitespace().any(|f| f == "hypervisor") => Some("virtual machine".into()),
+        Some(_) => Some("bare metal".into()),
+        None => None,
+    }
+}
+
 /// The CPUs this process may run on (its affinity mask, which honours cpusets), in order.
 pub fn allowed_cpus() -> Vec<usize> {
     match sched_getaffinity(Pid::from_raw(0)) {
@@ -250,6 +290,21 @@ pub fn affinity_of(pid: u32) -> Result<Vec<usize>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_cpu_model_and_the_kind_of_machine_are_read_from_cpuinfo() {
+        let epyc = "processor\t: 0\nvendor_id\t: AuthenticAMD\ncpu family\t: 25\nmodel\t\t: 17\nmodel name\t: AMD EPYC\n\
+                    flags\t\t: fpu vme hypervisor lahf_lm\n";
+        assert_eq!(parse_cpu_model(epyc).as_deref(), Some("family 25, model 17"));
+        assert_eq!(parse_virtualization(epyc, false).as_deref(), Some("virtual machine"));
+        let metal = epyc.replace(" hypervisor", "");
+        assert_eq!(parse_virtualization(&metal, false).as_deref(), Some("bare metal"));
+        let arm = "processor\t: 0\nBogoMIPS\t: 50.00\nCPU implementer\t: 0x41\nCPU part\t: 0xd0c\n";
+        assert_eq!(parse_cpu_model(arm).as_deref(), Some("implementer 0x41, part 0xd0c"));
+        assert_eq!(parse_virtualization(arm, false), None, "an Arm CPU without flags cannot tell");
+        assert_eq!(parse_virtualization(arm, true).as_deref(), Some("virtual machine"));
+        assert!(cpu_model().is_some(), "this machine's CPU names its model");
+    }
 
     #[test]
     fn a_tcp_rows_inode_is_read_for_its_local_port_only() {

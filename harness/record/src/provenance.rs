@@ -167,25 +167,40 @@ pub struct Host {
     /// a machine of one's own.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub runner: Option<String>,
+    /// The CPU model beyond its brand string (`family 25, model 17` on x86, `implementer 0x41, part 0xd0c` on Arm);
+    /// absent in provenance written before it was recorded.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cpu_model: Option<String>,
+    /// `virtual machine` or `bare metal`; absent where the CPU does not say, and in older provenance.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub virtualization: Option<String>,
 }
 
 impl Host {
-    /// The machine a figure depends on: CPU model, cores, memory and kernel, and the CI runner kind when there is
-    /// one (a hosted runner shares its CPU with others: its runs are their own series).
-    pub fn fingerprint(&self) -> String {
-        let machine = format!(
-            "{}, {} logical cores, {} GiB, kernel {}",
-            self.cpu_brand,
-            self.logical_cores,
-            (self.memory_bytes as f64 / (1u64 << 30) as f64).round(),
-            self.kernel
-        );
-        match &self.runner {
-            Some(runner) => format!("{machine}, {runner}"),
-            None => machine,
+    /// The machine a figure belongs to: what decides performance and stays put. The CPU model, the logical cores,
+    /// the memory to the GiB and the kind (a virtual machine, bare metal, a CI runner). The kernel, the OS image and
+    /// a runner's image version are recorded beside it, not keyed: they change weekly on the same hardware.
+    /// A GitHub-hosted runner is one machine of its own whatever CPU the day's VM has (its runs pool across
+    /// weeks). Older provenance, which did not record the model or the kind, keys on what it has.
+    pub fn machine_key(&self) -> String {
+        let memory = (self.memory_bytes as f64 / (1u64 << 30) as f64).round();
+        if self.runner.as_deref().is_some_and(|r| r.starts_with(HOSTED_RUNNER)) {
+            return format!("GitHub-hosted runner ({} vCPU, {memory} GiB, {}, shared)", self.logical_cores, self.arch);
         }
+        let model = self.cpu_model.as_ref().map_or_else(String::new, |m| format!(" ({m})"));
+        let mut key = format!("{}{model}, {} logical cores, {memory} GiB", self.cpu_brand, self.logical_cores);
+        if let Some(kind) = &self.virtualization {
+            key.push_str(&format!(", {kind}"));
+        }
+        if self.runner.is_some() {
+            key.push_str(", self-hosted CI runner");
+        }
+        key
     }
 }
+
+/// How [`Host::runner`] names a GitHub-hosted runner.
+pub const HOSTED_RUNNER: &str = "GitHub Actions github-hosted runner";
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EnvInfo {
@@ -291,10 +306,10 @@ pub struct SweepInfo {
 }
 
 impl Provenance {
-    /// The machine a figure depends on: CPU model, cores, memory, kernel and the backend the services ran on.
-    /// Runs are compared only when theirs match (where each task's processes were placed is in its record).
-    pub fn hardware_fingerprint(&self) -> String {
-        format!("{}, {} backend", self.host.fingerprint(), self.env.backend)
+    /// Where a figure belongs: the machine ([`Host::machine_key`]) and the backend the services ran on. Runs are
+    /// compared and pooled only when theirs match (where each task's processes were placed is in its record).
+    pub fn machine_key(&self) -> String {
+        format!("{}, {} backend", self.host.machine_key(), self.env.backend)
     }
 
     /// On `--resume`: keep the first attempt's start time, versions and caps alongside this attempt's.

@@ -9,6 +9,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
 use streamlab_record::Record;
+use streamlab_record::stats::equivalence;
 
 use super::matrix::Matrix;
 use super::plan::Task;
@@ -203,8 +204,12 @@ pub fn fitting(tasks: &[Task], times: &Times, seconds: f64) -> usize {
     (0..=tasks.len()).take_while(|n| times.of_all(&tasks[..*n]) <= seconds).last().unwrap_or(0)
 }
 
-/// The next reps of the added rounds: the undecided claim (anchored in this run) whose verdict a rep pair here
-/// can reach at the least cost, with why; `None` when no claim is within reach of the time left.
+/// The next reps of the added rounds: the undecided claim (anchored in this run) whose verdict a batch of rep pairs
+/// here can reach at the least cost, with why and the claim's id; `None` when no claim is within reach of the time
+/// left. A claim without an interval yet gets the pairs one needs first ([`FIRST_PAIRS`]); then, once, the batch
+/// [`equivalence::pairs_to_decide`] says, run whole before it is judged again (the calibration's two looks).
+/// `batched` are the claims that had theirs.
+#[allow(clippy::too_many_arguments)]
 pub fn next_reps(
     verdicts: &[ClaimVerdict],
     claims: &[Claim],
@@ -213,39 +218,55 @@ pub fn next_reps(
     first: &[Task],
     times: &Times,
     left_s: f64,
-) -> Option<(Vec<Task>, String)> {
+    batched: &BTreeSet<String>,
+) -> Option<Batch> {
     let reps = reps_so_far(written);
-    let mut best: Option<(f64, Vec<Task>, String)> = None;
-    for v in verdicts.iter().filter(|v| v.verdict == Kind::CannotTell && v.run.as_deref() == Some(run_id)) {
+    let mut best: Option<(f64, Batch)> = None;
+    let undecided = verdicts.iter().filter(|v| v.verdict == Kind::CannotTell && v.run.as_deref() == Some(run_id));
+    for v in undecided.filter(|v| !batched.contains(&v.id) && v.host_limit.is_none()) {
         let Some(c) = claims.iter().find(|c| c.id == v.id) else { continue };
         let (Some(num), Some(den)) = (&c.numerator, &c.denominator) else { continue };
         let template =
             |side: &Side| first.iter().find(|t| t.bench == c.matrix && side.is_point(&t.arm, &t.sweep, &t.label));
         let (Some(num_t), Some(den_t)) = (template(num), template(den)) else { continue };
         let (n_num, n_den) = (reps.get(&key(num_t)).copied().unwrap_or(0), reps.get(&key(den_t)).copied().unwrap_or(0));
-        // The lagging side catches up first (a pair is the same rep of both sides).
-        let tasks: Vec<Task> = match n_num.cmp(&n_den) {
-            std::cmp::Ordering::Greater => vec![Task { rep: n_den + 1, ..den_t.clone() }],
-            std::cmp::Ordering::Less => vec![Task { rep: n_num + 1, ..num_t.clone() }],
-            std::cmp::Ordering::Equal => {
-                vec![Task { rep: n_num + 1, ..num_t.clone() }, Task { rep: n_den + 1, ..den_t.clone() }]
-            }
-        };
-        let pair_s = times.of(num_t) + times.of(den_t);
         let here = n_num.min(n_den) as usize;
         let Some(more) = pairs_to_decide(v, c, here) else { continue };
-        let cost = pair_s * more as f64;
-        let step_s = times.of_all(&tasks);
-        if step_s > left_s || cost > left_s {
+        let tasks = pair_tasks((num_t, n_num), (den_t, n_den), here + more);
+        let cost = times.of_all(&tasks);
+        if cost > left_s {
             continue;
         }
-        if best.as_ref().is_none_or(|(b, _, _)| cost < *b) {
+        if best.as_ref().is_none_or(|(b, _)| cost < *b) {
             let why =
                 format!("{}: {more} more rep pairs here (about {}) may decide it; it has {here}", c.id, minutes(cost));
-            best = Some((cost, tasks, why));
+            best = Some((cost, Batch { tasks, why, claim: c.id.clone(), decisive: v.pooled.is_some() }));
         }
     }
-    best.map(|(_, tasks, why)| (tasks, why))
+    best.map(|(_, batch)| batch)
+}
+
+/// One claim's added rep pairs.
+pub struct Batch {
+    pub tasks: Vec<Task>,
+    pub why: String,
+    pub claim: String,
+    /// The batch that may decide the claim (not the pairs that first give it an interval): its last in this run.
+    pub decisive: bool,
+}
+
+/// The tasks that bring both sides to `pairs` reps, rep by rep (the lagging side catches up first: a pair is the
+/// same rep of both sides), the two sides interleaved.
+fn pair_tasks((num, n_num): (&Task, u32), (den, n_den): (&Task, u32), pairs: usize) -> Vec<Task> {
+    let mut tasks = Vec::new();
+    for rep in n_num.min(n_den) + 1..=pairs as u32 {
+        for (t, n) in [(num, n_num), (den, n_den)] {
+            if rep > n {
+                tasks.push(Task { rep, ..t.clone() });
+            }
+        }
+    }
+    tasks
 }
 
 /// A budget as it was given: `45 min`, `3 h`, `1 h 30 min`, `2 min 30 s`.
@@ -271,40 +292,20 @@ fn reps_so_far(written: &[Record]) -> BTreeMap<PointKey, u32> {
     out
 }
 
-/// How many more rep pairs in this run would bring the claim's interval clear of the edge nearest its estimate,
-/// if the pairs keep the spread they show; `None` if no number of them would (the run-to-run part alone is wider:
-/// only more runs decide it) or the claim has no edge a rep can move it off.
+/// How many more rep pairs in this run the claim gets: without an interval yet, those that give it one
+/// ([`FIRST_PAIRS`] in this run); with one, what [`equivalence::pairs_to_decide`] says would bring it clear of the edge
+/// nearest its estimate. `None` if no number of them would (the run-to-run part alone is wider: only more runs
+/// decide it), or the claim has no edge a rep can move it off.
 fn pairs_to_decide(v: &ClaimVerdict, c: &Claim, here: usize) -> Option<usize> {
     let only_size = v.parts.iter().filter(|p| p.verdict == Kind::CannotTell).all(|p| p.kind == ClaimKind::Size);
     if v.above_ceiling && only_size {
         return None;
     }
-    if here < FIRST_PAIRS {
-        // No spread to go by yet: the pairs an interval of this run needs first.
-        return Some(FIRST_PAIRS - here);
+    match &v.pooled {
+        None => (here < FIRST_PAIRS).then(|| FIRST_PAIRS - here),
+        Some(p) => equivalence::pairs_to_decide(p, here, &edges(v, c)),
     }
-    let (estimate, spread) = (v.estimate?, v.spread.as_ref()?);
-    let s = spread.within_log_sd?;
-    let distance = edges(v, c).into_iter().map(|e| (estimate.ln() - e.ln()).abs()).reduce(f64::min)?;
-    let runs = v.runs.len().max(1) as f64;
-    let others = v.pairs.saturating_sub(here);
-    // What the other runs' pairs put into the mean's variance (each run's 1/n, their pairs spread evenly).
-    let others_inv_n = if runs > 1.0 && others > 0 { (runs - 1.0).powi(2) / others as f64 } else { 0.0 };
-    let half_width = |n: f64| {
-        let var = spread.between_log_sd.powi(2) / runs + s * s * (others_inv_n + 1.0 / n) / (runs * runs);
-        T_FOR_RANKING * var.sqrt()
-    };
-    if half_width(f64::INFINITY) >= distance {
-        return None;
-    }
-    (here + 1..=here + MAX_ADDED_PAIRS).find(|n| half_width(*n as f64) < distance).map(|n| n - here)
 }
-
-/// Student's t at 95% for the ranking only (the verdict computes its own from the degrees of freedom).
-const T_FOR_RANKING: f64 = 2.1;
-
-/// More pairs than this in one run is not a budget's business.
-const MAX_ADDED_PAIRS: usize = 40;
 
 /// The values an undecided part of the claim is judged against: the band's edges, 1 for a direction.
 fn edges(v: &ClaimVerdict, c: &Claim) -> Vec<f64> {
@@ -314,9 +315,9 @@ fn edges(v: &ClaimVerdict, c: &Claim) -> Vec<f64> {
             // Above this host's ceiling a size stays untold whatever the reps.
             ClaimKind::Size if v.above_ceiling => {}
             ClaimKind::Size => out.extend(v.band.iter().flatten().copied()),
-            ClaimKind::Parity => out.extend(streamlab_record::stats::equivalence::band(1.0, c.tolerance)),
+            ClaimKind::Parity => out.extend(equivalence::band(1.0, c.tolerance)),
             ClaimKind::Direction => out.push(match c.direction {
-                Some(streamlab_record::stats::equivalence::Direction::NotLower) => 1.0 / (1.0 + c.tolerance),
+                Some(equivalence::Direction::NotLower) => 1.0 / (1.0 + c.tolerance),
                 _ => 1.0,
             }),
             // A shape's steps are many ratios: reps of its points come with the first pass only.
@@ -346,7 +347,7 @@ mod tests {
 
     use super::*;
     use crate::lab::{matrix, plan};
-    use crate::results::claims::{Part, SpreadUsed};
+    use crate::results::claims::Part;
 
     #[test]
     fn a_budget_reads_as_a_duration_and_anything_else_says_what_would_be_right() {
@@ -420,52 +421,50 @@ mod tests {
         assert_eq!(fitting(&[one.clone(), one.clone()], &times, 2.0 * a), 2, "no switch on one environment");
     }
 
-    /// A size claim at 1.0 ± 15% judged over one run of `pairs` pairs with this spread, estimate `estimate`.
-    fn undecided(estimate: f64, within: f64, between: f64, pairs: usize) -> (ClaimVerdict, Claim) {
+    /// A claim at 1.0 ± 15% of `kind` judged over these runs of per-pair ratios (the last is this run's), undecided.
+    fn undecided(runs: &[Vec<f64>], kind: ClaimKind) -> (ClaimVerdict, Claim) {
         let c = claims::declared::builtin().unwrap().into_iter().find(|c| c.kind == [ClaimKind::Size]).unwrap();
-        let c = Claim { published: 1.0, tolerance: 0.15, ..c };
+        let c = Claim { published: 1.0, tolerance: 0.15, kind: vec![kind], direction: None, ..c };
+        let pooled = equivalence::pooled(runs);
         let v = ClaimVerdict {
             verdict: Kind::CannotTell,
-            parts: vec![Part { kind: ClaimKind::Size, verdict: Kind::CannotTell, text: String::new() }],
-            band: Some(streamlab_record::stats::equivalence::band(1.0, 0.15)),
-            estimate: Some(estimate),
-            runs: vec!["this".into()],
-            pairs,
-            spread: Some(SpreadUsed {
-                within_log_sd: Some(within),
-                between_log_sd: between,
-                between_from: streamlab_record::stats::equivalence::BetweenFrom::Host,
-                host: None,
-                df: 10.0,
-            }),
+            parts: vec![Part { kind, verdict: Kind::CannotTell, text: String::new() }],
+            band: Some(equivalence::band(1.0, 0.15)),
+            estimate: pooled.as_ref().map(|p| p.estimate),
+            runs: vec!["this".into(); runs.len()],
+            pairs: runs.iter().map(Vec::len).sum(),
             run: Some("this".into()),
+            pooled,
             ..claims::verdicts(&[], std::slice::from_ref(&c)).remove(0)
         };
         (v, c)
     }
 
     #[test]
-    fn reps_go_where_they_can_decide_and_a_claim_only_runs_could_decide_gets_none() {
-        // Noisy pairs, a quiet host: more pairs narrow it to a verdict.
-        let (v, c) = undecided(1.0, 0.20, 0.02, 4);
-        let more = pairs_to_decide(&v, &c, 4).unwrap();
-        assert!((1..=MAX_ADDED_PAIRS).contains(&more), "{more}");
-        // Fewer pairs need more of them.
-        assert!(pairs_to_decide(&undecided(1.0, 0.20, 0.02, 4).0, &c, 6).unwrap() < more);
-        // The run-to-run spread alone is wider than the distance to the band's edge: no rep decides it.
-        assert_eq!(pairs_to_decide(&undecided(1.0, 0.05, 0.10, 12).0, &c, 12), None);
+    fn a_batch_of_pairs_goes_where_it_can_decide_and_a_claim_only_runs_could_decide_gets_none() {
+        // Twenty quiet runs above 1, this run's two pairs noisy: more of them bring it clear of 1.
+        let mut runs = vec![vec![1.10, 1.11, 1.09]; 20];
+        runs.push(vec![1.3, 0.9]);
+        let (v, c) = undecided(&runs, ClaimKind::Direction);
+        let more = pairs_to_decide(&v, &c, 2).unwrap();
+        assert!((1..=equivalence::MAX_ADDED_PAIRS).contains(&more), "{more}");
+        // One run: the prior's run-to-run spread alone is wider than the band; no rep decides it.
+        let (one, c) = undecided(&[vec![1.0, 1.02, 0.98]], ClaimKind::Size);
+        assert_eq!(pairs_to_decide(&one, &c, 3), None);
         // A claim without an interval yet gets the pairs one needs first.
-        assert_eq!(pairs_to_decide(&v, &c, 1), Some(FIRST_PAIRS - 1));
+        let (none, c) = undecided(&[vec![1.0]], ClaimKind::Size);
+        assert_eq!(pairs_to_decide(&none, &c, 1), Some(FIRST_PAIRS - 1));
+        assert_eq!(pairs_to_decide(&none, &c, FIRST_PAIRS), None, "its pairs have no spread: nothing to plan by");
         // A size above this host's ceiling stays untold whatever the reps.
-        let above = ClaimVerdict { above_ceiling: true, ..v.clone() };
-        assert_eq!(pairs_to_decide(&above, &c, 4), None);
+        let above = ClaimVerdict { above_ceiling: true, ..none.clone() };
+        assert_eq!(pairs_to_decide(&above, &c, 1), None);
     }
 
     #[test]
     fn the_lagging_side_of_a_claim_catches_up_first_so_every_rep_pairs() {
         let (_, _, first, claims) = whole_lab();
         let c = claims.iter().find(|c| c.id == "000-framework-over-raw").unwrap();
-        let (mut v, _) = undecided(0.6, 0.20, 0.02, 1);
+        let (mut v, _) = undecided(&[vec![0.6]], ClaimKind::Size);
         v.id = c.id.clone();
         let side = |s: &Side| first.iter().find(|t| t.bench == c.matrix && s.is_point(&t.arm, &t.sweep, &t.label));
         let (num, den) = (side(c.numerator.as_ref().unwrap()).unwrap(), side(c.denominator.as_ref().unwrap()).unwrap());
@@ -474,20 +473,28 @@ mod tests {
             r.bench = t.bench.clone();
             r
         };
-        let times = Times::default();
-        // The numerator has two reps, the denominator one: only the denominator's second runs.
+        let (times, none) = (Times::default(), BTreeSet::new());
+        let reps = |b: &Batch| b.tasks.iter().map(|t| (t.arm.clone(), t.rep)).collect::<Vec<_>>();
+        // The numerator has two reps, the denominator one: the denominator catches up, then both to three pairs.
         let written = [record(num, 1), record(num, 2), record(den, 1)];
-        let (tasks, why) = next_reps(&[v.clone()], &claims, "this", &written, &first, &times, 3600.0).unwrap();
-        assert_eq!(tasks.iter().map(|t| (t.arm.as_str(), t.rep)).collect::<Vec<_>>(), [(den.arm.as_str(), 2)]);
-        assert!(why.starts_with("000-framework-over-raw"), "{why}");
-        // Even: both sides' next rep.
+        let b = next_reps(&[v.clone()], &claims, "this", &written, &first, &times, 3600.0, &none).unwrap();
+        let (n, d) = (num.arm.clone(), den.arm.clone());
+        assert_eq!(reps(&b), [(d.clone(), 2), (n.clone(), 3), (d.clone(), 3)]);
+        assert!(b.why.starts_with("000-framework-over-raw") && !b.decisive, "{}", b.why);
+        // Even: both sides' next reps, up to the pairs a first interval needs.
         let written = [record(num, 1), record(den, 1)];
-        let (tasks, _) = next_reps(&[v.clone()], &claims, "this", &written, &first, &times, 3600.0).unwrap();
-        assert_eq!(tasks.iter().map(|t| t.rep).collect::<Vec<_>>(), [2, 2]);
-        // No time left for the pair: nothing.
-        assert!(next_reps(&[v.clone()], &claims, "this", &written, &first, &times, 10.0).is_none());
+        let b = next_reps(&[v.clone()], &claims, "this", &written, &first, &times, 3600.0, &none).unwrap();
+        assert_eq!(reps(&b), [(n.clone(), 2), (d.clone(), 2), (n, 3), (d, 3)]);
+        // No time left for the pairs: nothing.
+        assert!(next_reps(&[v.clone()], &claims, "this", &written, &first, &times, 10.0, &none).is_none());
+        // A claim that had its batch gets no more in this run.
+        let had = BTreeSet::from([c.id.clone()]);
+        assert!(next_reps(&[v.clone()], &claims, "this", &written, &first, &times, 3600.0, &had).is_none());
+        // Nor does a claim this host cannot show.
+        let limited = ClaimVerdict { host_limit: Some("CPU-bound".into()), ..v.clone() };
+        assert!(next_reps(&[limited], &claims, "this", &written, &first, &times, 3600.0, &none).is_none());
         // A claim anchored in another run is not this run's to decide.
         v.run = Some("earlier".into());
-        assert!(next_reps(&[v], &claims, "this", &written, &first, &times, 3600.0).is_none());
+        assert!(next_reps(&[v], &claims, "this", &written, &first, &times, 3600.0, &none).is_none());
     }
 }

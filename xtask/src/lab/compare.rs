@@ -9,7 +9,7 @@
 //! - The verdict is decided by the Mann–Whitney U test on the reps where their numbers allow it (its smallest
 //!   two-sided p below 5%: at least 4 reps a side), else by whether that interval excludes 1. With one rep a side
 //!   nothing can be told.
-//! - Two runs on different hardware (fingerprint: CPU, cores, memory, kernel, backend), or a point whose knobs,
+//! - Two runs on different machines (machine key: CPU model, cores, memory, kind, backend; not the kernel), or a point whose knobs,
 //!   applied settings or placement (which CPUs the client and broker ran on) differ, are not comparable, with the
 //!   reason.
 
@@ -32,7 +32,7 @@ const ALPHA: f64 = 0.05;
 #[derive(clap::Args, Debug)]
 pub struct CompareArgs {
     /// The baseline run: its directory, its id under results/, or `newest` for the newest run under results/ that
-    /// shares a matrix and the hardware fingerprint with RUN_B.
+    /// shares a matrix and the machine key with RUN_B.
     pub run_a: String,
     /// The run compared with it.
     pub run_b: String,
@@ -144,15 +144,13 @@ fn run_dir(arg: &str) -> Result<PathBuf> {
 
 /// The newest run under results/ other than `b` with one of its matrices, on the same hardware.
 fn newest_comparable(b: &Run) -> Result<Run> {
-    let fingerprint = b.provenance.hardware_fingerprint();
+    let machine = b.provenance.machine_key();
     crate::results::load::load_results(&crate::paths::results_dir())?
         .into_iter()
         .filter(|r| r.id != b.id && r.matrices.keys().any(|m| b.matrices.contains_key(m)))
-        .filter(|r| r.provenance.hardware_fingerprint() == fingerprint)
+        .filter(|r| r.provenance.machine_key() == machine)
         .max_by_key(|r| r.provenance.started_ts_ms)
-        .with_context(|| {
-            format!("no run under results/ shares a matrix with {} on the same hardware ({fingerprint})", b.id)
-        })
+        .with_context(|| format!("no run under results/ shares a matrix with {} on the same machine ({machine})", b.id))
 }
 
 /// The points significantly worse by more than `pct` percent, named.
@@ -166,7 +164,7 @@ pub fn regressions(rows: &[Row], pct: f64) -> Vec<String> {
 /// Every point of either run with `metric`, B against A.
 pub fn compare(a: &Run, b: &Run, metric: &str) -> Vec<Row> {
     let (points_a, points_b) = (points(a, metric), points(b, metric));
-    let hardware = (a.provenance.hardware_fingerprint(), b.provenance.hardware_fingerprint());
+    let hardware = (a.provenance.machine_key(), b.provenance.machine_key());
     let keys: Vec<&Key> = points_a.keys().chain(points_b.keys().filter(|k| !points_a.contains_key(*k))).collect();
     keys.into_iter()
         .map(|key| {

@@ -177,6 +177,7 @@ fn run_budgeted(
         return Ok(());
     }
     let run_id = session.run_id().to_owned();
+    let mut batched = std::collections::BTreeSet::new();
     for round in 1.. {
         interrupt::check()?;
         let runs = load_results(ctx.out_root)?;
@@ -184,9 +185,9 @@ fn run_budgeted(
         let left_s = ctx.clock.left_s();
         // What the points took so far, this run's reps included.
         let times = budget::Times::from_runs(&runs);
-        let Some((tasks, why)) =
-            budget::next_reps(&verdicts, ctx.claims, &run_id, session.written(), first, &times, left_s)
-        else {
+        let next =
+            budget::next_reps(&verdicts, ctx.claims, &run_id, session.written(), first, &times, left_s, &batched);
+        let Some(batch) = next else {
             let undecided = verdicts.iter().filter(|v| v.verdict == claims::Kind::CannotTell).count();
             phase(
                 "budget",
@@ -198,8 +199,11 @@ fn run_budgeted(
             );
             return Ok(());
         };
-        phase("budget", &format!("round {round}, {:.1} min left: {why}", left_s / 60.0));
-        run_tasks(session, &tasks, matrices, spec)?;
+        phase("budget", &format!("round {round}, {:.1} min left: {}", left_s / 60.0, batch.why));
+        run_tasks(session, &batch.tasks, matrices, spec)?;
+        if batch.decisive {
+            batched.insert(batch.claim);
+        }
     }
     Ok(())
 }
@@ -316,7 +320,7 @@ fn resume_refusal(run_id: &str, earlier: &Provenance, git: &Git, host: &Host) ->
             earlier.git.commit, git.commit, earlier.git.commit
         ));
     }
-    let (then, now) = (earlier.host.fingerprint(), host.fingerprint());
+    let (then, now) = (earlier.host.machine_key(), host.machine_key());
     (then != now).then(|| {
         format!(
             "--resume {run_id}: it was started on {then} and this machine is {now}; every record of a run comes \

@@ -3,8 +3,7 @@
 //!
 //! `load` reads and checks the runs (`backfill` fills in what older records did not state), `model` turns
 //! records into per-point outcomes, `parity` decides which two records may be divided, `headline` computes
-//! each matrix's headline figures, `claims` judges the seeds' claims (with `spread`, this host's between-run
-//! spread), and `attempts` compares the sessions of a resumed run. `config` is the compiled-in data they are
+//! each matrix's headline figures, `claims` judges the seeds' claims per machine, and `attempts` compares the sessions of a resumed run. `config` is the compiled-in data they are
 //! judged against (site/headlines.toml, site/seeds.toml); `format` and `words` give their numbers and metrics
 //! in words. The statistics themselves live in `streamlab_record::stats`.
 
@@ -19,5 +18,4 @@ pub(crate) mod headline;
 pub(crate) mod load;
 pub(crate) mod model;
 pub(crate) mod parity;
-pub(crate) mod spread;
 pub(crate) mod words;

@@ -1,13 +1,15 @@
 //! Verdicts on published claims as equivalence tests: one estimator, one interval, one rule, and the
-//! simulation that proves the rule's error rates at the noise this machine shows.
+//! simulation that proves the rule's error rates in the regime the verdicts are made in.
 //!
 //! - **The estimator** of a ratio is the geometric mean of its per-rep-pair ratios (each rep's numerator over
 //!   the same rep's denominator, in one run). Over several runs it is the geometric mean of the runs' own.
 //! - **The interval** is Student's t interval of that mean on the log scale, and carries run-to-run as well as
-//!   rep-to-rep variation: its variance is τ²/R + s²·Σ(1/nᵢ)/R², with R runs of nᵢ pairs, s the pairs' pooled
-//!   spread within a run and τ the between-run spread of a ratio. τ is the larger of this host's (estimated
-//!   from every ratio its committed history measured in two or more comparable runs, [`between_run_spread`])
-//!   and what the claim's own runs show. The degrees of freedom are Welch–Satterthwaite's over the two parts.
+//!   rep-to-rep variation: its variance is τ²/R + s²·Σ(1/nᵢ)/R², with R runs of nᵢ pairs and s the pairs' pooled
+//!   spread within a run. τ, the claim's run-to-run spread, is estimated from the claim's own runs (the runs are a
+//!   random effect) and shrunk toward a prior, [`PRIOR_SPREAD`]: τ² = (df₀·τ₀² + (R − 1)·τ̂²) / (df₀ + R − 1), so one
+//!   run carries the prior alone and many runs carry their own spread. The degrees of freedom are
+//!   Welch–Satterthwaite's over the two parts. Without a run of two pairs there is no rep-to-rep spread and no
+//!   interval.
 //! - **The rule**: a claim's band is [published / (1 + tol), published · (1 + tol)]. An interval inside it:
 //!   reproduces. Wholly outside it: does not reproduce. Otherwise: cannot tell here. The same rule, with other
 //!   bands, judges parity (the band around 1), a direction (above 1, with a sign test on the pairs) and a shape
@@ -24,70 +26,34 @@ pub const CONFIDENCE: f64 = 0.95;
 /// The claim's tolerance where the publisher's own spread says nothing.
 pub const DEFAULT_TOLERANCE: f64 = 0.15;
 
-/// The between-run spread assumed on a host with no history to estimate its own from: the largest measured on
-/// our hosts (log-SD 0.15), credited with few degrees of freedom.
-pub const ASSUMED_SPREAD: Spread = Spread { log_sd: 0.15, df: 4.0, groups: 0 };
-
-/// The most degrees of freedom credited to a host's between-run estimate: its ratios share runs, so they are
-/// not independent evidence.
-pub const HOST_DF_CAP: f64 = 20.0;
+/// The prior on a claim's run-to-run spread (log-SD τ₀ with df₀ degrees of freedom), what one run carries and what a
+/// claim's own runs are shrunk toward. The value is the calibration's (equivalence/calibration.rs): with df₀ = 4, the
+/// rule must hold its error rates for true run-to-run spreads up to 0.4, the most a claim's ratio moved between runs in
+/// the committed history of our 2-core machines (0.38). τ₀ = 0.30 let the budget's looks at a fresh machine's one run
+/// read "does not reproduce" for a claim that holds 3.6% of the time (rep-to-rep 0.5, run-to-run 0.4); 0.33 keeps
+/// every cell at 2.8% or less.
+pub const PRIOR_SPREAD: Spread = Spread { log_sd: 0.33, df: 4.0 };
 
 /// How the site and `lab verdicts` state the rule.
 pub const VERDICT_METHOD: &str = "Each claim has a band, [published ÷ (1 + tol), published × (1 + tol)], tol \
 being the claim's tolerance (15% unless the publisher's own spread says otherwise). Our figure is the geometric \
-mean of the per-rep-pair ratios, pooled over every comparable run (same configuration, same hardware). Its 95% \
-interval is Student's t on the log scale and carries run-to-run as well as rep-to-rep spread: the run-to-run \
-part is the larger of this host's between-run spread (from every ratio its history measured in two or more \
-comparable runs) and what the claim's own runs show. Interval inside the band: reproduces. Wholly outside: does \
-not reproduce. Otherwise: cannot tell here, with which spread decided it and how many runs would decide it. A \
-direction claim holds when the interval lies above 1 and a sign test on the pairs agrees (p < 0.05); a parity \
-claim is a band around 1; a shape claim holds when no step of the sweep falls below 1 − tol. The rule's error \
-rates are proven by a simulation at this host's noise: a claim outside its band reads reproduces at most 5% of \
-the time, a claim that holds reads does not reproduce at most 5%.";
+mean of the per-rep-pair ratios, pooled over every comparable run on one machine (same machine key, same \
+configuration). Its 95% interval is Student's t on the log scale and carries run-to-run as well as rep-to-rep \
+spread: the run-to-run part is the claim's own spread across its runs, shrunk toward a prior of log-SD 0.33 (4 \
+degrees of freedom), so a claim with one run carries the prior alone. Interval inside the band: reproduces. Wholly \
+outside: does not reproduce. Otherwise: cannot tell here, with what would decide it. A direction claim holds when the \
+interval lies above 1 and a sign test on the pairs agrees (p < 0.05); a parity claim is a band around 1; a shape claim \
+holds when no step of the sweep falls below 1 − tol. Where this machine cannot show the claim (both sides CPU-bound, a \
+ceiling below the published figure, fewer cores than the seed's point needs), the verdict is cannot tell here, never \
+does not reproduce. The rule's error rates are proven by a simulation of the regime the verdicts are made in (1 to 24 \
+runs of 2 to 6 pairs, rep-to-rep log-SD up to 0.5, run-to-run up to 0.4, the budget's two looks): a claim outside its \
+band reads reproduces at most 3.5% of the time, a claim that holds reads does not reproduce at most 3.5%.";
 
-/// A between-run spread: the log-SD of a run's figure beyond its reps' own spread, with the degrees of freedom of
-/// its estimate and the number of groups (ratios measured in two or more runs) it came from.
+/// A run-to-run spread: a log-SD and the degrees of freedom behind it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
 pub struct Spread {
     pub log_sd: f64,
     pub df: f64,
-    pub groups: usize,
-}
-
-/// The one-way random-effects moment estimate of the between-run spread. Each group is one quantity (a ratio of
-/// two points of one run) measured in two or more runs; each run holds its values on the log scale. A run with
-/// fewer than two values, and a group with fewer than two such runs, says nothing and is left out. `None` when
-/// no group is left.
-pub fn between_run_spread(groups: &[Vec<Vec<f64>>]) -> Option<Spread> {
-    let (mut sum, mut df, mut used) = (0.0, 0.0, 0);
-    for runs in groups {
-        let runs: Vec<&Vec<f64>> = runs.iter().filter(|r| r.len() >= 2).collect();
-        if runs.len() < 2 {
-            continue;
-        }
-        let r = runs.len() as f64;
-        let means: Vec<f64> = runs.iter().map(|v| mean(v)).collect();
-        let grand = mean(&means);
-        let var_between = means.iter().map(|m| (m - grand).powi(2)).sum::<f64>() / (r - 1.0);
-        // What the reps' own spread puts into a run mean's variance, on average over the runs.
-        let var_within = runs.iter().map(|v| variance(v) / v.len() as f64).sum::<f64>() / r;
-        sum += (r - 1.0) * (var_between - var_within);
-        df += r - 1.0;
-        used += 1;
-    }
-    (used > 0).then(|| Spread { log_sd: (sum / df).max(0.0).sqrt(), df: df.min(HOST_DF_CAP), groups: used })
-}
-
-/// Which estimate of the between-run spread an interval carries.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum BetweenFrom {
-    /// This host's history.
-    Host,
-    /// The claim's own runs, which spread more than the host's history does.
-    OwnRuns,
-    /// No history on this host, or too little (fewer degrees of freedom than the assumption's): [`ASSUMED_SPREAD`].
-    Assumed,
 }
 
 /// A ratio pooled over runs: the geometric mean of per-rep-pair ratios with its interval on the log scale.
@@ -103,13 +69,16 @@ pub struct Pooled {
     pub mean_log: f64,
     pub se_log: f64,
     pub df: f64,
-    /// The pairs' spread within a run (log-SD); `None` when no run has two pairs.
-    pub within_log_sd: Option<f64>,
-    /// The between-run spread the interval carries (log-SD) and where it comes from.
-    pub between_log_sd: f64,
-    pub between_from: BetweenFrom,
+    /// The pairs' spread within a run (log-SD).
+    pub within_log_sd: f64,
+    /// The run-to-run spread the interval carries (log-SD): the claim's own, shrunk toward [`PRIOR_SPREAD`].
+    pub between: Spread,
+    /// What the claim's own runs show of it (two runs or more): log-SD beyond their pairs' spread.
+    pub own_between: Option<Spread>,
     /// The variance one more run would add to the mean, per run: τ² + s²/n̄ (the basis of [`runs_to_decide`]).
     pub var_per_run: f64,
+    /// Σ 1/nᵢ over the runs (what the pairs put into the mean's variance, with s²/R²).
+    pub inv_n: f64,
     /// Pairs whose numerator was higher, and lower (the sign test's counts).
     pub higher: usize,
     pub lower: usize,
@@ -124,57 +93,63 @@ impl Pooled {
 
     /// Whether the run-to-run part of the interval's variance outweighs the rep-to-rep part.
     pub fn run_to_run_dominates(&self) -> bool {
-        let between = self.between_log_sd.powi(2) / self.runs as f64;
+        let between = self.between.log_sd.powi(2) / self.runs as f64;
         between * 2.0 >= self.se_log.powi(2)
     }
 }
 
-/// Pool per-rep-pair ratios over runs (`runs[i]` holds run i's ratios, each positive), with `host` the host's
-/// between-run spread (`None`: no history, [`ASSUMED_SPREAD`]). `None` without two pairs, or with a ratio that
-/// is not positive.
-pub fn pooled(runs: &[Vec<f64>], host: Option<Spread>) -> Option<Pooled> {
-    let runs: Vec<Vec<f64>> = runs.iter().filter(|r| !r.is_empty()).cloned().collect();
-    if runs.iter().flatten().any(|x| !(x.is_finite() && *x > 0.0)) {
+/// The rule's knobs: the prior and the interval's quantile. Only the calibration's mutations change them.
+#[derive(Debug, Clone, Copy)]
+pub struct Rule {
+    pub prior: Spread,
+    pub confidence: f64,
+    /// The normal quantile in place of Student's t (a mutation the calibration must catch).
+    pub normal_quantile: bool,
+    /// No run-to-run part at all (a mutation the calibration must catch).
+    pub no_between: bool,
+}
+
+/// The rule every verdict uses.
+pub const RULE: Rule = Rule { prior: PRIOR_SPREAD, confidence: CONFIDENCE, normal_quantile: false, no_between: false };
+
+/// Pool per-rep-pair ratios over runs (`runs[i]` holds run i's ratios, each positive). `None` without a run of two
+/// pairs (no rep-to-rep spread to go by), or with a ratio that is not positive.
+pub fn pooled(runs: &[Vec<f64>]) -> Option<Pooled> {
+    pooled_by(&RULE, runs)
+}
+
+/// [`pooled`] under `rule`.
+pub fn pooled_by(rule: &Rule, runs: &[Vec<f64>]) -> Option<Pooled> {
+    let runs: Vec<&Vec<f64>> = runs.iter().filter(|r| !r.is_empty()).collect();
+    if runs.iter().copied().flatten().any(|x| !(x.is_finite() && *x > 0.0)) {
         return None;
     }
     let logs: Vec<Vec<f64>> = runs.iter().map(|r| r.iter().map(|x| x.ln()).collect()).collect();
     let (r, n): (usize, usize) = (logs.len(), logs.iter().map(Vec::len).sum());
-    if n < 2 {
+    let df_within = (n - r) as f64;
+    if df_within < 1.0 {
         return None;
     }
     let means: Vec<f64> = logs.iter().map(|v| mean(v)).collect();
     let mean_log = mean(&means);
     let inv_n: f64 = logs.iter().map(|v| 1.0 / v.len() as f64).sum();
-    let df_within = (n - r) as f64;
-    let var_within = (df_within > 0.0).then(|| {
-        logs.iter().zip(&means).map(|(v, m)| v.iter().map(|x| (x - m).powi(2)).sum::<f64>()).sum::<f64>() / df_within
-    });
-    // An estimate from fewer degrees of freedom than the assumption's own (one ratio in two runs) is no
-    // better than the assumption: a log-SD of 0 from one df would claim runs never differ.
-    let (host, host_from) = match host.filter(|h| h.df >= ASSUMED_SPREAD.df) {
-        Some(h) => (h, BetweenFrom::Host),
-        None => (ASSUMED_SPREAD, BetweenFrom::Assumed),
-    };
-    // What the claim's own runs show beyond their reps' spread.
-    let own = (r >= 2).then(|| {
-        let var_means = means.iter().map(|m| (m - mean_log).powi(2)).sum::<f64>() / (r - 1) as f64;
-        (var_means - var_within.unwrap_or(0.0) * inv_n / r as f64).max(0.0)
-    });
-    let (tau2, df_between, between_from) = match own {
-        Some(own) if own > host.log_sd.powi(2) => (own, (r - 1) as f64, BetweenFrom::OwnRuns),
-        _ => (host.log_sd.powi(2), host.df, host_from),
-    };
-    let part_between = tau2 / r as f64;
-    let part_within = var_within.map_or(0.0, |v| v * inv_n / (r * r) as f64);
+    let var_within =
+        logs.iter().zip(&means).map(|(v, m)| v.iter().map(|x| (x - m).powi(2)).sum::<f64>()).sum::<f64>() / df_within;
+    let own_between = own_spread(&means, var_within * inv_n / r as f64);
+    let between = if rule.no_between { Spread { log_sd: 0.0, df: 0.0 } } else { shrunk(rule.prior, own_between) };
+    let part_between = between.log_sd.powi(2) / r as f64;
+    let part_within = var_within * inv_n / (r * r) as f64;
     let var = part_between + part_within;
     if var.is_nan() || var <= 0.0 {
-        // Identical ratios and no between-run spread: nothing to draw an interval from.
+        // Identical ratios and no run-to-run spread: nothing to draw an interval from.
         return None;
     }
-    let df = welch_df(&[(part_between, df_between), (part_within, df_within)]);
+    let df = welch_df(&[(part_between, between.df), (part_within, df_within)]);
     let se_log = var.sqrt();
-    let half = student_t::quantile(0.5 + CONFIDENCE / 2.0, df) * se_log;
-    let (higher, lower) = runs.iter().flatten().fold((0, 0), |(h, l), x| match x.partial_cmp(&1.0) {
+    let level = 0.5 + rule.confidence / 2.0;
+    let q = if rule.normal_quantile { student_t::quantile(level, 1e9) } else { student_t::quantile(level, df) };
+    let half = q * se_log;
+    let (higher, lower) = runs.iter().copied().flatten().fold((0, 0), |(h, l), x| match x.partial_cmp(&1.0) {
         Some(std::cmp::Ordering::Greater) => (h + 1, l),
         Some(std::cmp::Ordering::Less) => (h, l + 1),
         _ => (h, l),
@@ -187,13 +162,37 @@ pub fn pooled(runs: &[Vec<f64>], host: Option<Spread>) -> Option<Pooled> {
         mean_log,
         se_log,
         df,
-        within_log_sd: var_within.map(f64::sqrt),
-        between_log_sd: tau2.sqrt(),
-        between_from,
-        var_per_run: tau2 + var_within.unwrap_or(0.0) * inv_n / r as f64,
+        within_log_sd: var_within.sqrt(),
+        between,
+        own_between,
+        var_per_run: between.log_sd.powi(2) + var_within * inv_n / r as f64,
+        inv_n,
         higher,
         lower,
     })
+}
+
+/// The run-to-run spread the runs' means show beyond what their pairs put into them (`within_share`: the pairs'
+/// variance in a run mean, on average), the method of moments clamped at 0; `None` from fewer than two runs.
+fn own_spread(means: &[f64], within_share: f64) -> Option<Spread> {
+    let r = means.len();
+    (r >= 2).then(|| {
+        let grand = mean(means);
+        let var_means = means.iter().map(|m| (m - grand).powi(2)).sum::<f64>() / (r - 1) as f64;
+        Spread { log_sd: (var_means - within_share).max(0.0).sqrt(), df: (r - 1) as f64 }
+    })
+}
+
+/// The claim's own spread shrunk toward the prior, each weighted by its degrees of freedom (a scaled
+/// inverse-χ² prior's posterior scale); the prior alone without an own estimate.
+pub fn shrunk(prior: Spread, own: Option<Spread>) -> Spread {
+    match own {
+        None => prior,
+        Some(own) => {
+            let df = prior.df + own.df;
+            Spread { log_sd: ((prior.df * prior.log_sd.powi(2) + own.df * own.log_sd.powi(2)) / df).sqrt(), df }
+        }
+    }
 }
 
 /// Welch–Satterthwaite degrees of freedom of a sum of variance parts, each with its own degrees of freedom;
@@ -326,13 +325,30 @@ pub fn runs_to_decide(p: &Pooled, band: [f64; 2]) -> Option<usize> {
     (runs.is_finite() && runs <= MAX_RUNS_TO_DECIDE).then_some(runs as usize)
 }
 
-fn mean(xs: &[f64]) -> f64 {
-    xs.iter().sum::<f64>() / xs.len() as f64
+/// More pairs than this in one run is not a budget's business.
+pub const MAX_ADDED_PAIRS: usize = 40;
+
+/// How many more pairs in the newest run (which has `newest` of `p`'s pairs) would bring the interval clear of the
+/// nearest of `edges` (the values an undecided claim is judged against), if the pairs keep the spread they show;
+/// `None` when no number up to [`MAX_ADDED_PAIRS`] would (the run-to-run part alone is wider: only more runs decide
+/// it). The budget spends these pairs as one batch and judges once after it.
+pub fn pairs_to_decide(p: &Pooled, newest: usize, edges: &[f64]) -> Option<usize> {
+    let distance = edges.iter().map(|e| (p.mean_log - e.ln()).abs()).reduce(f64::min)?;
+    let r = p.runs as f64;
+    let others_inv_n = (p.inv_n - 1.0 / newest.max(1) as f64).max(0.0);
+    let t = student_t::quantile(0.5 + CONFIDENCE / 2.0, p.df);
+    let half_width = |n: f64| {
+        let var = p.between.log_sd.powi(2) / r + p.within_log_sd.powi(2) * (others_inv_n + 1.0 / n) / (r * r);
+        t * var.sqrt()
+    };
+    if half_width(f64::INFINITY) >= distance {
+        return None;
+    }
+    (newest + 1..=newest + MAX_ADDED_PAIRS).find(|n| half_width(*n as f64) < distance).map(|n| n - newest)
 }
 
-fn variance(xs: &[f64]) -> f64 {
-    let m = mean(xs);
-    xs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / (xs.len() - 1) as f64
+fn mean(xs: &[f64]) -> f64 {
+    xs.iter().sum::<f64>() / xs.len() as f64
 }
 
 #[cfg(test)]
@@ -347,62 +363,52 @@ mod tests {
     }
 
     #[test]
-    fn one_run_carries_the_hosts_between_run_spread_beside_its_pairs() {
-        let host = Spread { log_sd: 0.1, df: 20.0, groups: 10 };
-        // Pairs at 0.5 exactly: the interval is the host's run-to-run spread alone.
-        let p = pooled(&[vec![0.5, 0.5, 0.5, 0.5]], Some(host)).unwrap();
+    fn one_run_carries_the_prior_spread_beside_its_pairs() {
+        // Pairs at 0.5 and 0.5·e^±0.02: the interval is the prior's run-to-run spread and the pairs' own.
+        let d = 0.02_f64;
+        let p = pooled(&[vec![0.5 * d.exp(), 0.5 * (-d).exp(), 0.5 * d.exp(), 0.5 * (-d).exp()]]).unwrap();
         assert!(close(p.estimate, 0.5, 1e-12));
-        assert_eq!((p.runs, p.pairs, p.between_from), (1, 4, BetweenFrom::Host));
-        assert!(close(p.se_log, 0.1, 1e-12) && close(p.df, 20.0, 1e-9), "{p:?}");
-        let half = student_t::quantile(0.975, 20.0) * 0.1;
-        assert!(close(p.interval[0], 0.5 * (-half).exp(), 1e-9) && close(p.interval[1], 0.5 * half.exp(), 1e-9));
+        assert_eq!((p.runs, p.pairs, p.between, p.own_between), (1, 4, PRIOR_SPREAD, None));
+        let within_var = 4.0 * d * d / 3.0;
+        assert!(close(p.within_log_sd, within_var.sqrt(), 1e-12), "{p:?}");
+        let var = PRIOR_SPREAD.log_sd.powi(2) + within_var / 4.0;
+        assert!(close(p.se_log, var.sqrt(), 1e-12), "{p:?}");
         assert!(p.run_to_run_dominates());
         // The geometric mean, not the median: 0.5, 0.5, 2 -> 0.794.
-        let g = pooled(&[vec![0.5, 0.5, 2.0]], Some(host)).unwrap();
+        let g = pooled(&[vec![0.5, 0.5, 2.0]]).unwrap();
         assert!(close(g.estimate, 0.25_f64.powf(1.0 / 3.0) * 2.0_f64.powf(1.0 / 3.0), 1e-12), "{}", g.estimate);
         assert_eq!((g.higher, g.lower), (1, 2));
     }
 
     #[test]
-    fn runs_that_spread_more_than_the_host_carry_their_own_spread() {
-        let host = Spread { log_sd: 0.01, df: 20.0, groups: 10 };
-        let quiet = |x: f64| vec![x, x * 1.01, x / 1.01];
-        let p = pooled(&[quiet(0.22), quiet(0.31), quiet(0.41)], Some(host)).unwrap();
-        assert_eq!((p.between_from, p.runs, p.pairs), (BetweenFrom::OwnRuns, 3, 9));
-        assert!(p.between_log_sd > 0.25, "{p:?}");
-        // Two degrees of freedom from three runs: an interval wide enough to hold all three.
-        assert!(p.interval[0] < 0.22 && p.interval[1] > 0.41, "{:?}", p.interval);
-        let none = pooled(&[vec![0.5]], Some(host));
-        assert!(none.is_none(), "one pair has no interval");
-        assert!(pooled(&[vec![0.5, -1.0]], Some(host)).is_none());
-        let assumed = pooled(&[vec![0.5, 0.52]], None).unwrap();
-        assert_eq!(assumed.between_from, BetweenFrom::Assumed);
-        let thin = Spread { log_sd: 0.0, df: 1.0, groups: 1 };
-        let p = pooled(&[vec![0.5, 0.52]], Some(thin)).unwrap();
-        assert_eq!(
-            (p.between_from, p.between_log_sd),
-            (BetweenFrom::Assumed, ASSUMED_SPREAD.log_sd),
-            "one df says little"
-        );
+    fn no_run_of_two_pairs_has_no_interval() {
+        assert!(pooled(&[vec![0.5]]).is_none(), "one pair");
+        assert!(pooled(&[vec![0.5], vec![0.6], vec![0.55]]).is_none(), "runs of one pair: no rep-to-rep spread");
+        assert!(pooled(&[vec![0.5, 0.52], vec![0.6]]).is_some(), "one run of two pairs is enough");
+        assert!(pooled(&[vec![0.5, -1.0]]).is_none());
     }
 
     #[test]
-    fn the_between_run_spread_is_what_run_means_spread_beyond_their_reps() {
-        // Two runs of [1, 3] and [5, 7] on the log scale: run means 2 and 6 (variance 8), each mean's own
-        // variance 2 / 2 = 1: τ² = 8 − 1 = 7.
-        let s = between_run_spread(&[vec![vec![1.0, 3.0], vec![5.0, 7.0]]]).unwrap();
-        assert!(close(s.log_sd, 7.0_f64.sqrt(), 1e-12) && s.df == 1.0 && s.groups == 1, "{s:?}");
-        // Runs whose means differ less than their reps explain: no between-run spread, not a negative one.
-        let s = between_run_spread(&[vec![vec![0.0, 2.0], vec![0.1, 2.1]]]).unwrap();
-        assert_eq!(s.log_sd, 0.0);
-        // A single run, or runs of one rep, say nothing.
-        assert!(between_run_spread(&[vec![vec![1.0, 2.0]], vec![vec![1.0], vec![2.0]]]).is_none());
+    fn a_claims_own_runs_are_shrunk_toward_the_prior_by_their_degrees_of_freedom() {
+        let quiet = |x: f64| vec![x, x * 1.01, x / 1.01];
+        // Runs far apart: their own spread outweighs the prior's, and grows the interval past all three.
+        let p = pooled(&[quiet(0.2), quiet(0.35), quiet(0.6)]).unwrap();
+        let own = p.own_between.unwrap();
+        assert_eq!((p.runs, p.pairs, own.df, p.between.df), (3, 9, 2.0, PRIOR_SPREAD.df + 2.0));
+        assert!(own.log_sd > 0.5 && p.between.log_sd < own.log_sd && p.between.log_sd > PRIOR_SPREAD.log_sd);
+        assert!(p.interval[0] < 0.2 && p.interval[1] > 0.6, "{:?}", p.interval);
+        // Many runs that agree: their spread is near 0, and the prior's weight fades (never a bare 0).
+        let agree: Vec<Vec<f64>> = (0..40).map(|i| quiet(0.5 * (1.0 + 0.001 * (i % 3) as f64))).collect();
+        let p = pooled(&agree).unwrap();
+        let expected = (PRIOR_SPREAD.df * PRIOR_SPREAD.log_sd.powi(2) / (PRIOR_SPREAD.df + 39.0)).sqrt();
+        assert!(p.between.log_sd > 0.0 && close(p.between.log_sd, expected, 2e-3), "{:?}", p.between);
+        assert_eq!(shrunk(PRIOR_SPREAD, None), PRIOR_SPREAD);
     }
 
     #[test]
     fn bands_directions_and_shapes_follow_their_intervals() {
-        let host = Spread { log_sd: 0.02, df: 20.0, groups: 10 };
-        let at = |x: f64| pooled(&[vec![x * 0.99, x, x * 1.01, x, x * 0.995, x * 1.005]], Some(host)).unwrap();
+        // Twenty runs whose pairs agree closely: narrow intervals.
+        let at = |x: f64| pooled(&vec![vec![x * 0.99, x, x * 1.01]; 20]).unwrap();
         assert_eq!(size(&at(1.08), 1.078, 0.15), Call::Holds);
         assert_eq!(size(&at(0.32), 1.25, 0.15), Call::Fails);
         assert_eq!(size(&at(1.25 * 1.15), 1.25, 0.15), Call::Undecided, "on the band's edge");
@@ -413,22 +419,40 @@ mod tests {
         assert_eq!(direction(&at(0.95), Direction::NotLower, 0.15), Call::Holds);
         assert_eq!(direction(&at(0.18), Direction::NotLower, 0.15), Call::Fails);
         // Too few pairs for the sign test: four of four higher is p = 0.125, so higher cannot be held.
-        let four = pooled(&[vec![2.5, 2.6, 2.7, 2.6]], Some(host)).unwrap();
+        let four = pooled(&[vec![2.5, 2.6], vec![2.7, 2.6]]).unwrap();
         assert_eq!(direction(&four, Direction::Higher, 0.15), Call::Undecided);
         assert_eq!(shape(&[at(1.9), at(1.4), at(1.1)], 0.15), Call::Holds);
         assert_eq!(shape(&[at(1.9), at(0.5), at(1.1)], 0.15), Call::Fails);
         assert_eq!(shape(&[at(1.9), at(0.85)], 0.15), Call::Undecided);
         assert_eq!(shape(&[], 0.15), Call::Undecided);
+        // One run carries the prior alone: a size is never shown to hold from it.
+        assert_eq!(size(&pooled(&[vec![1.0, 1.01, 0.99]]).unwrap(), 1.0, 0.15), Call::Undecided);
     }
 
     #[test]
     fn runs_to_decide_count_what_narrows_the_interval_past_the_nearer_edge() {
-        let host = Spread { log_sd: 0.12, df: 20.0, groups: 10 };
-        let p = pooled(&[vec![1.0, 1.02, 0.98, 1.0, 1.01, 0.99]], Some(host)).unwrap();
+        let p = pooled(&[vec![1.0, 1.02, 0.98], vec![1.01, 0.99, 1.0]]).unwrap();
         let b = band(1.0, 0.15);
         assert_eq!(size(&p, 1.0, 0.15), Call::Undecided);
-        // margin ln 1.15 = 0.1398; var per run ≈ 0.0144 + tiny: (1.96² · 0.0145 / 0.1398²) ≈ 2.85 -> 3 runs.
-        assert_eq!(runs_to_decide(&p, b), Some(3));
+        // margin ln 1.15 = 0.1398; var per run ≈ τ² of the prior shrunk by one df (0.072) + tiny: 1.96² · 0.072 /
+        // 0.1398² ≈ 14.2 -> 15 runs.
+        let expected = (1.96_f64.powi(2) * p.var_per_run / 1.15_f64.ln().powi(2)).ceil() as usize;
+        assert_eq!(runs_to_decide(&p, b), Some(expected));
+        assert!((10..=20).contains(&expected), "{expected}");
         assert_eq!(runs_to_decide(&p, band(2.0, 0.15)), None, "decided already");
+    }
+
+    #[test]
+    fn pairs_decide_a_claim_only_where_the_run_to_run_part_leaves_room() {
+        // Twenty quiet runs and a noisy newest one: more pairs of it bring the interval clear of 1.
+        let mut runs = vec![vec![1.10, 1.11, 1.09]; 20];
+        runs.push(vec![1.3, 0.9]);
+        let p = pooled(&runs).unwrap();
+        let more = pairs_to_decide(&p, 2, &[1.0]).unwrap();
+        assert!((1..=MAX_ADDED_PAIRS).contains(&more), "{more}");
+        // One run: the prior's run-to-run spread alone is wider than the distance to the band's edge.
+        let one = pooled(&[vec![1.0, 1.05, 0.95]]).unwrap();
+        assert_eq!(pairs_to_decide(&one, 3, &band(1.0, 0.15)), None);
+        assert_eq!(pairs_to_decide(&one, 3, &[]), None, "no edge to move it off");
     }
 }

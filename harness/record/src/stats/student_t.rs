@@ -7,9 +7,33 @@ pub fn cdf(t: f64, df: f64) -> f64 {
     if t.is_nan() || df.is_nan() || df <= 0.0 {
         return f64::NAN;
     }
-    let x = df / (df + t * t);
-    let tail = 0.5 * incomplete_beta(df / 2.0, 0.5, x);
-    if t >= 0.0 { 1.0 - tail } else { tail }
+    Dist::new(df).cdf(t)
+}
+
+/// Student's t at one number of degrees of freedom, with the log-gamma terms its CDF and density share computed
+/// once (a quantile evaluates both several times).
+struct Dist {
+    df: f64,
+    /// ln Γ((df + 1)/2) − ln Γ(df/2) − ln Γ(1/2): the log of 1/B(df/2, 1/2).
+    ln_inv_beta: f64,
+}
+
+impl Dist {
+    fn new(df: f64) -> Dist {
+        Dist { df, ln_inv_beta: ln_gamma((df + 1.0) / 2.0) - ln_gamma(df / 2.0) - ln_gamma(0.5) }
+    }
+
+    fn cdf(&self, t: f64) -> f64 {
+        let x = self.df / (self.df + t * t);
+        let tail = 0.5 * incomplete_beta(self.df / 2.0, 0.5, x, self.ln_inv_beta);
+        if t >= 0.0 { 1.0 - tail } else { tail }
+    }
+
+    /// The density: Γ((df+1)/2) / (Γ(df/2)·√(df·π)) · (1 + t²/df)^(−(df+1)/2), with Γ(1/2) = √π.
+    fn pdf(&self, t: f64) -> f64 {
+        let ln_norm = self.ln_inv_beta - 0.5 * self.df.ln();
+        (ln_norm - (self.df + 1.0) / 2.0 * (1.0 + t * t / self.df).ln()).exp()
+    }
 }
 
 /// The `p`-quantile (0 < p < 1) of Student's t with `df` > 0 degrees of freedom, accurate to about 1e-10:
@@ -24,8 +48,9 @@ pub fn quantile(p: f64, df: f64) -> f64 {
     if p == 0.5 {
         return 0.0;
     }
+    let dist = Dist::new(df);
     let (mut lo, mut hi) = (0.0_f64, cornish_fisher(p, df).max(1.0) * 2.0);
-    while cdf(hi, df) < p {
+    while dist.cdf(hi) < p {
         lo = hi;
         hi *= 2.0;
         if hi > 1e12 {
@@ -34,13 +59,13 @@ pub fn quantile(p: f64, df: f64) -> f64 {
     }
     let mut t = cornish_fisher(p, df).clamp(lo, hi);
     for _ in 0..100 {
-        let f = cdf(t, df) - p;
+        let f = dist.cdf(t) - p;
         if f < 0.0 {
             lo = t
         } else {
             hi = t
         }
-        let newton = t - f / pdf(t, df);
+        let newton = t - f / dist.pdf(t);
         let next = if newton > lo && newton < hi { newton } else { 0.5 * (lo + hi) };
         if (next - t).abs() <= 1e-12 * t.abs().max(1.0) {
             return next;
@@ -48,12 +73,6 @@ pub fn quantile(p: f64, df: f64) -> f64 {
         t = next;
     }
     t
-}
-
-/// The density of Student's t.
-fn pdf(t: f64, df: f64) -> f64 {
-    let ln_norm = ln_gamma((df + 1.0) / 2.0) - ln_gamma(df / 2.0) - 0.5 * (df * std::f64::consts::PI).ln();
-    (ln_norm - (df + 1.0) / 2.0 * (1.0 + t * t / df).ln()).exp()
 }
 
 /// The Cornish–Fisher expansion of the t quantile about the normal one: a start for Newton's method.
@@ -108,15 +127,16 @@ pub fn normal_quantile(p: f64) -> f64 {
     }
 }
 
-/// The regularized incomplete beta function I_x(a, b) (Numerical Recipes' continued fraction).
-fn incomplete_beta(a: f64, b: f64, x: f64) -> f64 {
+/// The regularized incomplete beta function I_x(a, b) (Numerical Recipes' continued fraction), given
+/// `ln_inv_beta` = ln Γ(a + b) − ln Γ(a) − ln Γ(b).
+fn incomplete_beta(a: f64, b: f64, x: f64, ln_inv_beta: f64) -> f64 {
     if x <= 0.0 {
         return 0.0;
     }
     if x >= 1.0 {
         return 1.0;
     }
-    let ln_front = ln_gamma(a + b) - ln_gamma(a) - ln_gamma(b) + a * x.ln() + b * (1.0 - x).ln();
+    let ln_front = ln_inv_beta + a * x.ln() + b * (1.0 - x).ln();
     let front = ln_front.exp();
     // The continued fraction converges fast for x below the mean; use the symmetry I_x(a,b) = 1 − I_{1−x}(b,a).
     if x < (a + 1.0) / (a + b + 2.0) {

@@ -18,14 +18,12 @@ pub(super) fn comparable_runs<'r>(c: &Claim, runs: &'r [Run], num: &Side, den: &
             drawn_by_rep(&records, &c.metric).values().next().map(|r| config_of(r))
         })
     };
-    let (fingerprint, anchor_config) = (anchor.provenance.hardware_fingerprint(), config(anchor));
+    let (machine, anchor_config) = (anchor.provenance.machine_key(), config(anchor));
     let mut pooled: Vec<&Run> = candidates
         .into_iter()
         .filter(|r| {
             std::ptr::eq(*r, anchor)
-                || (!r.changes_knobs()
-                    && r.provenance.hardware_fingerprint() == fingerprint
-                    && config(r) == anchor_config)
+                || (!r.changes_knobs() && r.provenance.machine_key() == machine && config(r) == anchor_config)
         })
         .collect();
     pooled.reverse();
@@ -33,7 +31,7 @@ pub(super) fn comparable_runs<'r>(c: &Claim, runs: &'r [Run], num: &Side, den: &
 }
 
 /// The verdict and its sentence; fills in `v`'s figures and runs on the way.
-pub(super) fn judge(c: &Claim, runs: &[Run], spreads: &mut SpreadCache, v: &mut ClaimVerdict) -> (Kind, String) {
+pub(super) fn judge(c: &Claim, runs: &[Run], v: &mut ClaimVerdict) -> (Kind, String) {
     let (Some(num), Some(den)) = (&c.numerator, &c.denominator) else {
         return (Kind::NotRun, format!("The lab has no point for it: {}.", c.unmapped.as_deref().unwrap_or("")));
     };
@@ -69,19 +67,20 @@ pub(super) fn judge(c: &Claim, runs: &[Run], spreads: &mut SpreadCache, v: &mut 
         })
         .filter(|(_, r)| !r.is_empty())
         .collect();
-    let host = spreads.get(runs, &anchor.provenance.hardware_fingerprint(), &c.matrix, &c.metric);
-    let Some(p) = equivalence::pooled(&per_run.iter().map(|(_, r)| r.clone()).collect::<Vec<_>>(), host) else {
-        let why =
-            format!("Run {} gives no interval of the ratio: one rep pair, or pairs with no spread at all.", anchor.id);
+    let Some(p) = equivalence::pooled(&per_run.iter().map(|(_, r)| r.clone()).collect::<Vec<_>>()) else {
+        let why = format!(
+            "No interval of the ratio yet: no run of the {} pooled has two rep pairs, or the pairs have no spread at all.",
+            per_run.len()
+        );
         return (Kind::CannotTell, why);
     };
-    fill_figures(v, &p, &per_run, host);
+    fill_figures(v, &p, &per_run);
     let ceiling = c.ceiling.as_ref().and_then(|ceil| ceiling_here(ceil, c, anchor, &den_records));
     let cpu_bound = cpu_bound(&num_records, &den_records, anchor);
     v.host_note = ceiling.as_ref().map(|(_, text)| text.clone()).or(cpu_bound.clone());
     v.above_ceiling = ceiling.is_some();
     let parts: Vec<Part> =
-        c.kind.iter().map(|kind| part(c, *kind, &p, &pool, host, ceiling.as_ref().map(|(x, _)| *x))).collect();
+        c.kind.iter().map(|kind| part(c, *kind, &p, &pool, ceiling.as_ref().map(|(x, _)| *x))).collect();
     let overall = if parts.iter().all(|p| p.verdict == Kind::Reproduces) {
         Kind::Reproduces
     } else if parts.iter().any(|p| p.verdict == Kind::DoesNotReproduce) {
@@ -114,7 +113,7 @@ pub(super) fn no_pairs(sorted: &parity::Sorted, run: &str) -> (Kind, String) {
     }
 }
 
-pub(super) fn fill_figures(v: &mut ClaimVerdict, p: &Pooled, per_run: &[(&Run, Vec<f64>)], host: Option<Spread>) {
+pub(super) fn fill_figures(v: &mut ClaimVerdict, p: &Pooled, per_run: &[(&Run, Vec<f64>)]) {
     v.estimate = Some(p.estimate);
     v.measured = format::ratio(p.estimate);
     v.interval_bounds = Some(p.interval);
@@ -123,27 +122,21 @@ pub(super) fn fill_figures(v: &mut ClaimVerdict, p: &Pooled, per_run: &[(&Run, V
     v.interval = interval_text(p);
     v.spread = Some(SpreadUsed {
         within_log_sd: p.within_log_sd,
-        between_log_sd: p.between_log_sd,
-        between_from: p.between_from,
-        host,
+        between: p.between,
+        own_between: p.own_between,
+        prior: equivalence::PRIOR_SPREAD,
         df: p.df,
     });
+    v.pooled = Some(p.clone());
 }
 
 /// One kind of the claim, judged.
-pub(super) fn part(
-    c: &Claim,
-    kind: ClaimKind,
-    p: &Pooled,
-    pool: &[&Run],
-    host: Option<Spread>,
-    ceiling: Option<f64>,
-) -> Part {
+pub(super) fn part(c: &Claim, kind: ClaimKind, p: &Pooled, pool: &[&Run], ceiling: Option<f64>) -> Part {
     let call = match kind {
         ClaimKind::Size => equivalence::size(p, c.published, c.tolerance),
         ClaimKind::Parity => equivalence::parity(p, c.tolerance),
         ClaimKind::Direction => equivalence::direction(p, c.direction.unwrap_or(Direction::Higher), c.tolerance),
-        ClaimKind::Shape => shape_call(c, pool, host),
+        ClaimKind::Shape => shape_call(c, pool),
     };
     let mut verdict = Kind::of(call);
     // A published figure beyond what this host can reach cannot be told here, however far ours is from it.
@@ -160,7 +153,7 @@ pub(super) fn part(
 }
 
 /// A shape claim over the pooled runs: each consecutive step of its labels pooled over the runs that hold it.
-pub(super) fn shape_call(c: &Claim, pool: &[&Run], host: Option<Spread>) -> Call {
+pub(super) fn shape_call(c: &Claim, pool: &[&Run]) -> Call {
     let Some(shape) = &c.shape else { return Call::Undecided };
     let contract = Contract { differs: c.differs.clone(), tolerance: default_tolerances(), equal_knobs: true };
     let side = |label: &str| Side { sweep: shape.sweep.clone(), arm: shape.arm.clone(), label: label.to_owned() };
@@ -176,7 +169,7 @@ pub(super) fn shape_call(c: &Claim, pool: &[&Run], host: Option<Spread>) -> Call
                     ratios(&values(&pair_reps(&n, &d, &c.metric, &contract), &c.metric))
                 })
                 .collect();
-            equivalence::pooled(&per_run, host)
+            equivalence::pooled(&per_run)
         })
         .collect();
     steps.map_or(Call::Undecided, |steps| equivalence::shape(&steps, c.tolerance))

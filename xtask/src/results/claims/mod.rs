@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 
 use serde::Serialize;
 use streamlab_record::Record;
-use streamlab_record::stats::equivalence::{self, BetweenFrom, Call, Direction, Pooled, Spread};
+use streamlab_record::stats::equivalence::{self, Call, Direction, Pooled, Spread};
 use streamlab_record::stats::{self, Summary};
 
 use crate::results::config::default_tolerances;
@@ -18,7 +18,6 @@ use crate::results::format;
 use crate::results::load::Run;
 use crate::results::model::{Missing, Outcome, config_of, drawn_by_rep, outcome, set_apart};
 use crate::results::parity::{self, Contract};
-use crate::results::spread::SpreadCache;
 
 pub(crate) mod declared;
 use declared::{Bound, Ceiling, Claim, ClaimKind, Side};
@@ -71,12 +70,13 @@ pub struct Part {
 #[derive(Debug, Clone, Serialize)]
 pub struct SpreadUsed {
     /// Rep-to-rep (log-SD of the pairs within a run).
-    pub within_log_sd: Option<f64>,
-    /// Run-to-run (log-SD), and where it comes from.
-    pub between_log_sd: f64,
-    pub between_from: BetweenFrom,
-    /// The host's estimate from its history, when it has one.
-    pub host: Option<Spread>,
+    pub within_log_sd: f64,
+    /// Run-to-run (log-SD and degrees of freedom): the claim's own, shrunk toward the prior.
+    pub between: Spread,
+    /// What the claim's own runs show of it (two runs or more).
+    pub own_between: Option<Spread>,
+    /// The prior it is shrunk toward.
+    pub prior: Spread,
     pub df: f64,
 }
 
@@ -127,19 +127,24 @@ pub struct ClaimVerdict {
     pub host_note: Option<String>,
     /// The published figure needs more than this host's ceiling: no rep or run here can tell its size.
     pub above_ceiling: bool,
+    /// What keeps this host from showing the claim at all (both sides CPU-bound, fewer cores than the seed's
+    /// point needs): the verdict is then "cannot tell here" whatever the figures, and the budget spends nothing on it.
+    pub host_limit: Option<String>,
     /// One paragraph: why this verdict.
     pub why: String,
     /// The newest run the verdict comes from.
     pub run: Option<String>,
+    /// The pooled interval the verdict reads (the budget plans its pairs on it).
+    #[serde(skip)]
+    pub pooled: Option<Pooled>,
 }
 
 /// Every claim's verdict from `runs` (oldest first, as the site loads them).
 pub fn verdicts(runs: &[Run], claims: &[Claim]) -> Vec<ClaimVerdict> {
-    let mut spreads = SpreadCache::default();
-    claims.iter().map(|c| verdict_of(c, runs, &mut spreads)).collect()
+    claims.iter().map(|c| verdict_of(c, runs)).collect()
 }
 
-fn verdict_of(c: &Claim, runs: &[Run], spreads: &mut SpreadCache) -> ClaimVerdict {
+fn verdict_of(c: &Claim, runs: &[Run]) -> ClaimVerdict {
     let mut v = ClaimVerdict {
         id: c.id.clone(),
         seed: c.seed.clone(),
@@ -172,10 +177,12 @@ fn verdict_of(c: &Claim, runs: &[Run], spreads: &mut SpreadCache) -> ClaimVerdic
         runs_to_decide: None,
         host_note: None,
         above_ceiling: false,
+        host_limit: None,
         why: String::new(),
         run: None,
+        pooled: None,
     };
-    let (kind, why) = judge::judge(c, runs, spreads, &mut v);
+    let (kind, why) = judge::judge(c, runs, &mut v);
     v.verdict = kind;
     v.verdict_text = kind.text();
     v.why = why;

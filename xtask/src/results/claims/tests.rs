@@ -56,13 +56,13 @@ const TIGHT: &[f64] = &[0.50, 0.51, 0.49, 0.50, 0.505, 0.495];
 
 #[test]
 fn an_interval_inside_the_band_reproduces_wholly_outside_does_not_and_across_an_edge_cannot_tell() {
-    // Five runs: a history with the four degrees of freedom the host's own spread needs to be used.
-    let (_dir, runs) = history(&[TIGHT; 5], |_| {});
+    // Twelve runs that agree: their own spread outweighs the prior's four degrees of freedom.
+    let (_dir, runs) = history(&[TIGHT; 12], |_| {});
     let inside = &verdicts(&runs, &[claim(0.49)])[0];
     assert_eq!(inside.verdict, Kind::Reproduces, "{}", inside.why);
-    assert_eq!((inside.measured.as_str(), inside.pairs, inside.runs.len()), ("0.50×", 30, 5));
+    assert_eq!((inside.measured.as_str(), inside.pairs, inside.runs.len()), ("0.50×", 72, 12));
     assert!(inside.why.starts_with("Size reproduces. Our 0.50× (95% CI"), "{}", inside.why);
-    assert!(inside.why.contains("pooled over 5 comparable runs"), "{}", inside.why);
+    assert!(inside.why.contains("pooled over 12 comparable runs"), "{}", inside.why);
     assert!(inside.why.contains("Published on Apple M5 Max with Kafka 4.1.0"), "{}", inside.why);
     let [lo, hi] = inside.band.unwrap();
     assert!((lo - 0.49 / 1.15).abs() < 1e-12 && (hi - 0.49 * 1.15).abs() < 1e-12);
@@ -77,15 +77,16 @@ fn an_interval_inside_the_band_reproduces_wholly_outside_does_not_and_across_an_
 }
 
 #[test]
-fn one_run_on_a_host_without_history_carries_an_assumed_run_to_run_spread_and_says_so() {
+fn one_run_carries_the_prior_run_to_run_spread_and_says_so() {
     let (_dir, runs) = history(&[TIGHT], |_| {});
     let v = &verdicts(&runs, &[claim(0.49)])[0];
-    // Tight pairs, but one run says nothing of how runs differ: log-SD 0.15 assumed, too wide for ±15%.
+    // Tight pairs, but one run says nothing of how runs differ: the prior's log-SD 0.33, too wide for ±15%.
     assert_eq!(v.verdict, Kind::CannotTell, "{}", v.why);
     assert!(v.why.contains("from one run (r1)"), "{}", v.why);
-    assert!(v.why.contains("assumed: this host's history has too few comparable runs"), "{}", v.why);
+    assert!(v.why.contains("the prior 0.33 alone: one run says nothing of how runs differ"), "{}", v.why);
     assert!(v.why.contains("more runs, not more reps"), "{}", v.why);
-    assert_eq!(v.spread.as_ref().unwrap().between_from, BetweenFrom::Assumed);
+    let spread = v.spread.as_ref().unwrap();
+    assert_eq!((spread.between, spread.own_between), (spread.prior, None));
     // Far from the figure, even so wide an interval decides.
     assert_eq!(verdicts(&runs, &[claim(2.0)])[0].verdict, Kind::DoesNotReproduce);
 }

@@ -66,23 +66,22 @@ pub(super) fn capitalise(s: &str) -> String {
     chars.next().map_or_else(String::new, |f| f.to_uppercase().chain(chars).collect())
 }
 
-/// Which spread sets the interval's width: `run-to-run spread (log-SD 0.066, this host's history of 92 ratios)
-/// outweighs rep-to-rep (0.050)`.
+/// Which spread sets the interval's width: `run-to-run spread (log-SD 0.21: these 8 runs' own 0.18, shrunk toward the
+/// prior 0.33) outweighs rep-to-rep (0.050)`.
 pub(super) fn spread_text(p: &Pooled) -> String {
-    let between = match p.between_from {
-        BetweenFrom::Host => "this host's history",
-        BetweenFrom::OwnRuns => "the claim's own runs, which spread more than this host's history",
-        BetweenFrom::Assumed => "assumed: this host's history has too few comparable runs to measure it from",
+    let prior = equivalence::PRIOR_SPREAD.log_sd;
+    let between = match p.own_between {
+        None => format!("the prior {prior:.2} alone: one run says nothing of how runs differ"),
+        Some(own) => format!("these {} runs' own {:.3}, shrunk toward the prior {prior:.2}", p.runs, own.log_sd),
     };
-    let within = p.within_log_sd.map_or_else(|| "not measured (one pair a run)".to_owned(), |w| format!("{w:.3}"));
+    let (b, within) = (p.between.log_sd, p.within_log_sd);
     if p.run_to_run_dominates() {
         format!(
-            "run-to-run spread (log-SD {:.3}, {between}) outweighs rep-to-rep ({within}), so more runs, not more reps, \
-             narrow it",
-            p.between_log_sd
+            "run-to-run spread (log-SD {b:.3}: {between}) outweighs rep-to-rep ({within:.3}), so more runs, not more \
+             reps, narrow it"
         )
     } else {
-        format!("rep-to-rep spread (log-SD {within}) outweighs run-to-run ({:.3}, {between})", p.between_log_sd)
+        format!("rep-to-rep spread (log-SD {within:.3}) outweighs run-to-run ({b:.3}: {between})")
     }
 }
 

@@ -1,7 +1,7 @@
 //! Each headline figure across every run that has it, one series per configuration and machine: a figure's
 //! identity is its id and the hash of the knobs and applied settings it was measured with, so a change of
 //! default configuration starts a new series, and the page says what changed; runs on another machine (its
-//! hardware fingerprint: CPU, cores, memory, kernel, backend) start one too. Within a series, E-Divisive change-point
+//! machine key: CPU model, cores, memory, kind, backend; not the kernel) start one too. Within a series, E-Divisive change-point
 //! detection (the record crate's `stats::change_points`) marks where the figure shifted by more than the runs'
 //! noise, with the commits on either side and the size of the shift.
 
@@ -47,7 +47,7 @@ pub struct HistoryFigure {
 #[derive(Debug, Clone, Serialize)]
 pub struct HistorySeries {
     pub hash: String,
-    /// The machine's hardware fingerprint.
+    /// The machine key.
     pub hardware: String,
     /// What differs from the previous series' configuration; empty for the first.
     pub changes: Vec<String>,
@@ -110,7 +110,7 @@ pub fn history_page(runs: &[Run], cfg: &SiteConfig) -> HistoryPage {
     HistoryPage { matrices }
 }
 
-/// A series' identity: the configuration hash and the hardware fingerprint.
+/// A series' identity: the configuration hash and the machine key.
 type SeriesKey = (String, String);
 
 /// The runs that have figure `id`, grouped into series by configuration and machine, series in the order they
@@ -119,7 +119,7 @@ fn series_of<'a>(per_run: &'a [(&'a Run, Vec<Figure>)], id: &str) -> Vec<(Series
     let mut out: Vec<(SeriesKey, Vec<(&Run, &Figure)>)> = Vec::new();
     for (run, figs) in per_run {
         let Some(f) = figs.iter().find(|f| f.id == id) else { continue };
-        let key = (f.config_hash.clone(), run.provenance.hardware_fingerprint());
+        let key = (f.config_hash.clone(), run.provenance.machine_key());
         match out.iter_mut().find(|(k, _)| *k == key) {
             Some((_, runs)) => runs.push((run, f)),
             None => out.push((key, vec![(run, f)])),

@@ -64,7 +64,10 @@ pub fn run_page(run: &Run) -> RunPage {
         kv("OS", h.os.clone()),
         kv("Kernel", h.kernel.clone()),
         kv("Architecture", h.arch.clone()),
-        kv("Hardware fingerprint (runs are compared only within one)", p.hardware_fingerprint()),
+        kv(
+            "Machine key (runs are compared and pooled only within one; the kernel is recorded, not keyed)",
+            p.machine_key(),
+        ),
     ]
     .into_iter()
     .chain(calibration(p))
