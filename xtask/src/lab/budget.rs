@@ -327,10 +327,15 @@ fn edges(v: &ClaimVerdict, c: &Claim) -> Vec<f64> {
     out
 }
 
-/// The claims of the run's matrices, judged over `runs`.
-pub fn verdicts_of(runs: &[Run], claims: &[Claim], matrices: &[Matrix]) -> Vec<ClaimVerdict> {
-    let ours: Vec<Claim> = claims.iter().filter(|c| matrices.iter().any(|m| m.name == c.matrix)).cloned().collect();
-    claims::verdicts(runs, &ours)
+/// The claims of the run's matrices (the seeds', not the lab's own comparisons beside them), judged over the runs of
+/// `run_id`'s machine: its verdicts are that machine's.
+pub fn verdicts_of(runs: &[Run], claims: &[Claim], matrices: &[Matrix], run_id: &str) -> Vec<ClaimVerdict> {
+    let ours: Vec<Claim> =
+        claims.iter().filter(|c| !c.beside && matrices.iter().any(|m| m.name == c.matrix)).cloned().collect();
+    let machine = runs.iter().find(|r| r.id == run_id).map(|r| r.provenance.machine_key());
+    let mine: Vec<Run> =
+        runs.iter().filter(|r| machine.is_none() || Some(r.provenance.machine_key()) == machine).cloned().collect();
+    claims::verdicts(&mine, &ours)
 }
 
 /// Refuse a budget that cannot hold even the end's reserve.

@@ -101,7 +101,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     let (written, stopped) = session.finish()?;
     summarize(&run_id, &matrices, &goals, &written, &run_dir, started);
     if budget.is_some() {
-        answer(&out_root, &logs, claims, &matrices)?;
+        answer(&out_root, &logs, claims, &matrices, &run_id)?;
     }
     fail_on_failures(&written, &run_dir)?;
     if let Some(reason) = stopped {
@@ -181,7 +181,7 @@ fn run_budgeted(
     for round in 1.. {
         interrupt::check()?;
         let runs = load_results(ctx.out_root)?;
-        let verdicts = budget::verdicts_of(&runs, ctx.claims, matrices);
+        let verdicts = budget::verdicts_of(&runs, ctx.claims, matrices, &run_id);
         let left_s = ctx.clock.left_s();
         // What the points took so far, this run's reps included.
         let times = budget::Times::from_runs(&runs);
@@ -210,10 +210,17 @@ fn run_budgeted(
 
 /// A budgeted run ends with the answer: every claim's verdict over the results, and the site built from them
 /// (target/site/ from results/; another --out's beside the run's logs).
-fn answer(out_root: &Path, logs: &Path, claims: &[Claim], matrices: &[Matrix]) -> Result<()> {
+fn answer(out_root: &Path, logs: &Path, claims: &[Claim], matrices: &[Matrix], run_id: &str) -> Result<()> {
     let runs = load_results(out_root)?;
-    phase("verdicts", &format!("every claim on these matrices, judged over {}", out_root.display()));
-    print!("{}", super::verdicts::table(&budget::verdicts_of(&runs, claims, matrices)));
+    let machine = runs.iter().find(|r| r.id == run_id).map_or_else(String::new, |r| r.provenance.machine_key());
+    phase(
+        "verdicts",
+        &format!(
+            "every claim on these matrices, judged over this machine's runs in {} ({machine})",
+            out_root.display()
+        ),
+    );
+    print!("{}", super::verdicts::table(&budget::verdicts_of(&runs, claims, matrices, run_id)));
     let site =
         if out_root == paths::results_dir() { paths::repo_root().join("target/site") } else { logs.join("site") };
     crate::site::build(crate::site::BuildArgs { results: Some(out_root.to_owned()), out: Some(site.clone()) })?;

@@ -1,10 +1,11 @@
-//! `lab verdicts`: every seed's headline claim with its verdict from the committed results, as the site's first
-//! screen shows it (the judging itself is `site::claims`).
+//! `lab verdicts`: every seed's headline claim with its verdict from the committed results, one machine at a time,
+//! as the site shows them (the judging itself is `results::claims`).
 
 use std::path::PathBuf;
 
 use anyhow::Result;
 
+use crate::results::claims::machines::{MachineVerdicts, by_machine};
 use crate::results::claims::{self, ClaimVerdict};
 
 #[derive(clap::Args, Debug)]
@@ -20,13 +21,29 @@ pub struct VerdictsArgs {
 pub fn verdicts_cmd(args: VerdictsArgs) -> Result<()> {
     let dir = args.results.unwrap_or_else(crate::paths::results_dir);
     let runs = crate::results::load::load_results(&dir)?;
-    let verdicts = claims::verdicts(&runs, &claims::declared::builtin()?);
+    let machines = by_machine(&runs, &claims::declared::builtin()?);
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&verdicts)?);
+        println!("{}", serde_json::to_string_pretty(&machines)?);
     } else {
-        print!("{}", table(&verdicts));
+        machines.iter().for_each(|m| print!("{}", machine_table(m)));
     }
     Ok(())
+}
+
+/// One machine's verdicts: where they were measured, the claims, then the lab's own comparisons beside them.
+pub fn machine_table(m: &MachineVerdicts) -> String {
+    let dates = if m.first == m.newest { m.newest.clone() } else { format!("{} to {}", m.first, m.newest) };
+    let mut out = format!("== verdicts on {}: {} runs, {dates}\n\n", m.machine, m.runs);
+    out.push_str(&table(&m.claims));
+    if !m.beside.is_empty() {
+        out.push_str("\nWhat this lab measured beside the claims (at points the seed did not run; no verdicts):\n");
+        for v in &m.beside {
+            let cpu = v.per_cpu.as_deref().map_or_else(String::new, |c| format!("; per CPU-second {c}"));
+            out.push_str(&format!("  {:<56} {:>8}  {}{cpu}\n", v.short, v.measured, v.interval));
+        }
+    }
+    out.push('\n');
+    out
 }
 
 /// One block per claim: its verdict and figures on the first line, the claim and why beneath.
@@ -43,18 +60,13 @@ pub fn table(verdicts: &[ClaimVerdict]) -> String {
             v.measured,
             v.interval
         ));
+        if let Some(limit) = &v.host_limit {
+            out.push_str(&format!("    ({limit})\n"));
+        }
         out.push_str(&format!("    \"{}\"\n    {}\n\n", v.claim, v.why));
     }
     out.push_str(&format!("The rule: {}\n\n", streamlab_record::stats::equivalence::VERDICT_METHOD));
-    let count = |k: claims::Kind| verdicts.iter().filter(|v| v.verdict == k).count();
-    out.push_str(&format!(
-        "{} claims: {} reproduce, {} do not, {} cannot tell here, {} not run, {} without a verdict\n",
-        verdicts.len(),
-        count(claims::Kind::Reproduces),
-        count(claims::Kind::DoesNotReproduce),
-        count(claims::Kind::CannotTell),
-        count(claims::Kind::NotRun),
-        count(claims::Kind::NoVerdict)
-    ));
+    out.push_str(&claims::machines::totals(verdicts));
+    out.push('\n');
     out
 }

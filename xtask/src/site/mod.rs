@@ -161,12 +161,17 @@ mod tests {
         }
         let index = text(&files, "index.html");
         assert!(index.contains("framework path &#x2f; raw rdkafka"), "ratio on the index");
-        // The first screen: the totals, then the verdict table, one row per claim, each quote a click away.
-        let claims = claims::declared::builtin().unwrap().len();
+        // The first screen: the machine, the totals, then the verdict table, one row per published claim (each quote
+        // a click away), then the lab's own comparisons beside them.
+        let all = claims::declared::builtin().unwrap();
+        let (claims, beside) = (all.iter().filter(|c| !c.beside).count(), all.iter().filter(|c| c.beside).count());
+        let machine = index.find("<p class=\"machine\">Measured on <strong>").expect("the machine line");
         let totals = index.find(&format!("<p class=\"totals\">{claims} claims: ")).expect("the totals line");
         let table = index.find("<table class=\"claims\">").expect("the verdict table");
-        assert!(totals < table && table < index.find("matrix-card").unwrap(), "totals, verdicts, then the matrices");
-        assert_eq!(index.matches("<details class=\"claim\">").count(), claims);
+        let lab = index.find("What this lab measured beside the claims").expect("the lab's own comparisons");
+        assert!(machine < totals && totals < table && table < lab, "machine, totals, verdicts, the lab's own");
+        assert!(lab < index.find("matrix-card").unwrap(), "then the matrices");
+        assert_eq!(index.matches("<details class=\"claim\">").count(), claims + beside);
         assert!(index.contains("0.54×") && index.contains("0.49×"), "measured and published ratios");
         let page = text(&files, "matrix/kafka_sink.html");
         assert_eq!(page.matches("<svg class=\"chart\"").count(), 5, "one chart per sweep");

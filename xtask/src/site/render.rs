@@ -22,6 +22,8 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("run.html", include_str!("../../../site/templates/run.html")),
     ("history.html", include_str!("../../../site/templates/history.html")),
     ("durability.html", include_str!("../../../site/templates/durability.html")),
+    ("verdicts.html", include_str!("../../../site/templates/verdicts.html")),
+    ("machine.html", include_str!("../../../site/templates/machine.html")),
 ];
 const STYLE_CSS: &str = include_str!("../../../site/static/style.css");
 
@@ -54,7 +56,12 @@ pub fn render_site(runs: &[Run], cfg: &SiteConfig) -> Result<SiteFiles> {
     let env = environment()?;
     let mut files = SiteFiles::new();
     files.insert("style.css".into(), STYLE_CSS.as_bytes().to_vec());
-    files.insert("index.html".into(), page(&env, "index.html", "", &pages::index_page(runs, cfg))?);
+    let index = pages::index_page(runs, cfg);
+    for m in &index.other_machines {
+        let view = pages::MachinePage { machine: m, verdict_method: index.verdict_method };
+        files.insert(format!("machines/{}.html", m.slug), page(&env, "machine.html", "../", &view)?);
+    }
+    files.insert("index.html".into(), page(&env, "index.html", "", &index)?);
     files.insert("history.html".into(), page(&env, "history.html", "", &pages::history_page(runs, cfg))?);
     let latest = pages::latest_runs(runs);
     if let Some(view) = latest.get(durability::MATRIX).and_then(|run| durability::page(run)) {

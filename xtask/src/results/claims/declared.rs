@@ -63,6 +63,24 @@ pub struct Claim {
     /// client's ceiling over the framework's point, say).
     #[serde(default)]
     pub ceiling: Option<Ceiling>,
+    /// The logical cores of the seed's machine; absent where the seed does not say.
+    #[serde(default)]
+    pub seed_cores: Option<u32>,
+    /// The seed's mechanism needs at least this many cores; a host with fewer cannot tell.
+    #[serde(default)]
+    pub needs_cores: Option<NeedsCores>,
+    /// The lab's own like-for-like comparison at a point the seed did not run: shown beside the claims, never a
+    /// verdict on the seed.
+    #[serde(default)]
+    pub beside: bool,
+}
+
+/// How many cores the seed's mechanism needs, and why.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NeedsCores {
+    pub cores: u32,
+    pub why: String,
 }
 
 /// What kind of statement a claim is.

@@ -2,7 +2,7 @@
 //! what this host can show (its ceiling, whether both sides saturated its cores).
 
 use super::pairs::{pair_reps, ratios, records_at, values};
-use super::why::{interval_text, why};
+use super::why::{interval_text, per_cpu_text, why};
 use super::*;
 
 /// The runs a claim's verdict pools: those that measured both its points on the newest such run's hardware
@@ -40,6 +40,7 @@ pub(super) fn judge(c: &Claim, runs: &[Run], v: &mut ClaimVerdict) -> (Kind, Str
     };
     let anchor = *pool.last().expect("the anchor is pooled");
     v.run = Some(anchor.id.clone());
+    v.machine = Some(anchor.provenance.machine_key());
     let (num_records, den_records) = (records_at(anchor, &c.matrix, num), records_at(anchor, &c.matrix, den));
     for (side, records) in [(num, &num_records), (den, &den_records)] {
         let o = outcome(records, &c.metric);
@@ -75,13 +76,20 @@ pub(super) fn judge(c: &Claim, runs: &[Run], v: &mut ClaimVerdict) -> (Kind, Str
         return (Kind::CannotTell, why);
     };
     fill_figures(v, &p, &per_run);
+    v.per_cpu = per_cpu_text(&num_records, &den_records);
     let ceiling = c.ceiling.as_ref().and_then(|ceil| ceiling_here(ceil, c, anchor, &den_records));
-    let cpu_bound = cpu_bound(&num_records, &den_records, anchor);
-    v.host_note = ceiling.as_ref().map(|(_, text)| text.clone()).or(cpu_bound.clone());
+    // What keeps this host from showing the claim at all: then nothing it measures refutes the seed.
+    let limit = too_few_cores(c, anchor).or_else(|| cpu_bound(c, &num_records, &den_records, anchor));
+    let notes: Vec<String> =
+        ceiling.iter().map(|(_, text)| text.clone()).chain(limit.iter().map(|l| l.long.clone())).collect();
+    v.host_note = (!notes.is_empty()).then(|| notes.join(". "));
+    v.host_limit = limit.as_ref().map(|l| l.short.clone());
     v.above_ceiling = ceiling.is_some();
     let parts: Vec<Part> =
         c.kind.iter().map(|kind| part(c, *kind, &p, &pool, ceiling.as_ref().map(|(x, _)| *x))).collect();
-    let overall = if parts.iter().all(|p| p.verdict == Kind::Reproduces) {
+    let overall = if limit.is_some() {
+        Kind::CannotTell
+    } else if parts.iter().all(|p| p.verdict == Kind::Reproduces) {
         Kind::Reproduces
     } else if parts.iter().any(|p| p.verdict == Kind::DoesNotReproduce) {
         Kind::DoesNotReproduce
@@ -89,8 +97,12 @@ pub(super) fn judge(c: &Claim, runs: &[Run], v: &mut ClaimVerdict) -> (Kind, Str
         Kind::CannotTell
     };
     v.parts_text = parts.iter().map(|p| p.text.clone()).collect::<Vec<_>>().join("; ");
+    if c.kind == [ClaimKind::Direction] {
+        // A direction's figure is shown but not judged: say so where the verdict is read.
+        v.parts_text.push_str("; size not claimed");
+    }
     v.parts = parts;
-    if c.kind.contains(&ClaimKind::Size) && overall != Kind::Reproduces {
+    if c.kind.contains(&ClaimKind::Size) && overall != Kind::Reproduces && limit.is_none() {
         v.runs_to_decide = equivalence::runs_to_decide(&p, equivalence::band(c.published, c.tolerance));
     }
     (overall, why(c, v, &p, anchor, &num_records, &den_records, num, den))
@@ -203,9 +215,30 @@ pub(super) fn ceiling_here(ceil: &Ceiling, c: &Claim, run: &Run, den_records: &[
     })
 }
 
-/// `CPU-bound here: ...` when both sides' client and brokers used nine tenths or more of the host's cores.
-pub(super) fn cpu_bound(num_records: &[&Record], den_records: &[&Record], run: &Run) -> Option<String> {
-    let cores = run.provenance.host.logical_cores as f64;
+/// What keeps this host from showing a claim: the verdict table's few words, and the sentence for its paragraph.
+pub(super) struct HostLimit {
+    pub short: String,
+    pub long: String,
+}
+
+/// The seed's mechanism needs more cores than this host has.
+pub(super) fn too_few_cores(c: &Claim, run: &Run) -> Option<HostLimit> {
+    let need = c.needs_cores.as_ref()?;
+    let have = run.provenance.host.logical_cores;
+    (have < need.cores).then(|| HostLimit {
+        short: format!("needs a host with at least {} cores; this one has {have}", need.cores),
+        long: format!(
+            "Too few cores here to show it: this host has {have} and {}; a host with at least {} cores decides it",
+            need.why.trim_end_matches('.'),
+            need.cores
+        ),
+    })
+}
+
+/// `CPU-bound here: ...` when either side's client and brokers used nine tenths or more of the host's cores: the
+/// ratio is then one of CPU per record on this host, not the figure the seed measured with cores to spare.
+pub(super) fn cpu_bound(c: &Claim, num_records: &[&Record], den_records: &[&Record], run: &Run) -> Option<HostLimit> {
+    let cores = run.provenance.host.logical_cores;
     let used = |records: &[&Record]| {
         let values: Vec<f64> = records
             .iter()
@@ -217,16 +250,22 @@ pub(super) fn cpu_bound(num_records: &[&Record], den_records: &[&Record], run: &
             .collect();
         stats::median(&values)
     };
-    let (a, b) = (used(num_records)?, used(den_records)?);
+    let (a, b) = (used(num_records), used(den_records));
     // More than the host has means the CPU and the rate were not counted over one window: no claim either way.
-    let saturated = |x: f64| (0.9 * cores..=1.1 * cores).contains(&x);
-    (cores > 0.0 && saturated(a) && saturated(b)).then(|| {
-        format!(
-            "CPU-bound here: client and brokers used {} and {} of this host's {} cores, so the ratio is one of CPU \
-             per record on this host",
-            format::compact(a),
-            format::compact(b),
-            run.provenance.host.logical_cores
-        )
+    let saturated = |x: Option<f64>| x.is_some_and(|x| (0.9 * cores as f64..=1.1 * cores as f64).contains(&x));
+    if cores == 0 || !(saturated(a) || saturated(b)) {
+        return None;
+    }
+    let said = |x: Option<f64>| x.map_or_else(|| "unmeasured".to_owned(), format::compact);
+    let seed = c.seed_cores.map_or_else(String::new, |n| format!(" (the seed's machine had {n})"));
+    Some(HostLimit {
+        short: format!("CPU-bound here: {} and {} of {cores} cores used", said(a), said(b)),
+        long: format!(
+            "CPU-bound here: client and brokers used {} and {} of this host's {cores} cores, so the ratio is one of CPU \
+             per record on this host, not of what the seed measured with cores to spare; a host on which neither side \
+             fills its cores decides it{seed}",
+            said(a),
+            said(b)
+        ),
     })
 }

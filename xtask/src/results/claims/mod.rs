@@ -92,6 +92,14 @@ pub struct ClaimVerdict {
     pub versions: String,
     pub matrix: String,
     pub like_for_like: bool,
+    /// The lab's own comparison at a point the seed did not run: figures, never a verdict on the seed.
+    pub beside: bool,
+    /// The machine key of the runs the verdict pools (all of one machine).
+    pub machine: Option<String>,
+    /// The seed's machine's logical cores, where the seed says.
+    pub seed_cores: Option<u32>,
+    /// Records per CPU-second of each side over the other's (the lab's own comparisons: CPU per record is the finding).
+    pub per_cpu: Option<String>,
     /// What the claim says, as site/claims.toml states it (size, direction, parity, shape), run or not.
     pub kind: Vec<ClaimKind>,
     pub published: f64,
@@ -154,6 +162,10 @@ fn verdict_of(c: &Claim, runs: &[Run]) -> ClaimVerdict {
         versions: c.versions.clone(),
         matrix: c.matrix.clone(),
         like_for_like: c.like_for_like,
+        beside: c.beside,
+        machine: None,
+        seed_cores: c.seed_cores,
+        per_cpu: None,
         kind: c.kind.clone(),
         published: c.published,
         published_text: format::ratio(c.published),
@@ -190,6 +202,7 @@ fn verdict_of(c: &Claim, runs: &[Run]) -> ClaimVerdict {
 }
 
 mod judge;
+pub mod machines;
 mod pairs;
 #[cfg(test)]
 mod tests;

@@ -154,3 +154,23 @@ pub(super) fn bound_here(b: &Bound, c: &Claim, run: &Run) -> String {
         summary_interval_text(&s)
     )
 }
+
+/// `0.61× (0.52M and 0.85M records per CPU-second, client and brokers)`: each side's records per CPU-second (median
+/// over its reps) and their ratio, where both sides measured it.
+pub(super) fn per_cpu_text(num_records: &[&Record], den_records: &[&Record]) -> Option<String> {
+    let median = |records: &[&Record]| {
+        let values: Vec<f64> = records
+            .iter()
+            .filter(|r| set_apart(r).is_none())
+            .filter_map(|r| r.measurement.metrics.get("records_per_cpu_s").map(|m| m.value))
+            .collect();
+        stats::median(&values)
+    };
+    let (a, b) = (median(num_records)?, median(den_records)?);
+    Some(format!(
+        "{} ({} and {} records per CPU-second, client and brokers)",
+        format::ratio(stats::ratio(a, b)?),
+        format::compact(a),
+        format::compact(b)
+    ))
+}

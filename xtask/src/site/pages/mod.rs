@@ -21,7 +21,7 @@ use crate::results::format;
 use crate::results::load::Run;
 
 pub use history::history_page;
-pub use index::index_page;
+pub use index::{MachinePage, index_page};
 pub use matrix::matrix_page;
 pub use run::run_page;
 

@@ -1,0 +1,166 @@
+//! Verdicts belong to a machine: the runs of one machine key are judged together and apart from every other
+//! machine's, so a run on another machine (a hosted CI runner, a reader's box) adds its own verdicts and never
+//! replaces these. Each machine's verdicts come with the lab's own comparisons beside the claims.
+
+use serde::Serialize;
+use streamlab_record::provenance::HOSTED_RUNNER;
+
+use super::declared::Claim;
+use super::{ClaimVerdict, Kind, verdicts};
+use crate::results::format;
+use crate::results::load::Run;
+
+/// One machine's verdicts.
+#[derive(Debug, Clone, Serialize)]
+pub struct MachineVerdicts {
+    /// The machine key the runs share (`AMD EPYC (family 25, model 17), 2 logical cores, 24 GiB, virtual
+    /// machine, native backend`).
+    pub machine: String,
+    /// A name for its page: the key with anything but letters and digits turned into `-`.
+    pub slug: String,
+    /// A shared CI runner, whose figures are its own and never the front page's.
+    pub hosted: bool,
+    /// Runs on this machine, and the dates of the first and the newest.
+    pub runs: usize,
+    pub first: String,
+    pub newest: String,
+    /// The seeds' claims, each judged once, at the seed's own point.
+    pub claims: Vec<ClaimVerdict>,
+    /// The lab's own comparisons at points the seed did not run (`beside` in site/claims.toml): figures, no verdict.
+    pub beside: Vec<ClaimVerdict>,
+    /// `30 claims: 2 reproduce · ...`.
+    pub totals: String,
+}
+
+/// Every machine's verdicts, the front page's first: the machine of the newest run that is not a shared CI runner,
+/// then the other machines by their newest run, the hosted runners last.
+pub fn by_machine(runs: &[Run], claims: &[Claim]) -> Vec<MachineVerdicts> {
+    let mut keys: Vec<(String, bool, u64)> = Vec::new();
+    for run in runs {
+        let key = run.provenance.machine_key();
+        let hosted = run.provenance.host.runner.as_deref().is_some_and(|r| r.starts_with(HOSTED_RUNNER));
+        match keys.iter_mut().find(|(k, ..)| *k == key) {
+            Some(k) => k.2 = k.2.max(run.provenance.started_ts_ms),
+            None => keys.push((key, hosted, run.provenance.started_ts_ms)),
+        }
+    }
+    keys.sort_by_key(|(_, hosted, newest)| (*hosted, std::cmp::Reverse(*newest)));
+    keys.into_iter().map(|(key, hosted, _)| on_machine(runs, claims, &key, hosted)).collect()
+}
+
+/// The verdicts over the runs of the machine `key` alone.
+fn on_machine(runs: &[Run], claims: &[Claim], key: &str, hosted: bool) -> MachineVerdicts {
+    let mine: Vec<Run> = runs.iter().filter(|r| r.provenance.machine_key() == key).cloned().collect();
+    let (seeds, lab): (Vec<Claim>, Vec<Claim>) = claims.iter().cloned().partition(|c| !c.beside);
+    let date = |run: Option<&Run>| run.map_or_else(String::new, |r| format::date(r.provenance.started_ts_ms));
+    let claims = verdicts(&mine, &seeds);
+    MachineVerdicts {
+        machine: key.to_owned(),
+        slug: slug(key),
+        hosted,
+        runs: mine.len(),
+        first: date(mine.iter().min_by_key(|r| r.provenance.started_ts_ms)),
+        newest: date(mine.iter().max_by_key(|r| r.provenance.started_ts_ms)),
+        totals: totals(&claims),
+        claims,
+        beside: verdicts(&mine, &lab),
+    }
+}
+
+/// `amd-epyc-family-25-model-17-2-logical-cores-24-gib-virtual-machine-native-backend`.
+fn slug(key: &str) -> String {
+    let dashed: String =
+        key.chars().map(|c| if c.is_ascii_alphanumeric() { c.to_ascii_lowercase() } else { '-' }).collect();
+    dashed.split('-').filter(|w| !w.is_empty()).collect::<Vec<_>>().join("-")
+}
+
+/// `30 claims: 2 reproduce · 15 do not reproduce · 6 cannot tell here · 7 not run` (and those without a verdict,
+/// when there are any). Each published claim once: the lab's own comparisons are not counted.
+pub fn totals(claims: &[ClaimVerdict]) -> String {
+    let count = |k: Kind| claims.iter().filter(|c| c.verdict == k).count();
+    let named = [
+        (Kind::Reproduces, "reproduce"),
+        (Kind::DoesNotReproduce, "do not reproduce"),
+        (Kind::CannotTell, "cannot tell here"),
+        (Kind::NotRun, "not run"),
+    ];
+    let mut parts: Vec<String> = named.iter().map(|(k, name)| format!("{} {name}", count(*k))).collect();
+    if count(Kind::NoVerdict) > 0 {
+        parts.push(format!("{} without a verdict", count(Kind::NoVerdict)));
+    }
+    format!("{} claims: {}", claims.len(), parts.join(" · "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::results::claims::declared::builtin;
+    use crate::results::fixtures;
+    use crate::results::load::load_results;
+
+    #[test]
+    fn the_totals_line_counts_every_verdict_and_names_no_verdict_only_when_there_is_one() {
+        let mut verdicts = verdicts(&[], &builtin().unwrap());
+        let n = verdicts.len();
+        assert_eq!(
+            totals(&verdicts),
+            format!("{n} claims: 0 reproduce · 0 do not reproduce · 0 cannot tell here · {n} not run")
+        );
+        verdicts[0].verdict = Kind::Reproduces;
+        verdicts[1].verdict = Kind::NoVerdict;
+        let line = totals(&verdicts);
+        assert!(line.contains("1 reproduce · ") && line.ends_with(" · 1 without a verdict"), "{line}");
+    }
+
+    /// Runs of raw and framework at kafka_sink's mode sweep on the machines `cpus` (one run each, oldest first).
+    fn runs_on(cpus: &[(&str, Option<&str>)]) -> (tempfile::TempDir, Vec<Run>) {
+        let dir = tempfile::tempdir().unwrap();
+        for (i, (cpu, runner)) in cpus.iter().enumerate() {
+            let id = format!("r{}", i + 1);
+            let records: Vec<_> = (1..=3)
+                .flat_map(|rep| {
+                    [
+                        fixtures::record(&id, "raw", "raw rdkafka", &["mode"], true, rep, 1000.0),
+                        fixtures::record(&id, "framework", "framework path", &["mode"], false, rep, 500.0),
+                    ]
+                })
+                .collect();
+            fixtures::write_run(dir.path(), &id, 1_000 + i as u64, &records);
+            let path = dir.path().join(&id).join("provenance.json");
+            let mut p: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+            p["host"]["cpu_brand"] = serde_json::json!(cpu);
+            p["host"]["kernel"] = serde_json::json!(format!("6.1.{i}"));
+            if let Some(runner) = runner {
+                p["host"]["runner"] = serde_json::json!(runner);
+            }
+            std::fs::write(&path, serde_json::to_string(&p).unwrap()).unwrap();
+        }
+        let runs = load_results(dir.path()).unwrap();
+        (dir, runs)
+    }
+
+    #[test]
+    fn each_machine_is_judged_on_its_own_runs_and_a_hosted_runner_never_comes_first() {
+        let hosted = "GitHub Actions github-hosted runner (ubuntu24 20261123.1, X64)";
+        let (_dir, runs) =
+            runs_on(&[("Xeon", None), ("EPYC", None), ("EPYC", None), ("Xeon", Some(hosted)), ("Xeon", Some(hosted))]);
+        let machines = by_machine(&runs, &builtin().unwrap());
+        let found: Vec<(&str, usize, bool)> = machines.iter().map(|m| (m.machine.as_str(), m.runs, m.hosted)).collect();
+        // Two kernels of the EPYC pool; the hosted runner's two runs (two image versions) pool too, and come last
+        // although they are the newest.
+        assert_eq!(found.len(), 3, "{found:?}");
+        assert!(found[0].0.starts_with("EPYC, ") && found[0].1 == 2 && !found[0].2, "{found:?}");
+        assert!(found[1].0.starts_with("Xeon, ") && found[1].1 == 1, "{found:?}");
+        assert!(found[2].0.starts_with("GitHub-hosted runner (") && found[2].1 == 2 && found[2].2, "{found:?}");
+        let framework = |m: &MachineVerdicts| {
+            m.claims.iter().find(|c| c.id == "000-framework-over-raw").map(|c| c.runs.clone()).unwrap()
+        };
+        assert_eq!(framework(&machines[0]), ["r2", "r3"]);
+        assert_eq!(framework(&machines[2]), ["r4", "r5"]);
+        // Each published claim is counted once; the lab's own comparisons stand apart.
+        assert!(machines[0].claims.iter().all(|c| !c.id.ends_with("-produce")), "the one-connection ones are beside");
+        assert!(machines[0].beside.iter().any(|c| c.id == "003-plain-produce"));
+        assert!(machines[0].totals.starts_with(&format!("{} claims: ", machines[0].claims.len())));
+        assert!(machines[0].slug.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'), "{}", machines[0].slug);
+    }
+}
