@@ -92,8 +92,9 @@ fn claim_sides(c: &Claim) -> Vec<Side> {
     sides
 }
 
-/// The first pass: of the planned tasks, rep 1 of every point a claim or a headline ratio rests on, and the
-/// default point of a matrix that has neither; in the plan's order (grouped by environment, arms interleaved).
+/// The first pass: of the planned tasks, rep 1 of every point a claim or a headline ratio rests on and of every
+/// point a matrix lists in `first_pass` (its own findings), and the default point of a matrix that has none of
+/// these; in the plan's order (grouped by environment, arms interleaved).
 pub fn first_pass(planned: Vec<Task>, matrices: &[Matrix], cfg: &SiteConfig, claims: &[Claim]) -> Vec<Task> {
     let rests_on = |t: &Task| {
         let by_claim = claims
@@ -106,7 +107,12 @@ pub fn first_pass(planned: Vec<Task>, matrices: &[Matrix], cfg: &SiteConfig, cla
         });
         by_claim || by_ratio
     };
-    let mut kept: Vec<Task> = planned.iter().filter(|t| t.rep == 1 && rests_on(t)).cloned().collect();
+    let own_finding = |t: &Task| {
+        let m = matrices.iter().find(|m| m.name == t.bench);
+        m.is_some_and(|m| m.first_pass.iter().any(|p| p.sweep == t.sweep && p.label == t.label))
+    };
+    let mut kept: Vec<Task> =
+        planned.iter().filter(|t| t.rep == 1 && (rests_on(t) || own_finding(t))).cloned().collect();
     for m in matrices {
         if !kept.iter().any(|t| t.bench == m.name) {
             kept.extend(planned.iter().filter(|t| t.bench == m.name && t.rep == 1 && t.default).cloned());
@@ -398,6 +404,24 @@ mod tests {
         let mut keys: Vec<PointKey> = first.iter().map(key).collect();
         keys.dedup();
         assert_eq!(keys.len(), first.len(), "each point once");
+    }
+
+    #[test]
+    fn the_first_pass_includes_each_clients_leader_killed_at_acks_all_and_at_acks_1() {
+        let (matrices, _, first, _) = whole_lab();
+        let durability = matrices.iter().find(|m| m.name == "durability").unwrap();
+        let ledgered: Vec<&str> =
+            durability.arms.iter().filter(|a| a.not_run.is_none()).map(|a| a.name.as_str()).collect();
+        for sweep in ["fault_acks_all", "fault_acks_1"] {
+            let arms: Vec<&str> = first
+                .iter()
+                .filter(|t| t.bench == "durability" && t.sweep == sweep && t.label == "kill -9 leader")
+                .map(|t| t.arm.as_str())
+                .collect();
+            for arm in &ledgered {
+                assert!(arms.contains(arm), "{sweep}: {arm} is in the first pass ({arms:?})");
+            }
+        }
     }
 
     #[test]

@@ -39,9 +39,21 @@ pub struct Matrix {
     pub knobs: BTreeMap<String, Knob>,
     pub profiles: BTreeMap<Profile, ProfileKnobs>,
     pub sweeps: Vec<Sweep>,
+    /// Points a budgeted run measures in its first pass, every arm of each, beside those the claims and headline
+    /// ratios rest on: the matrix's own findings the default answer must include.
+    #[serde(default)]
+    pub first_pass: Vec<FirstPassPoint>,
     /// Where it was loaded from (not in the file).
     #[serde(skip)]
     pub file: PathBuf,
+}
+
+/// A point of one of the matrix's sweeps: the sweep and one of its labels.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FirstPassPoint {
+    pub sweep: String,
+    pub label: String,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -262,6 +274,32 @@ fn validate(m: &Matrix) -> std::result::Result<(), String> {
         validate_sweep(m, &at, s)?;
     }
     headline_ratios_name_known_points(m, &sweep_names)?;
+    first_pass_names_known_points(m)
+}
+
+/// The labels of a sweep's points as tasks carry them: a knob sweep's labels (or values), else its arms' titles.
+pub fn point_labels(m: &Matrix, s: &Sweep) -> Vec<String> {
+    match (&s.knob, &s.labels) {
+        (Some(_), Some(l)) => l.clone(),
+        (Some(_), None) => s.values.iter().map(|v| v.to_string()).collect(),
+        (None, _) => {
+            s.arms.iter().filter_map(|a| m.arms.iter().find(|x| &x.name == a).map(|x| x.title.clone())).collect()
+        }
+    }
+}
+
+/// Each `first_pass` point is a sweep of the matrix and one of its labels, or an error naming those that exist.
+fn first_pass_names_known_points(m: &Matrix) -> std::result::Result<(), String> {
+    for (i, p) in m.first_pass.iter().enumerate() {
+        let at = format!("first_pass[{i}]");
+        let names: Vec<&str> = m.sweeps.iter().map(|s| s.name.as_str()).collect();
+        let sweep = m.sweeps.iter().find(|s| s.name == p.sweep);
+        let sweep = sweep.ok_or_else(|| format!("{at}.sweep: unknown sweep {:?}; sweeps are {names:?}", p.sweep))?;
+        let labels = point_labels(m, sweep);
+        if !labels.contains(&p.label) {
+            return Err(format!("{at}.label: sweep {} has no point {:?}; its labels are {labels:?}", p.sweep, p.label));
+        }
+    }
     Ok(())
 }
 
@@ -442,6 +480,19 @@ mod tests {
         assert!(err.contains("max_minutes = 0"), "{err}");
         let err = load_err(&with("target = 0.05, max_reps = 10"));
         assert!(err.contains("max_minutes"), "{err}");
+    }
+
+    #[test]
+    fn a_first_pass_point_the_matrix_lacks_is_refused_naming_what_exists() {
+        let with = |points: &str| {
+            toy().replace("default_arm = \"slow\"\n", &format!("default_arm = \"slow\"\nfirst_pass = [{points}]\n"))
+        };
+        let m = load_text(&with("{ sweep = \"batch\", label = \"100\" }")).unwrap();
+        assert_eq!(m.first_pass.len(), 1);
+        let err = load_err(&with("{ sweep = \"batch\", label = \"1000\" }"));
+        assert!(err.contains("first_pass[0].label: sweep batch has no point \"1000\"; its labels are"), "{err}");
+        let err = load_err(&with("{ sweep = \"bach\", label = \"100\" }"));
+        assert!(err.contains("first_pass[0].sweep: unknown sweep \"bach\"; sweeps are"), "{err}");
     }
 
     #[test]

@@ -275,7 +275,7 @@ impl Filter {
                 let known: Vec<&str> = sweeps.iter().map(|(_, s)| s.name.as_str()).collect();
                 bail!("--point {point}: no selected matrix has a sweep {sweep:?}; sweeps are {known:?}");
             };
-            let labels = point_labels(m, s);
+            let labels = super::matrix::point_labels(m, s);
             if !labels.iter().any(|l| l == label) {
                 bail!("--point {point}: sweep {sweep} has no point {label:?}; its labels are {labels:?}");
             }
@@ -287,17 +287,6 @@ impl Filter {
     pub fn keeps(&self, t: &Task) -> bool {
         (self.arms.is_empty() || self.arms.contains(&t.arm))
             && (self.points.is_empty() || self.points.iter().any(|(s, l)| *s == t.sweep && *l == t.label))
-    }
-}
-
-/// The labels of a sweep's points as tasks carry them: a knob sweep's labels (or values), else its arms' titles.
-pub fn point_labels(m: &Matrix, s: &super::matrix::Sweep) -> Vec<String> {
-    match (&s.knob, &s.labels) {
-        (Some(_), Some(l)) => l.clone(),
-        (Some(_), None) => s.values.iter().map(|v| v.to_string()).collect(),
-        (None, _) => {
-            s.arms.iter().filter_map(|a| m.arms.iter().find(|x| &x.name == a).map(|x| x.title.clone())).collect()
-        }
     }
 }
 

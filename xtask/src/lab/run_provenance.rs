@@ -11,7 +11,7 @@ use streamlab_record::run_spec::RunSpec;
 
 use super::harness;
 use super::matrix::Matrix;
-use super::plan::point_labels;
+use super::matrix::point_labels;
 use super::reproduce::run_command;
 use super::results::RunDir;
 use crate::env::backend::Environment;

@@ -21,7 +21,9 @@ pub struct Claim {
     pub claim: String,
     /// The claim in a few words, for the index's verdict table.
     pub short: String,
-    /// The ratio the claim rests on, numerator over denominator.
+    /// The ratio the claim rests on, numerator over denominator (the lab's own comparisons beside the claims may have
+    /// none: 0).
+    #[serde(default)]
     pub published: f64,
     /// Where in the seed that number comes from.
     pub published_from: String,
@@ -195,7 +197,10 @@ pub fn parse(text: &str) -> Result<Vec<Claim>> {
     for c in &file.claims {
         let at = format!("site/claims.toml claim {:?}", c.id);
         ensure!(ids.insert(c.id.as_str()), "{at}: the id is used twice");
-        ensure!(c.published.is_finite() && c.published > 0.0, "{at}: `published` is a positive ratio");
+        ensure!(
+            c.published.is_finite() && (c.published > 0.0 || (c.beside && c.published == 0.0)),
+            "{at}: `published` is a positive ratio (only a comparison `beside` the claims may leave it out)"
+        );
         ensure!(
             !c.short.trim().is_empty() && c.short.chars().count() <= SHORT_MAX,
             "{at}: `short` is the claim in a few words ({SHORT_MAX} characters at most)"

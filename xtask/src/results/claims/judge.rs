@@ -2,7 +2,7 @@
 //! what this host can show (its ceiling, whether both sides saturated its cores).
 
 use super::pairs::{pair_reps, ratios, records_at, values};
-use super::why::{interval_text, per_cpu_text, why};
+use super::why::{beside_why, interval_text, per_cpu_text, why};
 use super::*;
 
 /// The runs a claim's verdict pools: those that measured both its points on the newest such run's hardware
@@ -77,6 +77,10 @@ pub(super) fn judge(c: &Claim, runs: &[Run], v: &mut ClaimVerdict) -> (Kind, Str
     };
     fill_figures(v, &p, &per_run);
     v.per_cpu = per_cpu_text(&num_records, &den_records);
+    if c.beside {
+        // The lab's own comparison: its figures, and no verdict on the seed.
+        return (Kind::NoVerdict, beside_why(v, &p, anchor, (&num_records, &den_records), (num, den)));
+    }
     let ceiling = c.ceiling.as_ref().and_then(|ceil| ceiling_here(ceil, c, anchor, &den_records));
     // What keeps this host from showing the claim at all: then nothing it measures refutes the seed.
     let limit = too_few_cores(c, anchor).or_else(|| cpu_bound(c, &num_records, &den_records, anchor));

@@ -177,7 +177,7 @@ fn verdict_of(c: &Claim, runs: &[Run]) -> ClaimVerdict {
         parts: Vec::new(),
         parts_text: String::new(),
         tolerance: c.tolerance,
-        band: c.kind.contains(&ClaimKind::Size).then(|| equivalence::band(c.published, c.tolerance)),
+        band: (c.kind.contains(&ClaimKind::Size) && !c.beside).then(|| equivalence::band(c.published, c.tolerance)),
         estimator: ESTIMATOR,
         measured: "—".into(),
         estimate: None,

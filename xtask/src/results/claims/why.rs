@@ -174,3 +174,29 @@ pub(super) fn per_cpu_text(num_records: &[&Record], den_records: &[&Record]) -> 
         format::compact(b)
     ))
 }
+
+/// The paragraph under one of the lab's own comparisons: its figure and interval, which spread decided it, and what
+/// each side ran on here. No band and no verdict: the seed never ran this point.
+pub(super) fn beside_why(
+    v: &ClaimVerdict,
+    p: &Pooled,
+    anchor: &Run,
+    (num_records, den_records): (&[&Record], &[&Record]),
+    (num, den): (&Side, &Side),
+) -> String {
+    let runs = match p.runs {
+        1 => format!("from one run ({})", anchor.id),
+        n => format!("pooled over {n} comparable runs"),
+    };
+    format!(
+        "{} over {}: {} ({}), {runs}; {}. Measured here {}{}; the seed did not run this point, so it is a finding of \
+         this lab, not a verdict on the seed.",
+        num.describe(),
+        den.describe(),
+        v.measured,
+        v.interval,
+        spread_text(p),
+        our_setup(anchor, num_records),
+        cpu_here(num_records, den_records, num, den, anchor)
+    )
+}

@@ -3,7 +3,7 @@
 //! ISR refill and loss and duplicate counts per acks setting in one table, and a timeline of acknowledgements
 //! per 100 ms around each fault (rep 1 of every point).
 
-mod summary;
+pub mod summary;
 mod timeline;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -46,6 +46,8 @@ pub struct IndexMatrix {
     pub forest: Option<String>,
     pub figures: Vec<Figure>,
     pub counts: Counts,
+    /// The durability matrix: each client's leader killed with kill -9, per acks setting, from the latest run.
+    pub kills: Vec<crate::site::durability::summary::FaultSummary>,
 }
 
 pub fn index_page(runs: &[Run], cfg: &SiteConfig) -> IndexPage {
@@ -69,6 +71,7 @@ pub fn index_page(runs: &[Run], cfg: &SiteConfig) -> IndexPage {
                 seed: data.info.seed.clone(),
                 run: run_link(run),
                 counts: model::counts(&file.records),
+                kills: kills(&name, run),
                 name,
             }
         })
@@ -84,4 +87,14 @@ pub fn index_page(runs: &[Run], cfg: &SiteConfig) -> IndexPage {
         precision_method: streamlab_record::stats::precision::PRECISION_METHOD,
         verdict_method: streamlab_record::stats::equivalence::VERDICT_METHOD,
     }
+}
+
+/// The latest durability run's kill -9 of the leader, per acks setting and client: the lab's own finding on the
+/// first page (none for other matrices).
+fn kills(matrix: &str, run: &Run) -> Vec<crate::site::durability::summary::FaultSummary> {
+    if matrix != crate::site::durability::MATRIX {
+        return Vec::new();
+    }
+    let page = crate::site::durability::page(run);
+    page.map(|p| p.fault_summary.into_iter().filter(|f| f.fault.starts_with("kill")).collect()).unwrap_or_default()
 }
