@@ -205,6 +205,28 @@ pub fn plan_text(first: &[Task], times: &Times, budget: Duration) -> Vec<String>
     lines
 }
 
+/// What the plan says of the claims this host cannot show, known before anything runs (the seed's mechanism needs
+/// more cores than `cores`): no rep pairs are spent on them. Those found CPU-bound by the first pass get none either.
+pub fn host_limits_text(claims: &[Claim], matrices: &[Matrix], cores: u32) -> Vec<String> {
+    let ours = claims.iter().filter(|c| !c.beside && matrices.iter().any(|m| m.name == c.matrix));
+    let short: Vec<String> = ours
+        .filter_map(|c| c.needs_cores.as_ref().filter(|n| n.cores > cores).map(|n| format!("{} ({})", c.id, n.cores)))
+        .collect();
+    let mut lines = Vec::new();
+    if !short.is_empty() {
+        lines.push(format!(
+            "  no added rep pairs for {} claims whose seed mechanism needs more than this host's {cores} cores: {}; \
+             they read \"cannot tell here\"",
+            short.len(),
+            short.join(", ")
+        ));
+    }
+    lines.push(
+        "  nor for a claim the first pass finds CPU-bound (either side over nine tenths of the cores)".to_owned(),
+    );
+    lines
+}
+
 /// How many of `tasks`, in order, fit in `seconds` (their environment switches included).
 pub fn fitting(tasks: &[Task], times: &Times, seconds: f64) -> usize {
     (0..=tasks.len()).take_while(|n| times.of_all(&tasks[..*n]) <= seconds).last().unwrap_or(0)
@@ -433,6 +455,15 @@ mod tests {
         assert!(roomy.contains("then about") && roomy.contains("added rep pairs"), "{roomy}");
         let tight = plan_text(&first, &times, Duration::from_secs_f64(total / 2.0)).join("\n");
         assert!(tight.contains("only about") && tight.contains("left unrun"), "{tight}");
+    }
+
+    #[test]
+    fn the_plan_names_the_claims_this_host_has_too_few_cores_for() {
+        let (matrices, _, _, claims) = whole_lab();
+        let two = host_limits_text(&claims, &matrices, 2).join("\n");
+        assert!(two.contains("000-shards-2-over-1 (4)") && two.contains("000-shards-4-over-1 (6)"), "{two}");
+        let eight = host_limits_text(&claims, &matrices, 8).join("\n");
+        assert!(!eight.contains("000-shards"), "{eight}");
     }
 
     #[test]

@@ -62,6 +62,8 @@ pub fn run(args: RunArgs) -> Result<()> {
     let times = budget::Times::from_runs(&earlier);
     if let Some(b) = budget {
         budget::plan_text(&todo, &times, b).iter().for_each(|l| println!("{l}"));
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;
+        budget::host_limits_text(claims, &matrices, cores).iter().for_each(|l| println!("{l}"));
     }
     let harness = harness::build()?;
     registry::check_all(&matrices, &Registry::from_harness(&harness)?)?;

@@ -152,7 +152,14 @@ pub(super) fn part(c: &Claim, kind: ClaimKind, p: &Pooled, pool: &[&Run], ceilin
         ClaimKind::Size => equivalence::size(p, c.published, c.tolerance),
         ClaimKind::Parity => equivalence::parity(p, c.tolerance),
         ClaimKind::Direction => equivalence::direction(p, c.direction.unwrap_or(Direction::Higher), c.tolerance),
-        ClaimKind::Shape => shape_call(c, pool),
+        ClaimKind::Shape => match shape_call(c, pool) {
+            Some(call) => call,
+            None => {
+                let text = "shape: cannot tell here (a step has no interval: one rep per step; a profile run's reps \
+                            decide it)";
+                return Part { kind, verdict: Kind::CannotTell, text: text.to_owned() };
+            }
+        },
     };
     let mut verdict = Kind::of(call);
     // A published figure beyond what this host can reach cannot be told here, however far ours is from it.
@@ -168,9 +175,10 @@ pub(super) fn part(c: &Claim, kind: ClaimKind, p: &Pooled, pool: &[&Run], ceilin
     Part { kind, verdict, text }
 }
 
-/// A shape claim over the pooled runs: each consecutive step of its labels pooled over the runs that hold it.
-pub(super) fn shape_call(c: &Claim, pool: &[&Run]) -> Call {
-    let Some(shape) = &c.shape else { return Call::Undecided };
+/// A shape claim over the pooled runs: each consecutive step of its labels pooled over the runs that hold it; `None`
+/// when some step has no interval (one rep per step, as a budget's first pass gives).
+pub(super) fn shape_call(c: &Claim, pool: &[&Run]) -> Option<Call> {
+    let Some(shape) = &c.shape else { return Some(Call::Undecided) };
     let contract = Contract { differs: c.differs.clone(), tolerance: default_tolerances(), equal_knobs: true };
     let side = |label: &str| Side { sweep: shape.sweep.clone(), arm: shape.arm.clone(), label: label.to_owned() };
     let steps: Option<Vec<Pooled>> = shape
@@ -188,7 +196,7 @@ pub(super) fn shape_call(c: &Claim, pool: &[&Run]) -> Call {
             equivalence::pooled(&per_run)
         })
         .collect();
-    steps.map_or(Call::Undecided, |steps| equivalence::shape(&steps, c.tolerance))
+    steps.map(|steps| equivalence::shape(&steps, c.tolerance))
 }
 
 /// The ceiling's figure over the denominator's in the anchor run, and the sentence that says so; `None` when
