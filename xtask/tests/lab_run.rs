@@ -172,7 +172,7 @@ fn a_budgeted_run_spends_its_minutes_on_a_claim_s_rep_pairs_and_ends_with_the_ve
     assert!(phases.contains("==> budget: round 1, ") && phases.contains("000-framework-over-raw"), "{phases}");
     // It ends with the answer: the claim's verdict and the site built.
     assert!(stdout.contains("The framework path (1.21M rec/s) sustains ~49%"), "{stdout}");
-    assert!(stdout.contains("claims: ") && stdout.contains(" reproduce, "), "{stdout}");
+    assert!(stdout.contains(" claims: ") && stdout.contains(" reproduce · "), "{stdout}");
     let site = phases.find("==> site: ").map(|at| phases[at + 10..].lines().next().unwrap().trim().to_owned());
     assert!(site.as_deref().is_some_and(|s| Path::new(s).is_file()), "{phases}");
     assert!(processes_of(&records[0].run.id).is_empty());

@@ -202,8 +202,19 @@ fn a_lost_message_that_never_arrives_fails_the_run_naming_what_landed() {
 }
 
 /// A binlog stream of another client's, held open by the test: what an earlier arm's stream looks like to
-/// the server until it goes. Returns the stream (dropping it closes the client end) and its session id.
+/// the server until it goes. Returns the stream (dropping it closes the client end) and its session id, once the
+/// server lists the session as a dump (the request is sent before the server has read it).
 fn bystander_stream(env: &EnvDescriptor, db: &Db) -> (mysql_async::BinlogStream, u64) {
+    let (stream, id) = open_bystander(env, db);
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !streams::dump_sessions(db).unwrap().iter().any(|s| s.id == id) {
+        assert!(Instant::now() < deadline, "the server never listed session {id} as a binlog dump");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    (stream, id)
+}
+
+fn open_bystander(env: &EnvDescriptor, db: &Db) -> (mysql_async::BinlogStream, u64) {
     use mysql_async::prelude::Queryable;
     let at = probe::binlog_position(db).unwrap();
     let opts = crate::arms::mysql_cdc::db::opts(env, None).unwrap();
