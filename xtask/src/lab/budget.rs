@@ -181,8 +181,8 @@ pub fn plan_text(first: &[Task], times: &Times, budget: Duration) -> Vec<String>
     let first_s = times.of_all(first);
     let matrices: BTreeSet<&str> = first.iter().map(|t| t.bench.as_str()).collect();
     let mut lines = vec![format!(
-        "budget {}: first one rep of the {} points the seeds' claims and the headline ratios rest on, in {} \
-         matrices, about {:.0} min by the committed runs' times",
+        "budget {}: first one rep of the {} points the seeds' claims, the headline ratios and the lab's own findings \
+         rest on, in {} matrices, about {:.0} min by the committed runs' times",
         budget_text(budget),
         first.len(),
         matrices.len(),

@@ -101,6 +101,13 @@ pub fn date_time(ts_ms: u64) -> String {
     format!("{} {:02}:{:02}:{:02} UTC", date(ts_ms), rem / 3600, rem % 3600 / 60, rem % 60)
 }
 
+/// RFC 3339 in UTC, `YYYY-MM-DDTHH:MM:SSZ`, from milliseconds since the epoch (Atom's and JSON's dates).
+pub fn rfc3339(ts_ms: u64) -> String {
+    let secs = ts_ms / 1000;
+    let rem = secs % 86_400;
+    format!("{}T{:02}:{:02}:{:02}Z", date(ts_ms), rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
 /// A duration in whole seconds as `1 h 02 min 03 s`, `2 min 05 s` or `7 s`.
 pub fn duration(ms: u64) -> String {
     let s = ms / 1000;

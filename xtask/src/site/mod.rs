@@ -2,10 +2,12 @@
 //! (`crate::results`), which loads the runs and computes every figure and verdict the pages show.
 //!
 //! `pages` shapes the model for the templates, `durability` builds that matrix's own page, `chart` and
-//! `forest` draw the SVG, `render` runs minijinja, and `check` validates a built site.
+//! `forest` draw the SVG, `data` writes what programs read (verdicts.json, runs.json, CSVs, the feed, the badge),
+//! `render` runs minijinja, and `check` validates a built site.
 
 mod chart;
 mod check;
+mod data;
 mod durability;
 mod forest;
 mod pages;

@@ -9,10 +9,11 @@ use minijinja::{Environment, UndefinedBehavior, context};
 use serde::Serialize;
 
 use crate::provenance::PROVENANCE_FILE;
+use crate::results::claims::machines::MachineVerdicts;
 use crate::results::config::SiteConfig;
 use crate::results::load::Run;
-use crate::site::durability;
 use crate::site::pages;
+use crate::site::{data, durability};
 
 const TEMPLATES: &[(&str, &str)] = &[
     ("base.html", include_str!("../../../site/templates/base.html")),
@@ -24,6 +25,7 @@ const TEMPLATES: &[(&str, &str)] = &[
     ("durability.html", include_str!("../../../site/templates/durability.html")),
     ("verdicts.html", include_str!("../../../site/templates/verdicts.html")),
     ("machine.html", include_str!("../../../site/templates/machine.html")),
+    ("feed.xml", include_str!("../../../site/templates/feed.xml")),
 ];
 const STYLE_CSS: &str = include_str!("../../../site/static/style.css");
 
@@ -62,6 +64,8 @@ pub fn render_site(runs: &[Run], cfg: &SiteConfig) -> Result<SiteFiles> {
         files.insert(format!("machines/{}.html", m.slug), page(&env, "machine.html", "../", &view)?);
     }
     files.insert("index.html".into(), page(&env, "index.html", "", &index)?);
+    let machines: Vec<_> = index.machine.iter().chain(&index.other_machines).cloned().collect();
+    files.extend(data_files(runs, &machines, cfg, &env)?);
     files.insert("history.html".into(), page(&env, "history.html", "", &pages::history_page(runs, cfg))?);
     let latest = pages::latest_runs(runs);
     if let Some(view) = latest.get(durability::MATRIX).and_then(|run| durability::page(run)) {
@@ -81,6 +85,23 @@ pub fn render_site(runs: &[Run], cfg: &SiteConfig) -> Result<SiteFiles> {
         }
     }
     Ok(files)
+}
+
+/// The data for programs beside the pages (`site::data`): verdicts, runs, each matrix's CSV, the feed, the badge.
+fn data_files(runs: &[Run], machines: &[MachineVerdicts], cfg: &SiteConfig, env: &Environment) -> Result<SiteFiles> {
+    let mut files = SiteFiles::new();
+    files.insert(data::VERDICTS_FILE.into(), pretty(&data::VerdictsFile::of(machines))?);
+    files.insert(data::RUNS_FILE.into(), pretty(&data::RunsFile::of(runs))?);
+    files.insert(data::BADGE_FILE.into(), pretty(&data::Badge::of(machines.first()))?);
+    files.extend(data::csv_files(runs)?);
+    files.insert(data::FEED_FILE.into(), page(env, "feed.xml", "", &data::FeedPage::of(runs, machines, cfg))?);
+    Ok(files)
+}
+
+fn pretty<T: Serialize>(value: &T) -> Result<Vec<u8>> {
+    let mut bytes = serde_json::to_vec_pretty(value)?;
+    bytes.push(b'\n');
+    Ok(bytes)
 }
 
 fn read(path: &std::path::Path) -> Result<Vec<u8>> {

@@ -60,19 +60,21 @@ pub(super) fn judge(c: &Claim, runs: &[Run], v: &mut ClaimVerdict) -> (Kind, Str
     if sorted.holding.is_empty() {
         return no_pairs(&sorted, &anchor.id);
     }
-    let per_run: Vec<(&Run, Vec<f64>)> = pool
-        .iter()
-        .map(|run| {
-            let (n, d) = (records_at(run, &c.matrix, num), records_at(run, &c.matrix, den));
-            (*run, ratios(&values(&pair_reps(&n, &d, &c.metric, &contract), &c.metric)))
-        })
-        .filter(|(_, r)| !r.is_empty())
-        .collect();
+    let per_run = ratios_per_run(c, &pool, (num, den), &contract);
+    // What keeps this host from showing the claim at all, known from one rep: then nothing it measures refutes
+    // the seed, and no rep pair is spent on it.
+    let limit = (!c.beside)
+        .then(|| too_few_cores(c, anchor).or_else(|| cpu_bound(c, &num_records, &den_records, anchor)))
+        .flatten();
+    v.host_limit = limit.as_ref().map(|l| l.short.clone());
     let Some(p) = equivalence::pooled(&per_run.iter().map(|(_, r)| r.clone()).collect::<Vec<_>>()) else {
-        let why = format!(
+        let mut why = format!(
             "No interval of the ratio yet: no run of the {} pooled has two rep pairs, or the pairs have no spread at all.",
             per_run.len()
         );
+        if let Some(l) = &limit {
+            why.push_str(&format!(" {}.", l.long));
+        }
         return (Kind::CannotTell, why);
     };
     fill_figures(v, &p, &per_run);
@@ -82,24 +84,13 @@ pub(super) fn judge(c: &Claim, runs: &[Run], v: &mut ClaimVerdict) -> (Kind, Str
         return (Kind::NoVerdict, beside_why(v, &p, anchor, (&num_records, &den_records), (num, den)));
     }
     let ceiling = c.ceiling.as_ref().and_then(|ceil| ceiling_here(ceil, c, anchor, &den_records));
-    // What keeps this host from showing the claim at all: then nothing it measures refutes the seed.
-    let limit = too_few_cores(c, anchor).or_else(|| cpu_bound(c, &num_records, &den_records, anchor));
     let notes: Vec<String> =
         ceiling.iter().map(|(_, text)| text.clone()).chain(limit.iter().map(|l| l.long.clone())).collect();
     v.host_note = (!notes.is_empty()).then(|| notes.join(". "));
-    v.host_limit = limit.as_ref().map(|l| l.short.clone());
     v.above_ceiling = ceiling.is_some();
     let parts: Vec<Part> =
         c.kind.iter().map(|kind| part(c, *kind, &p, &pool, ceiling.as_ref().map(|(x, _)| *x))).collect();
-    let overall = if limit.is_some() {
-        Kind::CannotTell
-    } else if parts.iter().all(|p| p.verdict == Kind::Reproduces) {
-        Kind::Reproduces
-    } else if parts.iter().any(|p| p.verdict == Kind::DoesNotReproduce) {
-        Kind::DoesNotReproduce
-    } else {
-        Kind::CannotTell
-    };
+    let overall = if limit.is_some() { Kind::CannotTell } else { overall(&parts) };
     v.parts_text = parts.iter().map(|p| p.text.clone()).collect::<Vec<_>>().join("; ");
     if c.kind == [ClaimKind::Direction] {
         // A direction's figure is shown but not judged: say so where the verdict is read.
@@ -110,6 +101,33 @@ pub(super) fn judge(c: &Claim, runs: &[Run], v: &mut ClaimVerdict) -> (Kind, Str
         v.runs_to_decide = equivalence::runs_to_decide(&p, equivalence::band(c.published, c.tolerance));
     }
     (overall, why(c, v, &p, anchor, &num_records, &den_records, num, den))
+}
+
+/// Each pooled run's per-rep-pair ratios of the two points, the runs without a pair left out.
+fn ratios_per_run<'r>(
+    c: &Claim,
+    pool: &[&'r Run],
+    (num, den): (&Side, &Side),
+    contract: &Contract,
+) -> Vec<(&'r Run, Vec<f64>)> {
+    pool.iter()
+        .map(|run| {
+            let (n, d) = (records_at(run, &c.matrix, num), records_at(run, &c.matrix, den));
+            (*run, ratios(&values(&pair_reps(&n, &d, &c.metric, contract), &c.metric)))
+        })
+        .filter(|(_, r)| !r.is_empty())
+        .collect()
+}
+
+/// A claim reproduces only if every part holds, does not if any part fails, and cannot be told otherwise.
+fn overall(parts: &[Part]) -> Kind {
+    if parts.iter().all(|p| p.verdict == Kind::Reproduces) {
+        Kind::Reproduces
+    } else if parts.iter().any(|p| p.verdict == Kind::DoesNotReproduce) {
+        Kind::DoesNotReproduce
+    } else {
+        Kind::CannotTell
+    }
 }
 
 /// The verdict when the anchor run has no pair of the two points that did the same work.

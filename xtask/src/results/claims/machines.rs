@@ -18,6 +18,8 @@ pub struct MachineVerdicts {
     pub machine: String,
     /// A name for its page: the key with anything but letters and digits turned into `-`.
     pub slug: String,
+    /// A few words for a column's head: `AMD EPYC (family 25, model 17), 2 cores, VM`.
+    pub label: String,
     /// A shared CI runner, whose figures are its own and never the front page's.
     pub hosted: bool,
     /// Runs on this machine, and the dates of the first and the newest.
@@ -32,20 +34,22 @@ pub struct MachineVerdicts {
     pub totals: String,
 }
 
-/// Every machine's verdicts, the front page's first: the machine of the newest run that is not a shared CI runner,
-/// then the other machines by their newest run, the hosted runners last.
+/// Every machine's verdicts, the front page's first: the machine with the most runs that is not a shared CI runner
+/// (the lab's own; a newer run on another machine adds its column beside it, never replaces it), then the others by
+/// their runs and their newest, the hosted runners last.
 pub fn by_machine(runs: &[Run], claims: &[Claim]) -> Vec<MachineVerdicts> {
-    let mut keys: Vec<(String, bool, u64)> = Vec::new();
+    // (key, hosted, runs, newest start)
+    let mut keys: Vec<(String, bool, usize, u64)> = Vec::new();
     for run in runs {
         let key = run.provenance.machine_key();
         let hosted = run.provenance.host.runner.as_deref().is_some_and(|r| r.starts_with(HOSTED_RUNNER));
         match keys.iter_mut().find(|(k, ..)| *k == key) {
-            Some(k) => k.2 = k.2.max(run.provenance.started_ts_ms),
-            None => keys.push((key, hosted, run.provenance.started_ts_ms)),
+            Some(k) => (k.2, k.3) = (k.2 + 1, k.3.max(run.provenance.started_ts_ms)),
+            None => keys.push((key, hosted, 1, run.provenance.started_ts_ms)),
         }
     }
-    keys.sort_by_key(|(_, hosted, newest)| (*hosted, std::cmp::Reverse(*newest)));
-    keys.into_iter().map(|(key, hosted, _)| on_machine(runs, claims, &key, hosted)).collect()
+    keys.sort_by_key(|(_, hosted, n, newest)| (*hosted, std::cmp::Reverse(*n), std::cmp::Reverse(*newest)));
+    keys.into_iter().map(|(key, hosted, ..)| on_machine(runs, claims, &key, hosted)).collect()
 }
 
 /// The verdicts over the runs of the machine `key` alone.
@@ -53,18 +57,36 @@ fn on_machine(runs: &[Run], claims: &[Claim], key: &str, hosted: bool) -> Machin
     let mine: Vec<Run> = runs.iter().filter(|r| r.provenance.machine_key() == key).cloned().collect();
     let (seeds, lab): (Vec<Claim>, Vec<Claim>) = claims.iter().cloned().partition(|c| !c.beside);
     let date = |run: Option<&Run>| run.map_or_else(String::new, |r| format::date(r.provenance.started_ts_ms));
-    let claims = verdicts(&mine, &seeds);
+    let named = |mut vs: Vec<ClaimVerdict>| {
+        // Every verdict names its machine, a claim this machine never ran included.
+        vs.iter_mut().for_each(|v| v.machine = Some(key.to_owned()));
+        vs
+    };
+    let claims = named(verdicts(&mine, &seeds));
     MachineVerdicts {
         machine: key.to_owned(),
         slug: slug(key),
+        label: mine.first().map_or_else(|| key.to_owned(), |r| label(&r.provenance.host)),
         hosted,
         runs: mine.len(),
         first: date(mine.iter().min_by_key(|r| r.provenance.started_ts_ms)),
         newest: date(mine.iter().max_by_key(|r| r.provenance.started_ts_ms)),
         totals: totals(&claims),
         claims,
-        beside: verdicts(&mine, &lab),
+        beside: named(verdicts(&mine, &lab)),
     }
+}
+
+/// A machine in a few words: `AMD EPYC (family 25, model 17), 2 cores, VM`, `Intel Xeon Processor, 2 cores`,
+/// `GitHub-hosted runner, 4 vCPU`.
+fn label(h: &streamlab_record::provenance::Host) -> String {
+    if h.runner.as_deref().is_some_and(|r| r.starts_with(HOSTED_RUNNER)) {
+        return format!("GitHub-hosted runner, {} vCPU", h.logical_cores);
+    }
+    let model = h.cpu_model.as_ref().map_or_else(String::new, |m| format!(" ({m})"));
+    let vm = if h.virtualization.as_deref() == Some("virtual machine") { ", VM" } else { "" };
+    let brand = h.cpu_brand.replace("(R)", "").replace("(TM)", "");
+    format!("{}{model}, {} cores{vm}", brand.split_whitespace().collect::<Vec<_>>().join(" "), h.logical_cores)
 }
 
 /// `amd-epyc-family-25-model-17-2-logical-cores-24-gib-virtual-machine-native-backend`.
@@ -146,8 +168,8 @@ mod tests {
             runs_on(&[("Xeon", None), ("EPYC", None), ("EPYC", None), ("Xeon", Some(hosted)), ("Xeon", Some(hosted))]);
         let machines = by_machine(&runs, &builtin().unwrap());
         let found: Vec<(&str, usize, bool)> = machines.iter().map(|m| (m.machine.as_str(), m.runs, m.hosted)).collect();
-        // Two kernels of the EPYC pool; the hosted runner's two runs (two image versions) pool too, and come last
-        // although they are the newest.
+        // Two kernels of the EPYC pool, the machine with the most runs first; the hosted runner's two runs (two
+        // image versions) pool too, and come last although they are the newest.
         assert_eq!(found.len(), 3, "{found:?}");
         assert!(found[0].0.starts_with("EPYC, ") && found[0].1 == 2 && !found[0].2, "{found:?}");
         assert!(found[1].0.starts_with("Xeon, ") && found[1].1 == 1, "{found:?}");

@@ -23,7 +23,7 @@ pub(crate) mod declared;
 use declared::{Bound, Ceiling, Claim, ClaimKind, Side};
 
 /// What the lab concludes about a claim.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Kind {
     Reproduces,

@@ -16,8 +16,10 @@ pub struct IndexPage {
     /// The first screen: the machine the verdicts were measured on, one line of totals, then every seed's
     /// headline claim with its verdict, and the lab's own comparisons beside them.
     pub machine: Option<MachineVerdicts>,
-    /// The other machines, each with a page of its own verdicts.
+    /// The other machines, each with a page of its own verdicts and a column beside the first machine's.
     pub other_machines: Vec<MachineVerdicts>,
+    /// The other machines' verdicts by claim id, one column each, in `other_machines`' order.
+    pub columns: Vec<Column>,
     pub matrices: Vec<IndexMatrix>,
     pub runs: Vec<RunLink>,
     pub ci_method: &'static str,
@@ -25,6 +27,43 @@ pub struct IndexPage {
     pub precision_method: &'static str,
     /// The verdict rule as the code applies it.
     pub verdict_method: &'static str,
+}
+
+/// Another machine's verdicts beside the first machine's: its label and page, and each claim's cell.
+#[derive(Debug, Clone, Serialize)]
+pub struct Column {
+    pub label: String,
+    pub slug: String,
+    pub runs: usize,
+    pub cells: std::collections::BTreeMap<String, Cell>,
+}
+
+/// One claim's verdict on another machine: the verdict, the figure, the limit that kept it from telling.
+#[derive(Debug, Clone, Serialize)]
+pub struct Cell {
+    pub verdict: crate::results::claims::Kind,
+    pub text: &'static str,
+    pub measured: String,
+    pub limit: Option<String>,
+}
+
+impl Column {
+    fn of(m: &MachineVerdicts) -> Column {
+        let cells = m
+            .claims
+            .iter()
+            .map(|c| {
+                let cell = Cell {
+                    verdict: c.verdict,
+                    text: c.verdict_text,
+                    measured: c.measured.clone(),
+                    limit: c.host_limit.clone(),
+                };
+                (c.id.clone(), cell)
+            })
+            .collect();
+        Column { label: m.label.clone(), slug: m.slug.clone(), runs: m.runs, cells }
+    }
 }
 
 /// A machine's own page of verdicts (every machine but the front page's).
@@ -77,9 +116,12 @@ pub fn index_page(runs: &[Run], cfg: &SiteConfig) -> IndexPage {
         })
         .collect();
     let mut machines = by_machine(runs, &cfg.claims).into_iter();
+    let (machine, other_machines): (Option<MachineVerdicts>, Vec<MachineVerdicts>) =
+        (machines.next(), machines.collect());
     IndexPage {
-        machine: machines.next(),
-        other_machines: machines.collect(),
+        columns: other_machines.iter().map(Column::of).collect(),
+        machine,
+        other_machines,
         matrices,
         runs: runs.iter().rev().map(run_link).collect(),
         ci_method: CI_METHOD,
