@@ -2,8 +2,8 @@
 # The lab workflow's merge (lab.yml's `merge` job): the matrix jobs' run directories, downloaded side by side into
 # results/, and their lab-status/*.env files become one proposal: the site is built from the merged results/ (so a
 # run that breaks it is caught before the pull request), each run is compared with the newest comparable committed
-# run, and the pull request's title and body are written to $PR_DIR (title.txt, body.md, runs.txt), with a copy of
-# the new runs under $PR_DIR/results/ for the job that opens it. The body is
+# run, the verdicts on each run's machine are listed, and the pull request's title and body are written to $PR_DIR
+# (title.txt, body.md, runs.txt), with a copy of the new runs under $PR_DIR/results/ for the job that opens it. The body is
 # capped by lines and bytes, well under GitHub's 65,536 characters. Exits 1 when no matrix job wrote a run.
 #
 # Environment: OUT (the results directory, default results), STATUS_DIR (default lab-status), PR_DIR (default
@@ -85,6 +85,13 @@ if [ -s "$failed" ]; then marked=true; fi
     if [ "$(wc -l <"$failed")" -gt 40 ]; then echo "- ... and $(($(wc -l <"$failed") - 40)) more"; fi
   fi
   while read -r run_id; do
+    echo
+    echo "The verdicts on the machine of \`$run_id\`, its committed runs and this one pooled (\`cargo xtask lab verdicts --run $run_id\`):"
+    echo
+    echo '```'
+    "${xtask[@]}" lab verdicts --results "$OUT" --run "$run_id" 2>&1 | grep -v '^    ' | head -n 60 ||
+      echo "(lab verdicts exited non-zero)"
+    echo '```'
     echo
     echo "Against the newest comparable committed run (\`cargo xtask lab compare newest $run_id\`):"
     echo

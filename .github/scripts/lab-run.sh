@@ -49,7 +49,15 @@ status=0
 # now"); the lab stops its own services and tasks.
 timeout --foreground --signal=INT --kill-after=120 --preserve-status "$DEADLINE_S" "${xtask[@]}" "${args[@]}" || status=$?
 stopped=""
-if [ "$status" -eq 130 ] && [ $((SECONDS - started)) -ge "$DEADLINE_S" ]; then stopped=deadline; fi
+killed=""
+# At the deadline the lab exits 130 after its SIGINT; one still stopping 120 s later is killed (137): a deadline stop
+# too, not a failure of its own.
+if [ $((SECONDS - started)) -ge "$DEADLINE_S" ]; then
+  case "$status" in
+    130) stopped=deadline ;;
+    137) stopped=deadline killed=yes ;;
+  esac
+fi
 run_id="$(comm -13 <(echo "$before") <(runs) | tail -n 1)"
 
 name="$(IFS=-; echo "${matrices[*]:-all}")"
@@ -63,7 +71,9 @@ if [ -z "$run_id" ]; then
   echo "::error::the lab wrote no run under $OUT/ (lab run exited with status $status)"
   exit 1
 fi
-if [ -n "$stopped" ]; then
+if [ -n "$killed" ]; then
+  echo "::warning::the lab reached its ${DEADLINE_S} s deadline and was still stopping 120 s after its SIGINT, so it was killed; $OUT/$run_id keeps what it recorded (status $status)"
+elif [ -n "$stopped" ]; then
   echo "::warning::the lab reached its ${DEADLINE_S} s deadline and was stopped; $OUT/$run_id keeps what it recorded (status $status)"
 elif [ "$status" -ne 0 ]; then
   echo "::error::lab run exited with status $status; $OUT/$run_id is still kept and proposed, marked as a run with failures"

@@ -129,20 +129,23 @@ fn a_precision_target_adds_reps_until_met_or_spent_and_a_records_reproduce_comma
 #[ignore = "starts Kafka and runs arms: cargo xtask test"]
 fn a_budgeted_run_spends_its_minutes_on_a_claim_s_rep_pairs_and_ends_with_the_verdicts_and_the_site() {
     let out = tempfile::tempdir().unwrap();
-    let budget = Duration::from_secs(240);
+    // Room for the first pass and the claim's first pairs even while CI's other lane loads the machine (the first
+    // pass alone once took 2.5 of 4 minutes then); the run ends as soon as no pair is within reach, so a quiet
+    // machine takes no longer for it.
+    let budget = Duration::from_secs(360);
     let started = Instant::now();
     // The 000 framework-over-raw claim's two points, at the quick profile with a window long enough for the
     // framework's whole-batch acknowledgements to give a rate every rep: 8 s gave 9 (of the 10 a rate needs) once
     // in CI at faf900f, at a third of the framework's quiet rate while the other lane ran; 12 s keeps that margin.
-    let args = ["lab", "run", "--env", "native", "--profile", "quick", "--budget", "4m", "--matrix", "kafka_sink"];
+    let args = ["lab", "run", "--env", "native", "--profile", "quick", "--budget", "6m", "--matrix", "kafka_sink"];
     let points = ["--point", "mode=raw rdkafka", "--point", "mode=framework path", "--set", "window_s=12"];
     let done = xtask().args(args).args(points).arg("--out").arg(out.path()).output(RUN_TIMEOUT).unwrap();
     let elapsed = started.elapsed();
     let stdout = &done.stdout;
     // The plan said what fits before it started; the run kept to its budget (the end's reserve covers the last
     // task's overrun, the environment brought down, the verdicts and the site).
-    assert!(stdout.contains("budget 4 min: first one rep of the 2 points"), "{stdout}");
-    assert!(elapsed < budget + Duration::from_secs(90), "a 4-minute budget took {elapsed:?}\n{stdout}");
+    assert!(stdout.contains("budget 6 min: first one rep of the 2 points"), "{stdout}");
+    assert!(elapsed < budget + Duration::from_secs(90), "a 6-minute budget took {elapsed:?}\n{stdout}");
     let run = std::fs::read_dir(out.path()).unwrap().next().unwrap().unwrap().path();
     let records = streamlab_record::jsonl::read_records(&run.join("kafka_sink.jsonl")).unwrap();
     let reps = |arm: &str| {
@@ -165,7 +168,7 @@ fn a_budgeted_run_spends_its_minutes_on_a_claim_s_rep_pairs_and_ends_with_the_ve
         assert!(done.stderr.contains("records failed or failed their integrity check"), "{}", done.stderr);
     }
     // Reps were added beyond the first pass, to both sides alike: every rep pairs.
-    assert!(reps("raw").len() >= 2, "{stdout}");
+    assert!(reps("raw").len() >= 2, "{stdout}\n{}", done.stderr);
     assert_eq!(reps("raw"), reps("framework"), "{stdout}");
     // The phases go to stderr, the verdict table to stdout.
     let phases = &done.stderr;

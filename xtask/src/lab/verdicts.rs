@@ -3,7 +3,7 @@
 
 use std::path::PathBuf;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 
 use crate::results::claims::machines::{MachineVerdicts, by_machine};
 use crate::results::claims::{self, ClaimVerdict};
@@ -16,12 +16,20 @@ pub struct VerdictsArgs {
     /// Print JSON instead of a table.
     #[arg(long)]
     pub json: bool,
+    /// Only the verdicts of the machine this run (an id under the results directory) ran on.
+    #[arg(long, value_name = "RUN_ID")]
+    pub run: Option<String>,
 }
 
 pub fn verdicts_cmd(args: VerdictsArgs) -> Result<()> {
     let dir = args.results.unwrap_or_else(crate::paths::results_dir);
     let runs = crate::results::load::load_results(&dir)?;
-    let machines = by_machine(&runs, &claims::declared::builtin()?);
+    let mut machines = by_machine(&runs, &claims::declared::builtin()?);
+    if let Some(id) = &args.run {
+        let run = runs.iter().find(|r| &r.id == id);
+        let run = run.with_context(|| format!("--run {id}: no such run under {}", dir.display()))?;
+        machines.retain(|m| m.machine == run.provenance.machine_key());
+    }
     if args.json {
         println!("{}", serde_json::to_string_pretty(&machines)?);
     } else {
