@@ -163,9 +163,13 @@ mod tests {
 
     #[test]
     fn each_machine_is_judged_on_its_own_runs_and_a_hosted_runner_never_comes_first() {
-        let hosted = "GitHub Actions github-hosted runner (ubuntu24 20261123.1, X64)";
+        // Two hosted runs a week apart: another image version, another kernel, the same machine.
+        let (week1, week2) = (
+            "GitHub Actions github-hosted runner (ubuntu24 20261123.1, X64)",
+            "GitHub Actions github-hosted runner (ubuntu24 20261130.2, X64)",
+        );
         let (_dir, runs) =
-            runs_on(&[("Xeon", None), ("EPYC", None), ("EPYC", None), ("Xeon", Some(hosted)), ("Xeon", Some(hosted))]);
+            runs_on(&[("Xeon", None), ("EPYC", None), ("EPYC", None), ("Xeon", Some(week1)), ("Xeon", Some(week2))]);
         let machines = by_machine(&runs, &builtin().unwrap());
         let found: Vec<(&str, usize, bool)> = machines.iter().map(|m| (m.machine.as_str(), m.runs, m.hosted)).collect();
         // Two kernels of the EPYC pool, the machine with the most runs first; the hosted runner's two runs (two
