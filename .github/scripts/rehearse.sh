@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Runs the workflows' jobs on this machine with nektos/act, as far as anything here can run them: lab.yml (plan, one
+# matrix's run job stopped at a short deadline, merge, propose) and pages.yml (build, deploy). Every pinned action
+# comes from ../shared/actions (act's --local-repository), those that need GitHub's services or lack their bundle from
+# the stand-ins in .github/rehearsal/ (its README lists each and why). Jobs run on the host (-self-hosted), from a
+# fresh clone of this checkout's HEAD (act copies it into its own workspace), so nothing here writes into the working
+# tree. act's cache server stays off (the caches are stand-ins): no server binds anything but what the lab binds.
+#
+# Usage: .github/scripts/rehearse.sh [lab|pages|all]   (default all)
+# Environment: ACT (the act binary; default act on PATH, else $(go env GOPATH)/bin/act; install it with
+# `go install github.com/nektos/act@v0.2.89`), SHARED_ACTIONS (default ../shared/actions), REHEARSAL_DIR (default a
+# new temporary directory; artifacts, the pull request it would open, the logs), DEADLINE_S (the run job's deadline,
+# default 300: the build in act's workspace, then a few tasks), MATRICES (default kafka_sink), CARGO_TARGET_DIR (the builds' directory, passed to the jobs).
+set -euo pipefail
+
+what="${1:-all}"
+repo="$(git rev-parse --show-toplevel)"
+shared="$(cd "${SHARED_ACTIONS:-$repo/../shared/actions}" && pwd)"
+act_bin="${ACT:-$(command -v act || echo "$(go env GOPATH)/bin/act")}"
+[ -x "$act_bin" ] || { echo "no act: go install github.com/nektos/act@v0.2.89 (or set ACT)" >&2; exit 2; }
+dir="${REHEARSAL_DIR:-$(mktemp -d /tmp/rehearsal-XXXXXX)}"
+mkdir -p "$dir"
+dir="$(cd "$dir" && pwd)"
+clone="$dir/clone"
+rm -rf "$clone"
+git clone -q "$repo" "$clone"
+
+# Every pinned action from the stored copies; the stand-ins for those that cannot run here.
+maps=()
+while read -r action; do
+  local_dir="$shared/$action"
+  case "${action%@*}" in
+    actions/upload-artifact | actions/download-artifact | actions/upload-pages-artifact | actions/deploy-pages | \
+      actions/create-github-app-token | peter-evans/create-pull-request | actions/setup-node | Swatinem/rust-cache | \
+      actions/cache)
+      local_dir="$clone/.github/rehearsal/${action%@*}"
+      local_dir="${local_dir/\/actions\//\/}"
+      local_dir="${local_dir/\/peter-evans\//\/}"
+      local_dir="${local_dir/\/Swatinem\//\/}"
+      ;;
+  esac
+  maps+=(--local-repository "$action=$local_dir")
+done < <(grep -rhoE 'uses: [A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)?@[0-9a-f]{40}' "$clone/.github/workflows" |
+  sed -E 's/^uses: ([^/]+\/[^/@]+)(\/[^@]+)?@/\1@/' | sort -u)
+
+# The host is root and has no sudo; the jobs call it.
+mkdir -p "$dir/bin"
+printf '#!/bin/sh\nexec "$@"\n' >"$dir/bin/sudo"
+chmod +x "$dir/bin/sudo"
+
+common=(
+  -P ubuntu-24.04=-self-hosted --action-offline-mode --no-cache-server
+  --env "REHEARSAL_DIR=$dir" --env "PATH=$dir/bin:$PATH"
+  --env "CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/streamlab/ci-target}"
+  --var "LAB_DEADLINE_S=${DEADLINE_S:-300}"
+  "${maps[@]}"
+)
+
+status=0
+cd "$clone"
+if [ "$what" = lab ] || [ "$what" = all ]; then
+  "$act_bin" workflow_dispatch -W .github/workflows/lab.yml "${common[@]}" \
+    --input profile=quick --input "matrices=${MATRICES:-kafka_sink}" --input env=native 2>&1 |
+    tee "$dir/lab.log" || status=$?
+fi
+if [ "$what" = pages ] || [ "$what" = all ]; then
+  "$act_bin" workflow_dispatch -W .github/workflows/pages.yml "${common[@]}" 2>&1 | tee "$dir/pages.log" || status=$?
+fi
+echo "rehearsal: logs, artifacts and the pull request it would open under $dir"
+exit "$status"
