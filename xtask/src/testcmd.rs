@@ -193,10 +193,11 @@ fn site_checks() -> Result<()> {
     use crate::site::{BuildArgs, CheckArgs, build, check};
     let root = repo_root();
     let committed = root.join("target/site");
-    build(BuildArgs { results: None, out: Some(committed.clone()) })?;
+    build(BuildArgs { results: None, out: Some(committed.clone()), claims: Vec::new() })?;
     check(CheckArgs { dir: Some(committed) })?;
     let demo = root.join("target/site-demo");
-    build(BuildArgs { results: Some(root.join("xtask/src/results/testdata/results")), out: Some(demo.clone()) })?;
+    let demo_results = Some(root.join("xtask/src/results/testdata/results"));
+    build(BuildArgs { results: demo_results, out: Some(demo.clone()), claims: Vec::new() })?;
     check(CheckArgs { dir: Some(demo) })
 }
 

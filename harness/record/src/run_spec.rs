@@ -152,6 +152,10 @@ pub struct RunSpec {
     /// and headline ratios rest on, then reps where they decide a claim; absent: every planned task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget_s: Option<u64>,
+    /// `--claims FILE`: a user's claims beside the seeds' (their paths, read again on resume): a budgeted run
+    /// spends reps on their points too.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub claims: Vec<PathBuf>,
 }
 
 /// Schema 1: the clap arguments as they were serialised (runs made before schema 2).
@@ -209,6 +213,7 @@ impl RunSpec {
                     points: Vec::new(),
                     sets: old.sets,
                     budget_s: None,
+                    claims: Vec::new(),
                 })
             }
             Some(Some(n)) if n == u64::from(RUN_SPEC_SCHEMA) => serde_json::from_value(value).map_err(invalid),

@@ -1,5 +1,5 @@
 //! The time-budgeted run, `lab run`'s default (`--budget 45m`): first one rep of every point a seed's claim
-//! (site/claims.toml) or a headline ratio (site/headlines.toml) rests on, and each matrix's default point, so
+//! (harness/claims.toml) or a headline ratio (site/headlines.toml) rests on, and each matrix's default point, so
 //! every matrix is exercised and verified; then, while the budget lasts, the reps that bring an undecided claim
 //! to a verdict at the least cost in minutes. A point's cost is what it took in the committed runs. The plan
 //! says before anything starts what fits and what will be left.

@@ -7,6 +7,7 @@
 //! get their verdicts in the terminal (verdicts).
 
 pub mod budget;
+pub mod claim_points;
 pub mod compare;
 pub mod conditions;
 pub mod faults;
@@ -82,6 +83,10 @@ pub struct RunArgs {
     /// Continue an interrupted run: run only the tasks that have no record yet.
     #[arg(long, value_name = "RUN_ID")]
     pub resume: Option<String>,
+    /// A file of your own claims, in harness/claims.toml's format, judged beside the seeds' (repeatable): checked
+    /// against the matrices before anything is provisioned; a budgeted run spends reps on their points too.
+    #[arg(long = "claims", value_name = "FILE")]
+    pub claims: Vec<PathBuf>,
 }
 
 /// A clap parser for one of the record crate's named enums: `--help` and errors list the allowed names.
@@ -116,6 +121,7 @@ impl RunArgs {
             points: self.points.clone(),
             sets: self.sets.clone(),
             budget_s: self.budget().map(|b| b.as_secs()),
+            claims: self.claims.iter().map(|f| std::path::absolute(f).unwrap_or_else(|_| f.clone())).collect(),
         }
     }
 }

@@ -263,7 +263,7 @@ fn unmet_ratios(
     out
 }
 
-/// The seeds' claims on matrix `m` (site/claims.toml) whose per-rep-pair median misses `target`, as
+/// The seeds' claims on matrix `m` (harness/claims.toml) whose per-rep-pair median misses `target`, as
 /// [`unmet_ratios`] gives the headline ratios'.
 fn unmet_claims(
     m: &Matrix,

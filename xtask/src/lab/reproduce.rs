@@ -44,6 +44,8 @@ pub fn run_command(args: &RunSpec) -> String {
     words.extend(args.reps.map(|r| ["--reps".into(), r.to_string()]).into_iter().flatten());
     words.extend(args.precision.map(|p| ["--precision".into(), p.to_string()]).into_iter().flatten());
     words.extend(repeated("--set", &args.sets));
+    let claims: Vec<String> = args.claims.iter().map(|f| f.display().to_string()).collect();
+    words.extend(repeated("--claims", &claims));
     shell_join(&words)
 }
 

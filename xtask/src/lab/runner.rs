@@ -44,7 +44,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     let todo = unfinished(tasks.clone(), &written);
     if args.resume.is_some() {
         println!("resuming {run_id}: {} tasks finished, {} to run", results::finished(&written).len(), todo.len());
-        if todo.is_empty() && !needs_more_reps(&goals, &tasks, &written, &matrices)? {
+        if todo.is_empty() && !needs_more_reps(&goals, &tasks, &written, &matrices, &cfg) {
             // Nothing to measure: no build, no environment.
             return Ok(());
         }
@@ -97,13 +97,13 @@ pub fn run(args: RunArgs) -> Result<()> {
         }
         None => {
             run_tasks(&mut session, &todo, &matrices, &spec)?;
-            reach_precision(&mut session, &goals, &tasks, &matrices, &spec)?;
+            reach_precision(&mut session, &goals, &tasks, &matrices, &spec, &cfg)?;
         }
     }
     let (written, stopped) = session.finish()?;
     summarize(&run_id, &matrices, &goals, &written, &run_dir, started);
     if budget.is_some() {
-        answer(&out_root, &logs, claims, &matrices, &run_id)?;
+        answer(&out_root, &logs, (claims, &spec.claims), &matrices, &run_id)?;
     }
     fail_on_failures(&written, &run_dir)?;
     if let Some(reason) = stopped {
@@ -138,7 +138,7 @@ fn check_input(args: &RunArgs, out_root: &Path) -> Result<Checked> {
     if let Some(b) = budget {
         budget::check(b)?;
     }
-    let cfg = SiteConfig::builtin()?;
+    let cfg = SiteConfig::with_claims(super::claim_points::load(&spec.claims)?)?;
     let mut tasks = plan::for_run(&matrices, &spec, backend.as_ref())?;
     if budget.is_some() {
         tasks = budget::first_pass(tasks, &matrices, &cfg, &cfg.claims);
@@ -211,8 +211,15 @@ fn run_budgeted(
 }
 
 /// A budgeted run ends with the answer: every claim's verdict over the results, and the site built from them
-/// (target/site/ from results/; another --out's beside the run's logs).
-fn answer(out_root: &Path, logs: &Path, claims: &[Claim], matrices: &[Matrix], run_id: &str) -> Result<()> {
+/// (target/site/ from results/; another --out's beside the run's logs). `claims` are the run's and the files the user's
+/// came from, which the site reads again.
+fn answer(
+    out_root: &Path,
+    logs: &Path,
+    (claims, claim_files): (&[Claim], &[PathBuf]),
+    matrices: &[Matrix],
+    run_id: &str,
+) -> Result<()> {
     let runs = load_results(out_root)?;
     let machine = runs.iter().find(|r| r.id == run_id).map_or_else(String::new, |r| r.provenance.machine_key());
     phase(
@@ -225,7 +232,8 @@ fn answer(out_root: &Path, logs: &Path, claims: &[Claim], matrices: &[Matrix], r
     print!("{}", super::verdicts::table(&budget::verdicts_of(&runs, claims, matrices, run_id)));
     let site =
         if out_root == paths::results_dir() { paths::repo_root().join("target/site") } else { logs.join("site") };
-    crate::site::build(crate::site::BuildArgs { results: Some(out_root.to_owned()), out: Some(site.clone()) })?;
+    let claims = claim_files.to_vec();
+    crate::site::build(crate::site::BuildArgs { results: Some(out_root.to_owned()), out: Some(site.clone()), claims })?;
     phase("site", &format!("{}", site.join("index.html").display()));
     Ok(())
 }
@@ -253,13 +261,13 @@ fn reach_precision(
     planned: &[Task],
     matrices: &[Matrix],
     spec: &RunSpec,
+    cfg: &SiteConfig,
 ) -> Result<()> {
     if goals.is_empty() {
         return Ok(());
     }
-    let cfg = SiteConfig::builtin()?;
     for round_no in 1.. {
-        let round = precision::next_round(goals, planned, session.written(), matrices, &cfg);
+        let round = precision::next_round(goals, planned, session.written(), matrices, cfg);
         if round.tasks.is_empty() {
             break;
         }
@@ -286,9 +294,9 @@ fn needs_more_reps(
     planned: &[Task],
     written: &[Record],
     matrices: &[Matrix],
-) -> Result<bool> {
-    Ok(!goals.is_empty()
-        && !precision::next_round(goals, planned, written, matrices, &SiteConfig::builtin()?).tasks.is_empty())
+    cfg: &SiteConfig,
+) -> bool {
+    !goals.is_empty() && !precision::next_round(goals, planned, written, matrices, cfg).tasks.is_empty()
 }
 
 /// The run's id, its spec (what run.json keeps) and the DSN: a new run's from the arguments, a resumed run's

@@ -134,7 +134,7 @@ impl Reference<'_> {
 pub struct SiteConfig {
     pub headlines: BTreeMap<String, MatrixHeadline>,
     pub series: Vec<Series>,
-    /// The seeds' headline claims (site/claims.toml), each judged on the index.
+    /// The claims judged on the index: the seeds' (harness/claims.toml) and a user's (`--claims FILE`).
     pub claims: Vec<crate::results::claims::declared::Claim>,
 }
 
@@ -145,11 +145,14 @@ struct SeedsFile {
 }
 
 impl SiteConfig {
-    /// The configuration compiled into this build.
+    /// The configuration compiled into this build, with the seeds' claims.
     pub fn builtin() -> Result<Self> {
-        let mut cfg = Self::parse(HEADLINES_TOML, SEEDS_TOML)?;
-        cfg.claims = crate::results::claims::declared::builtin()?;
-        Ok(cfg)
+        Self::with_claims(crate::results::claims::declared::builtin()?)
+    }
+
+    /// The configuration compiled into this build, judging `claims` (the seeds' and a user's, already checked).
+    pub fn with_claims(claims: Vec<crate::results::claims::declared::Claim>) -> Result<Self> {
+        Ok(SiteConfig { claims, ..Self::parse(HEADLINES_TOML, SEEDS_TOML)? })
     }
 
     pub fn parse(headlines: &str, seeds: &str) -> Result<Self> {

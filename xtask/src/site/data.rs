@@ -439,7 +439,8 @@ mod tests {
         let near: &[f64] = &[0.50, 0.51, 0.49];
         let far: &[f64] = &[0.20, 0.21, 0.19];
         let dir = results(&[near, near, far]);
-        let files = crate::site::build_site(dir.path()).unwrap();
+        let files =
+            crate::site::build_site(dir.path(), &crate::results::config::SiteConfig::builtin().unwrap()).unwrap();
         let runs = load_results(dir.path()).unwrap();
         let machines = by_machine(&runs, &builtin().unwrap());
 

@@ -28,6 +28,9 @@ pub struct BuildArgs {
     /// Output directory (default: target/site/).
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// A file of your own claims, in harness/claims.toml's format, judged beside the seeds' (repeatable).
+    #[arg(long = "claims", value_name = "FILE")]
+    pub claims: Vec<PathBuf>,
 }
 
 /// Marks a directory as a site this command wrote, so a rebuild may replace it.
@@ -35,15 +38,16 @@ const MARKER: &str = ".streamlab-site";
 
 pub fn build(args: BuildArgs) -> Result<()> {
     let out = args.out.unwrap_or_else(default_out);
+    let cfg = config::SiteConfig::with_claims(crate::lab::claim_points::load(&args.claims)?)?;
     let (results, files) = match args.results {
         Some(dir) => {
-            let files = build_site(&dir)?;
+            let files = build_site(&dir, &cfg)?;
             (dir, files)
         }
         None => {
             let dir = paths::results_dir();
             // git keeps no empty directory: a fresh clone without runs has no results/ at all.
-            let files = if dir.exists() { build_site(&dir)? } else { empty_site(&dir)? };
+            let files = if dir.exists() { build_site(&dir, &cfg)? } else { empty_site(&dir, &cfg)? };
             (dir, files)
         }
     };
@@ -57,19 +61,18 @@ fn default_out() -> PathBuf {
     paths::repo_root().join("target").join("site")
 }
 
-/// Everything the site consists of, computed from `results` alone.
-pub fn build_site(results: &Path) -> Result<render::SiteFiles> {
+/// Everything the site consists of, computed from `results` and the claims `cfg` holds.
+pub fn build_site(results: &Path, cfg: &config::SiteConfig) -> Result<render::SiteFiles> {
     let runs = load::load_results(results)?;
     if runs.is_empty() {
         tracing::warn!("{} holds no runs: the site will say so", results.display());
     }
-    let cfg = config::SiteConfig::builtin()?;
-    render::render_site(&runs, &cfg)
+    render::render_site(&runs, cfg)
 }
 
-fn empty_site(missing: &Path) -> Result<render::SiteFiles> {
+fn empty_site(missing: &Path, cfg: &config::SiteConfig) -> Result<render::SiteFiles> {
     tracing::warn!("{} does not exist yet: the site will say there are no runs", missing.display());
-    render::render_site(&[], &config::SiteConfig::builtin()?)
+    render::render_site(&[], cfg)
 }
 
 /// Replace `out` with `files`; refuses to delete a non-empty directory this command did not write.
@@ -113,6 +116,11 @@ mod tests {
 
     use crate::results::{claims, fixtures};
 
+    /// The configuration with the seeds' claims.
+    fn seeds() -> config::SiteConfig {
+        config::SiteConfig::builtin().unwrap()
+    }
+
     fn fixture_results() -> tempfile::TempDir {
         let dir = tempfile::tempdir().unwrap();
         fixtures::write_run(dir.path(), "run-old", 1_000_000, &fixtures::kafka_sink_records("run-old"));
@@ -127,8 +135,8 @@ mod tests {
     #[test]
     fn the_same_results_give_the_same_bytes() {
         let results = fixture_results();
-        let a = build_site(results.path()).unwrap();
-        let b = build_site(results.path()).unwrap();
+        let a = build_site(results.path(), &seeds()).unwrap();
+        let b = build_site(results.path(), &seeds()).unwrap();
         assert_eq!(a, b);
         let out1 = tempfile::tempdir().unwrap();
         let out2 = tempfile::tempdir().unwrap();
@@ -147,7 +155,7 @@ mod tests {
 
     #[test]
     fn every_page_and_raw_file_is_there() {
-        let files = build_site(fixture_results().path()).unwrap();
+        let files = build_site(fixture_results().path(), &seeds()).unwrap();
         for path in [
             "index.html",
             "history.html",
@@ -195,7 +203,7 @@ mod tests {
             r.measurement.note = Some("<img src=x onerror=alert(2)>".into());
         }
         fixtures::write_run(results.path(), "run-x", 1, &records);
-        let files = build_site(results.path()).unwrap();
+        let files = build_site(results.path(), &seeds()).unwrap();
         for (path, bytes) in files.iter().filter(|(p, _)| p.ends_with(".html")) {
             let html = String::from_utf8(bytes.clone()).unwrap();
             assert!(!html.contains("<script"), "{path} has a raw <script>");
@@ -209,7 +217,7 @@ mod tests {
 
     #[test]
     fn withdrawn_failed_and_not_run_points_are_never_bars() {
-        let files = build_site(fixture_results().path()).unwrap();
+        let files = build_site(fixture_results().path(), &seeds()).unwrap();
         let page = text(&files, "matrix/kafka_sink.html");
         let svgs: Vec<&str> = page.split("<svg ").skip(1).map(|s| s.split("</svg>").next().unwrap()).collect();
         let batch = svgs.iter().find(|s| s.contains("batch.max_rows")).unwrap();
@@ -243,7 +251,7 @@ mod tests {
             r.measurement.note = Some(format!("rep {} saw {} acks & <more>", r.rep, r.rep * 1000));
         }
         fixtures::write_run(results.path(), "run-n", 1, &records);
-        let page = text(&build_site(results.path()).unwrap(), "matrix/kafka_sink.html");
+        let page = text(&build_site(results.path(), &seeds()).unwrap(), "matrix/kafka_sink.html");
         // The default point is in four sweeps: one cell per data table, each with the verdict once.
         let cell = "<span class=\"status\">measured</span><span class=\"line\">verdict: downstream=client, \
                     upstream=sink</span><details class=\"rep-notes\"><summary>notes (3 reps)</summary><ul>\
@@ -261,7 +269,7 @@ mod tests {
             r.measurement.integrity = Integrity::compare(8800, 8000, "hwm");
         }
         fixtures::write_run(results.path(), "run-w", 1, &records);
-        let files = build_site(results.path()).unwrap();
+        let files = build_site(results.path(), &seeds()).unwrap();
         let index = text(&files, "index.html");
         assert!(index.contains("not available"), "the ratio is not available");
         assert!(index.contains("raw rdkafka: withdrawn: integrity failed: expected 8800 but observed 8000"));
@@ -275,7 +283,7 @@ mod tests {
             r.conditions = Some(fixtures::conditions(r.rep == 2, Some("client CPUs [0], broker CPUs [1]")));
         }
         fixtures::write_run(results.path(), "run-c", 1, &records);
-        let files = build_site(results.path()).unwrap();
+        let files = build_site(results.path(), &seeds()).unwrap();
         let page = text(&files, "matrix/kafka_sink.html");
         // raw reps 1000 and 1200 remain (rep 2 set apart): CV = 141.4 / 1100.
         assert!(page.contains("<td class=\"num\">1,000<span class=\"cv\">CV 12.9%</span></td>"), "{page}");
@@ -291,17 +299,17 @@ mod tests {
         let run = text(&files, "runs/run-c/index.html");
         assert!(run.contains("<dt>kafka_sink</dt><dd>client CPUs [0], broker CPUs [1]</dd>"));
         // Records without conditions say nothing about placement or foreign load.
-        let plain = text(&build_site(fixture_results().path()).unwrap(), "runs/run-new/index.html");
+        let plain = text(&build_site(fixture_results().path(), &seeds()).unwrap(), "runs/run-new/index.html");
         assert!(!plain.contains("Placement") && !plain.contains("foreign load"));
     }
 
     fn demo_site() -> render::SiteFiles {
-        build_site(&crate::paths::manifest_dir().join("src/results/testdata/results")).unwrap()
+        build_site(&crate::paths::manifest_dir().join("src/results/testdata/results"), &seeds()).unwrap()
     }
 
     #[test]
     fn chart_labels_fit_and_an_arm_that_ran_nothing_is_one_line() {
-        for files in [demo_site(), build_site(&paths::results_dir()).unwrap()] {
+        for files in [demo_site(), build_site(&paths::results_dir(), &seeds()).unwrap()] {
             for (path, bytes) in files.iter().filter(|(p, _)| p.ends_with(".html")) {
                 let html = String::from_utf8(bytes.clone()).unwrap();
                 // A label cut to fit keeps its full text in a <title>: none may need one.
@@ -351,7 +359,7 @@ mod tests {
     #[test]
     fn an_empty_results_dir_builds_a_page_that_says_so() {
         let results = tempfile::tempdir().unwrap();
-        let files = build_site(results.path()).unwrap();
+        let files = build_site(results.path(), &seeds()).unwrap();
         assert!(text(&files, "index.html").contains("No runs yet"));
         assert!(text(&files, "history.html").contains("No runs yet"));
     }
@@ -364,7 +372,7 @@ mod tests {
         text.push_str("{\"schema\":\"streamlab.record/1\",\"bench\":\"kafka_s\n");
         std::fs::write(&path, &text).unwrap();
         let line = text.lines().count();
-        let err = format!("{:#}", build_site(results.path()).unwrap_err());
+        let err = format!("{:#}", build_site(results.path(), &seeds()).unwrap_err());
         assert!(err.contains(&format!("{}:{line}: not a valid record", path.display())), "{err}");
     }
 }

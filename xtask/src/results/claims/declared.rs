@@ -1,14 +1,15 @@
-//! The seeds' claims as site/claims.toml states them, checked when they are read: what each says (its kinds,
-//! direction, shape, ceiling or bound) and the lab's two points for it. Judging them is the parent module's job.
+//! The claims as their files state them (the seeds' in harness/claims.toml, a user's in any file given with
+//! `--claims`), checked when they are read: what each says (its kinds, direction, shape, ceiling or bound) and the
+//! lab's two points for it, with the file and line it came from. Whether those points exist is checked against the
+//! matrices by `lab::claim_points`; judging them is the parent module's job.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result, ensure};
+use anyhow::{Context, Result, bail, ensure};
 use serde::{Deserialize, Serialize};
 use streamlab_record::Record;
 use streamlab_record::stats::equivalence::Direction;
-
-const CLAIMS_TOML: &str = include_str!("../../../../site/claims.toml");
 
 /// One published claim: a ratio of two points, in the publisher's words, with the lab's points for it.
 #[derive(Debug, Clone, Deserialize)]
@@ -75,6 +76,26 @@ pub struct Claim {
     /// verdict on the seed.
     #[serde(default)]
     pub beside: bool,
+    /// Where the claim was read: its file and the text of its table.
+    #[serde(skip)]
+    pub origin: Origin,
+}
+
+/// The file a claim was read from, the line its table starts on and that table's text, so an error about one of
+/// its keys can name the line the key is on.
+#[derive(Debug, Clone, Default)]
+pub struct Origin {
+    pub file: PathBuf,
+    pub line: usize,
+    pub text: String,
+}
+
+impl Origin {
+    /// `FILE:LINE` of the first line of the claim's table that holds `needle` (the table's first line if none does).
+    pub fn at(&self, needle: &str) -> String {
+        let offset = self.text.lines().position(|l| l.contains(needle)).unwrap_or(0);
+        format!("{}:{}", self.file.display(), self.line + offset)
+    }
 }
 
 /// How many cores the seed's mechanism needs, and why.
@@ -181,46 +202,84 @@ impl Side {
     }
 }
 
-/// The claims compiled into this build, checked.
+/// The seeds' claims, as the repository holds them (read at run time: editing the file needs no rebuild).
 pub fn builtin() -> Result<Vec<Claim>> {
-    parse(CLAIMS_TOML)
+    load(&[])
 }
 
-pub fn parse(text: &str) -> Result<Vec<Claim>> {
+/// The file of the seeds' claims.
+pub fn builtin_file() -> PathBuf {
+    crate::paths::repo_root().join("harness").join("claims.toml")
+}
+
+/// The seeds' claims and then each of `files`' (a user's, `--claims FILE`), every one checked; an id used twice,
+/// in one file or across them, is refused with both places.
+pub fn load(files: &[PathBuf]) -> Result<Vec<Claim>> {
+    let mut claims: Vec<Claim> = Vec::new();
+    let mut seen: BTreeMap<String, String> = BTreeMap::new();
+    for file in std::iter::once(builtin_file()).chain(files.iter().cloned()) {
+        let text = std::fs::read_to_string(&file)
+            .with_context(|| format!("cannot read the claims file {}", file.display()))?;
+        for c in parse(&text, &file)? {
+            let here = c.origin.at("id =");
+            if let Some(first) = seen.insert(c.id.clone(), here.clone()) {
+                bail!("{here}: claim id {:?} is already used at {first}; give this claim an id of its own", c.id);
+            }
+            claims.push(c);
+        }
+    }
+    Ok(claims)
+}
+
+/// The claims of one file's text (`file` names it in errors and in each claim's origin).
+pub fn parse(text: &str, file: &Path) -> Result<Vec<Claim>> {
     #[derive(Deserialize)]
     #[serde(deny_unknown_fields)]
     struct File {
-        claims: Vec<Claim>,
+        claims: Vec<toml::Spanned<Claim>>,
     }
-    let file: File = toml::from_str(text).context("site/claims.toml is not valid")?;
-    let mut ids = BTreeSet::new();
-    for c in &file.claims {
-        let at = format!("site/claims.toml claim {:?}", c.id);
-        ensure!(ids.insert(c.id.as_str()), "{at}: the id is used twice");
-        ensure!(
-            c.published.is_finite() && (c.published > 0.0 || (c.beside && c.published == 0.0)),
-            "{at}: `published` is a positive ratio (only a comparison `beside` the claims may leave it out)"
-        );
-        ensure!(
-            !c.short.trim().is_empty() && c.short.chars().count() <= SHORT_MAX,
-            "{at}: `short` is the claim in a few words ({SHORT_MAX} characters at most)"
-        );
-        ensure!((0.0..1.0).contains(&c.tolerance), "{at}: `tolerance` is a fraction in [0, 1)");
-        ensure!(
-            c.unmapped.is_some() || (c.numerator.is_some() && c.denominator.is_some()),
-            "{at}: name its `numerator` and `denominator` points, or say why it is `unmapped`"
-        );
-        ensure!(!c.kind.is_empty(), "{at}: `kind` lists what the claim says: size, direction, parity or shape");
-        ensure!(
-            !c.kind.contains(&ClaimKind::Direction) || c.direction.is_some(),
-            "{at}: a direction claim says which way: direction = \"higher\" or \"not_lower\""
-        );
-        ensure!(
-            !c.kind.contains(&ClaimKind::Shape) || c.shape.as_ref().is_some_and(|s| s.labels.len() >= 2),
-            "{at}: a shape claim names its sweep, arm and two or more labels: [claims.shape]"
-        );
+    let parsed: File =
+        toml::from_str(text).with_context(|| format!("{} is not a valid claims file", file.display()))?;
+    // A claim's span is its `[[claims]]` header: its text runs to the next claim's header (its sub-tables included).
+    let starts: Vec<usize> = parsed.claims.iter().map(|c| c.span().start).collect();
+    let ends = starts.iter().skip(1).copied().chain([text.len()]);
+    let mut claims = Vec::with_capacity(parsed.claims.len());
+    for ((spanned, start), end) in parsed.claims.into_iter().zip(starts.iter().copied()).zip(ends) {
+        let mut c = spanned.into_inner();
+        let line = text[..start].matches('\n').count() + 1;
+        c.origin = Origin { file: file.to_path_buf(), line, text: text[start..end].to_string() };
+        check(&c)?;
+        claims.push(c);
     }
-    Ok(file.claims)
+    Ok(claims)
+}
+
+/// What a claim must say for the lab to judge it.
+fn check(c: &Claim) -> Result<()> {
+    let at = format!("{}: claim {:?}", c.origin.at("id ="), c.id);
+    ensure!(
+        c.published.is_finite() && (c.published > 0.0 || (c.beside && c.published == 0.0)),
+        "{at}: `published` is a positive ratio (only a comparison `beside` the claims may leave it out)"
+    );
+    ensure!(
+        !c.short.trim().is_empty() && c.short.chars().count() <= SHORT_MAX,
+        "{at}: `short` is the claim in a few words ({SHORT_MAX} characters at most)"
+    );
+    ensure!((0.0..1.0).contains(&c.tolerance), "{at}: `tolerance` is a fraction in [0, 1)");
+    ensure!(
+        c.unmapped.is_some() || (c.numerator.is_some() && c.denominator.is_some()),
+        "{at}: name its `numerator` and `denominator` points, or say why it is `unmapped`"
+    );
+    ensure!(!c.kind.is_empty(), "{at}: `kind` lists what the claim says: size, direction, parity or shape");
+    ensure!(
+        !c.kind.contains(&ClaimKind::Direction) || c.direction.is_some(),
+        "{at}: a direction claim says which way: direction = \"higher\" or \"not_lower\""
+    );
+    ensure!(
+        !c.kind.contains(&ClaimKind::Shape) || c.shape.as_ref().is_some_and(|s| s.labels.len() >= 2),
+        "{at}: a shape claim names its sweep, arm and two or more labels: [claims.shape]"
+    );
+    Ok(())
 }
 
 /// The longest `short` a claim may have: the verdict table's claim column fits it on a line or two.

@@ -1,7 +1,7 @@
 //! The verdicts on fixture runs: the rule, the kinds, pooling, ceilings and contracts.
 use streamlab_record::Status;
 
-use super::declared::{builtin, parse};
+use super::declared::parse;
 use super::*;
 use crate::results::fixtures;
 use crate::results::load::load_results;
@@ -32,7 +32,7 @@ tolerance = 0.15
 {extra}
 "#
     );
-    parse(&text).unwrap().remove(0)
+    parse(&text, std::path::Path::new("claims.toml")).unwrap().remove(0)
 }
 
 /// Runs (one a slice, oldest first) of raw at 1000 records/s and framework at each ratio of it, rep by rep.
@@ -116,7 +116,10 @@ fn a_direction_claim_holds_on_the_pairs_and_a_sentence_of_two_claims_judges_both
     let low: &[f64] = &[0.2, 0.21, 0.19, 0.2, 0.2, 0.2];
     let (_dir, low) = history(&[low, low, low], |_| {});
     assert_eq!(verdicts(&low, &[not_lower])[0].verdict, Kind::DoesNotReproduce);
-    assert!(parse(&claim_text_with_kind("[\"direction\"]")).is_err(), "a direction claim names its way");
+    assert!(
+        parse(&claim_text_with_kind("[\"direction\"]"), std::path::Path::new("claims.toml")).is_err(),
+        "a direction claim names its way"
+    );
 }
 
 fn claim_text_with_kind(kind: &str) -> String {
@@ -215,27 +218,4 @@ fn a_claims_bound_is_measured_in_the_same_run_and_said_in_its_sentence() {
     bounded.bound.as_mut().unwrap().differs.clear();
     let undeclared = &verdicts(&runs, &[bounded])[0];
     assert!(!undeclared.why.contains("What bounds it here"), "{}", undeclared.why);
-}
-
-#[test]
-fn the_shipped_claims_parse_and_name_points_of_the_matrices() {
-    let claims = builtin().unwrap();
-    let matrices = crate::lab::matrix::load_all(&crate::paths::matrices_dir()).unwrap();
-    for seed in ["000", "002", "003", "004"] {
-        assert!(claims.iter().any(|c| c.seed == seed), "seed {seed} has no claim");
-    }
-    for c in &claims {
-        let m = matrices.iter().find(|m| m.name == c.matrix).unwrap_or_else(|| panic!("{}: matrix", c.id));
-        let bound = c.bound.iter().flat_map(|b| [&b.numerator, &b.denominator]);
-        let ceiling = c.ceiling.iter().map(|x| &x.point);
-        for side in [&c.numerator, &c.denominator].into_iter().flatten().chain(bound).chain(ceiling) {
-            let sweep = m.sweeps.iter().find(|s| s.name == side.sweep);
-            let sweep = sweep.unwrap_or_else(|| panic!("{}: no sweep {}", c.id, side.sweep));
-            assert!(sweep.arms.contains(&side.arm), "{}: sweep {} has no arm {}", c.id, side.sweep, side.arm);
-        }
-        if let Some(shape) = &c.shape {
-            let sweep = m.sweeps.iter().find(|s| s.name == shape.sweep).expect("the shape's sweep");
-            assert!(sweep.arms.contains(&shape.arm), "{}: shape arm", c.id);
-        }
-    }
 }

@@ -474,7 +474,8 @@ mod tests {
         let path = dir.join("durability.jsonl");
         std::fs::write(&path, streamlab_record::jsonl::to_lines(&path, &records).unwrap()).unwrap();
 
-        let files = crate::site::build_site(results.path()).unwrap();
+        let files =
+            crate::site::build_site(results.path(), &crate::results::config::SiteConfig::builtin().unwrap()).unwrap();
         let html = String::from_utf8(files[HREF].clone()).unwrap();
         assert!(html.contains("<td class=\"num\">0.25×</td>"), "RF 3 / RF 1 for rdkafka: {html}");
         assert!(html.contains("no ratio: the sides differ in producer.linger.ms"));
