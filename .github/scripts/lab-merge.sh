@@ -22,6 +22,7 @@ body="$PR_DIR/body.md"
 # One line per matrix job: what it ran and how it ended.
 jobs="$(mktemp)"
 marked=false
+partial=false
 for f in "$STATUS_DIR"/*.env; do
   [ -e "$f" ] || continue
   run_id="$(sed -n 's/^run_id=//p' "$f")"
@@ -30,7 +31,8 @@ for f in "$STATUS_DIR"/*.env; do
   name="$(basename "$f" .env)"
   how="exit status $status"
   if [ -n "$stopped" ]; then how+=", stopped at its deadline (a partial run)"; fi
-  if [ "$status" != 0 ]; then marked=true; fi
+  # A deadline stop is a partial run, proposed as one; any other non-zero exit is a failure.
+  if [ -n "$stopped" ]; then partial=true; elif [ "$status" != 0 ]; then marked=true; fi
   if [ -z "$run_id" ]; then
     echo "- \`$name\`: no run written ($how)" >>"$jobs"
     marked=true
@@ -73,6 +75,10 @@ if [ -s "$failed" ]; then marked=true; fi
   if [ "$marked" = true ]; then
     echo "**This lab run has failures**: a matrix job exited non-zero or wrote no run, or records failed."
     echo
+  elif [ "$partial" = true ]; then
+    echo "**A partial run**: a matrix job reached its deadline; the records it wrote are here, the points it did not"
+    echo "reach have none (a later run fills them in)."
+    echo
   fi
   echo "Lab results from a \`$PROFILE\` run, one job per matrix on GitHub-hosted runners${RUN_URL:+ ([workflow run]($RUN_URL))}:"
   echo
@@ -89,7 +95,7 @@ if [ -s "$failed" ]; then marked=true; fi
     echo "The verdicts on the machine of \`$run_id\`, its committed runs and this one pooled (\`cargo xtask lab verdicts --run $run_id\`):"
     echo
     echo '```'
-    "${xtask[@]}" lab verdicts --results "$OUT" --run "$run_id" 2>&1 | grep -v '^    ' | head -n 60 ||
+    "${xtask[@]}" lab verdicts --brief --results "$OUT" --run "$run_id" 2>&1 | head -n 60 ||
       echo "(lab verdicts exited non-zero)"
     echo '```'
     echo
@@ -112,7 +118,11 @@ if ! cmp -s "$body" "$body.full"; then
 fi
 runs="$(wc -l <"$PR_DIR/runs.txt")"
 title="Lab results: $runs run(s), $PROFILE"
-if [ "$marked" = true ]; then title="lab run with failures: $title"; fi
+if [ "$marked" = true ]; then
+  title="lab run with failures: $title"
+elif [ "$partial" = true ]; then
+  title="partial lab run (deadline): $title"
+fi
 echo "$title" >"$PR_DIR/title.txt"
 echo "marked=$marked" >>"${GITHUB_OUTPUT:-/dev/null}"
 rm -f "$jobs" "$failed"
