@@ -10,7 +10,9 @@
 # Environment: ACT (the act binary; default act on PATH, else $(go env GOPATH)/bin/act; install it with
 # `go install github.com/nektos/act@v0.2.89`), SHARED_ACTIONS (default ../shared/actions), REHEARSAL_DIR (default a
 # new temporary directory; artifacts, the pull request it would open, the logs), DEADLINE_S (the run job's deadline,
-# default 300: the build in act's workspace, then a few tasks), MATRICES (default kafka_sink), CARGO_TARGET_DIR (the builds' directory, passed to the jobs).
+# default 300: the build in act's workspace, then a few tasks), MATRICES (default kafka_sink), REHEARSAL_TARGET_DIR (the jobs' cargo target directory, default
+# ~/.cache/streamlab/rehearsal-target: its own, since act's workspace is another checkout and cargo's artifacts of
+# two checkouts in one directory overwrite each other). act's per-job workspaces are removed at the end.
 set -euo pipefail
 
 what="${1:-all}"
@@ -51,10 +53,23 @@ chmod +x "$dir/bin/sudo"
 common=(
   -P ubuntu-24.04=-self-hosted --action-offline-mode --no-cache-server
   --env "REHEARSAL_DIR=$dir" --env "PATH=$dir/bin:$PATH"
-  --env "CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-$HOME/.cache/streamlab/ci-target}"
+  --env "CARGO_TARGET_DIR=${REHEARSAL_TARGET_DIR:-$HOME/.cache/streamlab/rehearsal-target}"
   --var "LAB_DEADLINE_S=${DEADLINE_S:-300}"
   "${maps[@]}"
 )
+
+# act copies the checkout into ~/.cache/act/<hash>/ for each job: those it adds are removed when this exits.
+act_home="$HOME/.cache/act"
+mkdir -p "$act_home"
+before="$(ls "$act_home")"
+# shellcheck disable=SC2317 # called by the trap
+cleanup() {
+  for d in "$act_home"/*; do
+    [ -e "$d" ] || continue
+    grep -qxF "$(basename "$d")" <<<"$before" || rm -rf "$d"
+  done
+}
+trap cleanup EXIT
 
 status=0
 cd "$clone"

@@ -57,6 +57,8 @@ enum LabCommand {
     Compare(lab::compare::CompareArgs),
     /// Every seed's headline claim with its verdict from the committed results: reproduces, does not, cannot tell.
     Verdicts(lab::verdicts::VerdictsArgs),
+    /// Bring a results directory's records to this build's schema, once, in place (then commit them).
+    Migrate(results::migrate::MigrateArgs),
 }
 
 #[derive(Subcommand)]
@@ -115,6 +117,7 @@ fn run() -> Result<()> {
         Command::Lab(LabCommand::List(args)) => lab::list(args),
         Command::Lab(LabCommand::Compare(args)) => lab::compare::compare_cmd(args),
         Command::Lab(LabCommand::Verdicts(args)) => lab::verdicts::verdicts_cmd(args),
+        Command::Lab(LabCommand::Migrate(args)) => results::migrate::migrate_cmd(args),
         Command::Site(SiteCommand::Build(args)) => site::build(args),
         Command::Site(SiteCommand::Check(args)) => site::check(args),
         Command::Env(EnvCommand::Up(args)) => env::up(args),

@@ -13,7 +13,7 @@ pub enum JsonlError {
     Io { path: PathBuf, source: std::io::Error },
     #[error("{path}:{line}: not a valid record: {source}")]
     Parse { path: PathBuf, line: usize, source: serde_json::Error },
-    #[error("{path}:{line}: unknown schema {found:?}; this build reads {SCHEMA:?}")]
+    #[error("{path}:{line}: schema {found:?}; this build reads {SCHEMA:?}{}", migrate_hint(found))]
     Schema { path: PathBuf, line: usize, found: String },
     #[error("cannot write {path}: {reason}")]
     Write { path: PathBuf, reason: String },
@@ -61,6 +61,15 @@ pub fn parse_lines<T: DeserializeOwned>(path: &Path, text: &str) -> Result<Vec<T
             serde_json::from_str(l).map_err(|source| JsonlError::Parse { path: path.to_owned(), line: i + 1, source })
         })
         .collect()
+}
+
+/// What to do about a record of the schema before this one.
+fn migrate_hint(found: &str) -> &'static str {
+    if found == crate::record::SCHEMA_V1 {
+        "; run `cargo xtask lab migrate` once over the results directory (it rewrites the records in place)"
+    } else {
+        ""
+    }
 }
 
 /// Read a results JSONL file: every line must be a record of the current schema.
@@ -164,7 +173,7 @@ mod tests {
         let line = serde_json::to_string(&sample(1)).unwrap().replace(SCHEMA, "streamlab.record/99");
         std::fs::write(&path, line).unwrap();
         let err = read_records(&path).unwrap_err().to_string();
-        assert!(err.contains(":1: unknown schema \"streamlab.record/99\""), "{err}");
+        assert!(err.contains(":1: schema \"streamlab.record/99\"; this build reads"), "{err}");
     }
 
     #[test]

@@ -16,4 +16,4 @@ pub mod tools;
 
 pub use descriptor::EnvDescriptor;
 pub use integrity::{Integrity, IntegrityStatus};
-pub use record::{Conditions, Measurement, Metric, Record, RunInfo, SCHEMA, Status, Variant};
+pub use record::{Conditions, Measurement, Metric, Record, RunInfo, SCHEMA, SCHEMA_V1, Status, Variant};

@@ -8,7 +8,13 @@ use crate::applied::Applied;
 use crate::integrity::Integrity;
 
 /// Schema tag of every record this version writes. Readers refuse any other.
-pub const SCHEMA: &str = "streamlab.record/1";
+///
+/// /2: records state their environment's shape (`run.kafka_brokers`, `run.broker_heap`) and a clients producer's
+/// `applied.queue_cap` wherever they can be known; `cargo xtask lab migrate` brings /1 records to /2 once.
+pub const SCHEMA: &str = "streamlab.record/2";
+
+/// The schema before [`SCHEMA`], which `lab migrate` reads.
+pub const SCHEMA_V1: &str = "streamlab.record/1";
 
 /// One measured (or failed, or not-run) arm x variant x rep.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

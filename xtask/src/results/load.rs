@@ -11,7 +11,6 @@ use streamlab_record::Record;
 use streamlab_record::jsonl;
 use streamlab_record::run_spec::{RUN_SPEC_FILE, RunSpec};
 
-use super::backfill;
 use crate::provenance::{PROVENANCE_FILE, Provenance};
 
 /// One run directory, fully loaded and checked.
@@ -94,10 +93,8 @@ pub fn load_run(dir: &Path) -> Result<Run> {
         }
         ensure!(regular_file(&path)?, "{}: not a regular file (symlinks are not followed)", path.display());
         ensure!(is_safe_name(matrix), "{}: a matrix file name must be letters, digits, '_' or '-'", path.display());
-        let mut records = jsonl::read_records(&path)?;
+        let records = jsonl::read_records(&path)?;
         check_records(&path, &id, matrix, &records)?;
-        backfill::environment(&mut records, &provenance);
-        backfill::queue_cap(&mut records);
         matrices.insert(matrix.to_owned(), MatrixFile { path, records });
     }
     let spec_path = dir.join(RUN_SPEC_FILE);
@@ -181,10 +178,10 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let run = fixtures::write_run(dir.path(), "run-a", 1_000, &fixtures::kafka_sink_records("run-a"));
         let path = run.join("kafka_sink.jsonl");
-        let text = std::fs::read_to_string(&path).unwrap().replacen("streamlab.record/1", "streamlab.record/2", 1);
+        let text = std::fs::read_to_string(&path).unwrap().replacen("streamlab.record/2", "streamlab.record/3", 1);
         std::fs::write(&path, text).unwrap();
         let err = format!("{:#}", load_results(dir.path()).unwrap_err());
-        assert!(err.contains(":1: unknown schema \"streamlab.record/2\""), "{err}");
+        assert!(err.contains(":1: schema \"streamlab.record/3\"; this build reads"), "{err}");
 
         let dir = tempfile::tempdir().unwrap();
         let run = fixtures::write_run(dir.path(), "run-b", 1_000, &fixtures::kafka_sink_records("run-b"));
@@ -202,38 +199,6 @@ mod tests {
         let err = format!("{:#}", load_results(dir.path()).unwrap_err());
         let at = format!("{}:1: record of run \"other-run\"", run.join("kafka_sink.jsonl").display());
         assert!(err.contains(&at), "{err}");
-    }
-
-    #[test]
-    fn records_from_before_they_named_their_environment_get_its_shape_from_their_run_s_provenance() {
-        let dir = tempfile::tempdir().unwrap();
-        fixtures::write_run(dir.path(), "a-one", 1_000, &fixtures::kafka_sink_records("a-one"));
-        let cluster = fixtures::write_run(dir.path(), "b-cluster", 2_000, &fixtures::kafka_sink_records("b-cluster"));
-        let mut named = fixtures::kafka_sink_records("c-named");
-        named.iter_mut().for_each(|r| r.run.kafka_brokers = Some(3));
-        fixtures::write_run(dir.path(), "c-named", 3_000, &named);
-        let prov = cluster.join(PROVENANCE_FILE);
-        let mut p: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&prov).unwrap()).unwrap();
-        p["env"]["kafka_sizing"] = crate::env::kafka::sizing(3, false).into();
-        std::fs::write(&prov, p.to_string()).unwrap();
-        let runs = load_results(dir.path()).unwrap();
-        let shapes = |run: &Run| {
-            // A task that did not run had no environment.
-            let mut s: Vec<String> =
-                run.matrices["kafka_sink"].records.iter().filter_map(|r| r.run.environment_shape()).collect();
-            s.dedup();
-            s
-        };
-        // No sizing in provenance: the run predates the cluster, one broker. (The Kafka version is named where
-        // the record names it: the versions page says where each version comes from.)
-        assert_eq!(shapes(&runs[0]), ["1 broker, 1g heap"]);
-        assert_eq!(shapes(&runs[1]), ["3 brokers, 1g heap"]);
-        // What a record says is kept, whatever its provenance's sizing.
-        assert_eq!(runs[2].matrices["kafka_sink"].records[0].run.kafka_brokers, Some(3));
-        // Two shapes are two configurations: never pooled or compared as one.
-        let config = |run: &Run| crate::results::model::config_of(&run.matrices["kafka_sink"].records[0]);
-        assert_ne!(config(&runs[0]), config(&runs[1]));
-        assert_eq!(config(&runs[0]).get("environment").map(String::as_str), Some("1 broker, 1g heap"));
     }
 
     #[test]

@@ -1,14 +1,13 @@
 //! The results model, apart from its pages (asv's split): what results/ holds and what it says. The lab
 //! (`lab compare`, `lab verdicts`, the budgeted runner) and the site both stand on it.
 //!
-//! `load` reads and checks the runs (`backfill` fills in what older records did not state), `model` turns
+//! `load` reads and checks the runs (of one schema: `migrate` brings older records to it, once), `model` turns
 //! records into per-point outcomes, `parity` decides which two records may be divided, `headline` computes
 //! each matrix's headline figures, `claims` judges the seeds' claims per machine, and `attempts` compares the sessions of a resumed run. `config` is the compiled-in data they are
 //! judged against (site/headlines.toml, site/seeds.toml); `format` and `words` give their numbers and metrics
 //! in words. The statistics themselves live in `streamlab_record::stats`.
 
 pub(crate) mod attempts;
-mod backfill;
 pub(crate) mod claims;
 pub(crate) mod config;
 #[cfg(test)]
@@ -16,6 +15,7 @@ pub(crate) mod fixtures;
 pub(crate) mod format;
 pub(crate) mod headline;
 pub(crate) mod load;
+pub(crate) mod migrate;
 pub(crate) mod model;
 pub(crate) mod parity;
 pub(crate) mod words;
