@@ -156,10 +156,12 @@ pub fn terminate_all(pids: &[u32], grace: Duration) {
         std::thread::sleep(Duration::from_millis(50));
     }
     let stubborn = alive(pids);
+    let mut groups = Vec::new();
     for &pid in &stubborn {
         let leads_its_group = getpgid(Some(Pid::from_raw(pid as i32))).is_ok_and(|g| g.as_raw() == pid as i32);
         if leads_its_group {
             let _ = nix::sys::signal::killpg(Pid::from_raw(pid as i32), Signal::SIGKILL);
+            groups.push(pid);
         }
         signal(pid, Signal::SIGKILL);
     }
@@ -168,6 +170,28 @@ pub fn terminate_all(pids: &[u32], grace: Duration) {
         std::thread::sleep(Duration::from_millis(20));
     }
     pids.iter().for_each(|&p| reap(p));
+    // SIGKILL is delivered, not yet acted on: a killed group's other members (a service's own children) are gone
+    // only once the kernel has ended them. Bounded: a process in uninterruptible sleep ends when its I/O does.
+    let deadline = Instant::now() + GROUP_EXIT_WAIT;
+    while groups.iter().any(|&g| group_has_live_members(g)) && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// How long `terminate_all` waits for a killed group's members to end.
+const GROUP_EXIT_WAIT: Duration = Duration::from_secs(5);
+
+/// Whether any process of group `pgid` runs (neither a zombie nor dead).
+fn group_has_live_members(pgid: u32) -> bool {
+    let Ok(entries) = std::fs::read_dir("/proc") else { return false };
+    entries.flatten().filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok()).any(|pid| {
+        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
+        // After the command's closing parenthesis: state, ppid, pgrp.
+        let mut fields = stat.rsplit(')').next().unwrap_or_default().split_whitespace();
+        let state = fields.next().and_then(|s| s.chars().next());
+        let pgrp = fields.nth(1).and_then(|g| g.parse::<u32>().ok());
+        pgrp == Some(pgid) && state.is_some_and(|s| s != 'Z' && s != 'X')
+    })
 }
 
 /// The inodes of this network namespace's TCP sockets (v4 and v6) whose local port is `port`: the client end of a
