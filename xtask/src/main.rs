@@ -1,5 +1,6 @@
 //! `cargo xtask`: streamlab's whole command surface.
 
+mod cargo;
 mod clients;
 mod clock;
 mod doctor;
@@ -118,7 +119,10 @@ fn run() -> Result<()> {
         Command::Lab(LabCommand::Compare(args)) => lab::compare::compare_cmd(args),
         Command::Lab(LabCommand::Verdicts(args)) => lab::verdicts::verdicts_cmd(args),
         Command::Lab(LabCommand::Migrate(args)) => results::migrate::migrate_cmd(args),
-        Command::Site(SiteCommand::Build(args)) => site::build(args),
+        Command::Site(SiteCommand::Build(args)) => {
+            let claims = lab::claim_points::load(&args.claims)?;
+            site::build(args, claims)
+        }
         Command::Site(SiteCommand::Check(args)) => site::check(args),
         Command::Env(EnvCommand::Up(args)) => env::up(args),
         Command::Env(EnvCommand::Down(args)) => env::down(args),

@@ -192,17 +192,18 @@ fn service_free_steps() -> Vec<StepDone> {
 fn site_checks() -> Result<()> {
     use crate::site::{BuildArgs, CheckArgs, build, check};
     let root = repo_root();
+    let seeds = crate::lab::claim_points::load(&[])?;
     let committed = root.join("target/site");
-    build(BuildArgs { results: None, out: Some(committed.clone()), claims: Vec::new() })?;
+    build(BuildArgs { results: None, out: Some(committed.clone()), claims: Vec::new() }, seeds.clone())?;
     check(CheckArgs { dir: Some(committed) })?;
     let demo = root.join("target/site-demo");
     let demo_results = Some(root.join("xtask/src/results/testdata/results"));
-    build(BuildArgs { results: demo_results, out: Some(demo.clone()), claims: Vec::new() })?;
+    build(BuildArgs { results: demo_results, out: Some(demo.clone()), claims: Vec::new() }, seeds.clone())?;
     check(CheckArgs { dir: Some(demo) })
 }
 
 fn cargo_cmd(args: &[&str]) -> Cmd {
-    crate::lab::harness::cargo().args(args)
+    crate::cargo::cargo().args(args)
 }
 
 fn cargo(args: &[&str]) -> Result<()> {

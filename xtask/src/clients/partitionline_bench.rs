@@ -18,7 +18,7 @@ const BUILD_TIMEOUT: Duration = Duration::from_secs(3600);
 
 /// Build (or find up to date) the binary; its path and how it was built.
 pub fn build() -> Result<SeedBuild> {
-    crate::lab::harness::cargo()
+    crate::cargo::cargo()
         .args(["build", "--profile", PROFILE, "-p", PACKAGE, "--bin", BINARY])
         .run(BUILD_TIMEOUT)
         .with_context(|| format!("building {BINARY} in the {PROFILE} profile failed"))?;

@@ -14,9 +14,9 @@ use streamlab_record::stats::equivalence;
 use super::matrix::Matrix;
 use super::plan::Task;
 use super::precision::{PointKey, key_of_record as record_key, key_of_task as key};
-use crate::results::claims::declared::{Claim, ClaimKind, Side};
 use crate::results::claims::{self, ClaimVerdict, Kind};
 use crate::results::config::SiteConfig;
+use crate::results::declared::{Claim, ClaimKind, Side};
 use crate::results::load::Run;
 
 /// `lab run` with no profile, reps or precision flag: the whole answer within this.
@@ -402,7 +402,7 @@ mod tests {
         let matrices = matrix::load_all(&crate::paths::matrices_dir()).unwrap();
         let opts = plan::PlanOptions { profile: Profile::Standard, reps: None, sets: Vec::new() };
         let planned: Vec<Task> = matrices.iter().flat_map(|m| plan::expand(m, &opts).unwrap()).collect();
-        let claims = claims::declared::builtin().unwrap();
+        let claims = crate::results::declared::builtin().unwrap();
         let first = first_pass(planned.clone(), &matrices, &SiteConfig::builtin().unwrap(), &claims);
         (matrices, planned, first, claims)
     }
@@ -483,7 +483,7 @@ mod tests {
 
     /// A claim at 1.0 ± 15% of `kind` judged over these runs of per-pair ratios (the last is this run's), undecided.
     fn undecided(runs: &[Vec<f64>], kind: ClaimKind) -> (ClaimVerdict, Claim) {
-        let c = claims::declared::builtin().unwrap().into_iter().find(|c| c.kind == [ClaimKind::Size]).unwrap();
+        let c = crate::results::declared::builtin().unwrap().into_iter().find(|c| c.kind == [ClaimKind::Size]).unwrap();
         let c = Claim { published: 1.0, tolerance: 0.15, kind: vec![kind], direction: None, ..c };
         let pooled = equivalence::pooled(runs);
         let v = ClaimVerdict {

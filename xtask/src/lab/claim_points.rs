@@ -8,7 +8,7 @@ use std::path::PathBuf;
 use anyhow::{Result, bail};
 
 use super::matrix::{self, Matrix, point_labels};
-use crate::results::claims::declared::{self, Claim, Side};
+use crate::results::declared::{self, Claim, Side};
 
 /// The seeds' claims and the user's (`--claims FILE`), each checked against every matrix.
 pub fn load(files: &[PathBuf]) -> Result<Vec<Claim>> {

@@ -274,7 +274,7 @@ fn unmet_claims(
     let mut out = Vec::new();
     for c in cfg.claims.iter().filter(|c| c.matrix == m.name) {
         let (Some(num), Some(den)) = (&c.numerator, &c.denominator) else { continue };
-        let find = |side: &crate::results::claims::declared::Side| {
+        let find = |side: &crate::results::declared::Side| {
             points.iter().find(|((b, arm, sweep, label), _)| *b == m.name && side.is_point(arm, sweep, label))
         };
         let (Some((num_key, num_point)), Some((den_key, den_point))) = (find(num), find(den)) else { continue };

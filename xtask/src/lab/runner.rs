@@ -27,8 +27,8 @@ use crate::env::backend::EnvShape;
 use crate::env::pins;
 use crate::provenance::{self, Git, Host, PROVENANCE_FILE, Provenance};
 use crate::results::claims;
-use crate::results::claims::declared::Claim;
 use crate::results::config::SiteConfig;
+use crate::results::declared::Claim;
 use crate::results::load::{Run, load_results};
 use crate::{interrupt, paths};
 
@@ -232,8 +232,12 @@ fn answer(
     print!("{}", super::verdicts::table(&budget::verdicts_of(&runs, claims, matrices, run_id)));
     let site =
         if out_root == paths::results_dir() { paths::repo_root().join("target/site") } else { logs.join("site") };
-    let claims = claim_files.to_vec();
-    crate::site::build(crate::site::BuildArgs { results: Some(out_root.to_owned()), out: Some(site.clone()), claims })?;
+    let args = crate::site::BuildArgs {
+        results: Some(out_root.to_owned()),
+        out: Some(site.clone()),
+        claims: claim_files.to_vec(),
+    };
+    crate::site::build(args, claims.to_vec())?;
     phase("site", &format!("{}", site.join("index.html").display()));
     Ok(())
 }

@@ -135,7 +135,7 @@ pub struct SiteConfig {
     pub headlines: BTreeMap<String, MatrixHeadline>,
     pub series: Vec<Series>,
     /// The claims judged on the index: the seeds' (harness/claims.toml) and a user's (`--claims FILE`).
-    pub claims: Vec<crate::results::claims::declared::Claim>,
+    pub claims: Vec<crate::results::declared::Claim>,
 }
 
 #[derive(Deserialize)]
@@ -147,11 +147,11 @@ struct SeedsFile {
 impl SiteConfig {
     /// The configuration compiled into this build, with the seeds' claims.
     pub fn builtin() -> Result<Self> {
-        Self::with_claims(crate::results::claims::declared::builtin()?)
+        Self::with_claims(crate::results::declared::builtin()?)
     }
 
     /// The configuration compiled into this build, judging `claims` (the seeds' and a user's, already checked).
-    pub fn with_claims(claims: Vec<crate::results::claims::declared::Claim>) -> Result<Self> {
+    pub fn with_claims(claims: Vec<crate::results::declared::Claim>) -> Result<Self> {
         Ok(SiteConfig { claims, ..Self::parse(HEADLINES_TOML, SEEDS_TOML)? })
     }
 

@@ -1,7 +1,7 @@
 //! The claims as their files state them (the seeds' in harness/claims.toml, a user's in any file given with
 //! `--claims`), checked when they are read: what each says (its kinds, direction, shape, ceiling or bound) and the
 //! lab's two points for it, with the file and line it came from. Whether those points exist is checked against the
-//! matrices by `lab::claim_points`; judging them is the parent module's job.
+//! matrices by `lab::claim_points`; judging them is `results::claims`' job.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -188,13 +188,13 @@ impl Side {
         self.arm == arm && self.sweep == sweep && (self.label.is_empty() || self.label == label)
     }
 
-    pub(super) fn holds(&self, r: &Record) -> bool {
+    pub(crate) fn holds(&self, r: &Record) -> bool {
         r.arm == self.arm
             && r.variant.sweeps.first() == Some(&self.sweep)
             && (self.label.is_empty() || r.variant.label == self.label)
     }
 
-    pub(super) fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self.label.as_str() {
             "" => format!("{} ({})", self.arm, self.sweep),
             label => format!("{} at {} {label}", self.arm, self.sweep),

@@ -9,7 +9,9 @@
 
 pub(crate) mod attempts;
 pub(crate) mod claims;
+pub(crate) mod compare;
 pub(crate) mod config;
+pub(crate) mod declared;
 #[cfg(test)]
 pub(crate) mod fixtures;
 pub(crate) mod format;

@@ -359,11 +359,11 @@ fn regressions(mine: &[&Run], machine: &str, cfg: &crate::results::config::SiteC
         for matrix in run.matrices.keys() {
             let Some(earlier) = mine[..k].iter().rev().find(|r| r.matrices.contains_key(matrix)) else { continue };
             let Some(metric) = cfg.headline(matrix).and_then(|h| h.metric.clone()) else { continue };
-            let rows: Vec<_> = crate::lab::compare::compare(earlier, run, &metric)
+            let rows: Vec<_> = crate::results::compare::compare(earlier, run, &metric)
                 .into_iter()
                 .filter(|r| &r.matrix == matrix)
                 .collect();
-            for worse in crate::lab::compare::regressions(&rows, REGRESSION_PCT) {
+            for worse in crate::results::compare::regressions(&rows, REGRESSION_PCT) {
                 out.push((
                     run.provenance.started_ts_ms,
                     FeedEntry {
@@ -406,8 +406,8 @@ impl FeedPage {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::claims::declared::builtin;
     use crate::results::claims::machines::by_machine;
+    use crate::results::declared::builtin;
     use crate::results::fixtures;
     use crate::results::load::load_results;
 

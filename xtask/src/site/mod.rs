@@ -10,6 +10,7 @@ mod check;
 mod data;
 mod durability;
 mod forest;
+mod links;
 mod pages;
 mod render;
 
@@ -36,9 +37,11 @@ pub struct BuildArgs {
 /// Marks a directory as a site this command wrote, so a rebuild may replace it.
 const MARKER: &str = ".streamlab-site";
 
-pub fn build(args: BuildArgs) -> Result<()> {
+/// `claims` are the seeds' and those of `args.claims`, read and checked against the matrices by the caller (the lab
+/// owns the matrices; the site only renders).
+pub fn build(args: BuildArgs, claims: Vec<crate::results::declared::Claim>) -> Result<()> {
     let out = args.out.unwrap_or_else(default_out);
-    let cfg = config::SiteConfig::with_claims(crate::lab::claim_points::load(&args.claims)?)?;
+    let cfg = config::SiteConfig::with_claims(claims)?;
     let (results, files) = match args.results {
         Some(dir) => {
             let files = build_site(&dir, &cfg)?;
@@ -114,7 +117,7 @@ mod tests {
     use super::*;
     use streamlab_record::Integrity;
 
-    use crate::results::{claims, fixtures};
+    use crate::results::fixtures;
 
     /// The configuration with the seeds' claims.
     fn seeds() -> config::SiteConfig {
@@ -173,7 +176,7 @@ mod tests {
         assert!(index.contains("framework path &#x2f; raw rdkafka"), "ratio on the index");
         // The first screen: the machine, the totals, then the verdict table, one row per published claim (each quote
         // a click away), then the lab's own comparisons beside them.
-        let all = claims::declared::builtin().unwrap();
+        let all = crate::results::declared::builtin().unwrap();
         let (claims, beside) = (all.iter().filter(|c| !c.beside).count(), all.iter().filter(|c| c.beside).count());
         let machine = index.find("<p class=\"machine\">Measured on <strong>").expect("the machine line");
         let totals = index.find(&format!("<p class=\"totals\">{claims} claims: ")).expect("the totals line");

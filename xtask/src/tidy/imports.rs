@@ -2,7 +2,7 @@
 //! connected components. An arrow is a path a file names (`crate::a::b`, `super::x`, `self::y`, or a child
 //! declared with `mod`), resolved to the module file it reaches. Two kinds of path draw no arrow: a parent
 //! naming its own descendants (it owns them: that is the tree, not a dependency), and a glob (`super::*`
-//! names nothing). Test modules are left out. This is what farm-studio draws as circles.
+//! names nothing). Test modules are left out.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -43,6 +43,27 @@ pub fn import_graph(krate: &Crate) -> BTreeMap<ModulePath, BTreeSet<ModulePath>>
         graph.insert(module.clone(), arrows);
     }
     graph
+}
+
+/// The same graph seen `depth` folders deep: every module under a folder at that depth is that folder, one node
+/// (a file above it stays itself). At depth 1 `lab/` and `clients/` are two nodes, so a file of each naming the other
+/// is the loop it is, though no two modules name each other; at depth 2 `results/claims/` and `results/config`
+/// are. A parent naming its own children drew no arrow in `graph`, so a folder never loops with its own `mod.rs`.
+pub fn folder_graph(
+    graph: &BTreeMap<ModulePath, BTreeSet<ModulePath>>,
+    depth: usize,
+) -> BTreeMap<ModulePath, BTreeSet<ModulePath>> {
+    let node = |m: &ModulePath| m[..m.len().min(depth)].to_vec();
+    let mut folders: BTreeMap<ModulePath, BTreeSet<ModulePath>> = BTreeMap::new();
+    for (module, targets) in graph {
+        let from = node(module);
+        let arrows = folders.entry(from.clone()).or_default();
+        // A node naming one of its own descendants is the tree, not a dependency.
+        arrows.extend(
+            targets.iter().map(node).filter(|to| *to != from && !to.starts_with(&from) && !from.starts_with(to)),
+        );
+    }
+    folders
 }
 
 /// The strongly connected components of more than one module (Tarjan), each sorted.
@@ -284,6 +305,28 @@ mod tests {
         assert_eq!(names(&graph[&module_path("m/judge.rs")].iter().cloned().collect::<Vec<_>>()), vec!["m"]);
         assert!(!graph.contains_key(&module_path("m/fixtures.rs")), "a test module is no room");
         assert!(graph[&module_path("other.rs")].is_empty(), "test code draws no arrow");
+    }
+
+    #[test]
+    fn a_loop_between_two_folders_is_found_at_their_depth_though_no_two_modules_name_each_other() {
+        let k = krate(&[
+            ("main.rs", "mod lab;\nmod clients;\nmod results;\n"),
+            ("lab/mod.rs", "mod runner;\nmod harness;\n"),
+            ("lab/runner.rs", "fn f() { crate::clients::prepare() }\n"),
+            ("lab/harness.rs", "pub fn cargo() {}\n"),
+            ("clients/mod.rs", "mod bench;\npub fn prepare() {}\n"),
+            ("clients/bench.rs", "fn g() { crate::lab::harness::cargo() }\n"),
+            ("results/mod.rs", "mod claims;\nmod config;\n"),
+            ("results/config.rs", "use super::claims::Claim;\n"),
+            ("results/claims/mod.rs", "mod judge;\npub struct Claim;\n"),
+            ("results/claims/judge.rs", "use crate::results::config::X;\n"),
+        ]);
+        let graph = import_graph(&k);
+        assert!(cycles(&graph).is_empty(), "no two modules name each other: {graph:?}");
+        let at = |depth| cycles(&folder_graph(&graph, depth)).iter().map(|c| names(c)).collect::<Vec<_>>();
+        assert_eq!(at(1), vec![vec!["clients", "lab"]]);
+        // Two folders deeper the files that carry the first loop are apart; the second is now seen.
+        assert_eq!(at(2), vec![vec!["results::claims", "results::config"]]);
     }
 
     #[test]

@@ -5,8 +5,8 @@
 use serde::Serialize;
 use streamlab_record::provenance::HOSTED_RUNNER;
 
-use super::declared::Claim;
 use super::{ClaimVerdict, Kind, verdicts};
+use crate::results::declared::Claim;
 use crate::results::format;
 use crate::results::load::Run;
 
@@ -116,7 +116,7 @@ pub fn totals(claims: &[ClaimVerdict]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::results::claims::declared::builtin;
+    use crate::results::declared::builtin;
     use crate::results::fixtures;
     use crate::results::load::load_results;
 

@@ -19,8 +19,7 @@ use crate::results::load::Run;
 use crate::results::model::{Missing, Outcome, config_of, drawn_by_rep, outcome, set_apart};
 use crate::results::parity::{self, Contract};
 
-pub(crate) mod declared;
-use declared::{Bound, Ceiling, Claim, ClaimKind, Side};
+use crate::results::declared::{Bound, Ceiling, Claim, ClaimKind, Side};
 
 /// What the lab concludes about a claim.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]

@@ -1,8 +1,8 @@
 //! The verdicts on fixture runs: the rule, the kinds, pooling, ceilings and contracts.
 use streamlab_record::Status;
 
-use super::declared::parse;
 use super::*;
+use crate::results::declared::parse;
 use crate::results::fixtures;
 use crate::results::load::load_results;
 

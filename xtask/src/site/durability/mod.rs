@@ -15,7 +15,7 @@ use streamlab_record::{IntegrityStatus, Record, Status};
 
 use crate::results::format;
 use crate::results::load::Run;
-use crate::site::pages::{self, RunLink};
+use crate::site::links::{self, RunLink};
 
 /// The page's file, at the site's root.
 pub const HREF: &str = "durability.html";
@@ -36,7 +36,7 @@ pub struct DurabilityPage {
     pub faults: Vec<FaultTable>,
     pub timelines: Vec<TimelineView>,
     /// Arms not run, once each, with the reason.
-    pub not_run: Vec<pages::KeyValue>,
+    pub not_run: Vec<links::KeyValue>,
     /// Records that failed (a durability or idempotence violation, or a crash), with the reason.
     pub failures: Vec<String>,
     /// Said when the run was resumed: how each later attempt's rates measured against the first's.
@@ -174,16 +174,16 @@ pub fn page(run: &Run) -> Option<DurabilityPage> {
     let ran: Vec<&Record> = records.iter().filter(|r| r.status != Status::NotRun).collect();
     let (replication, replication_summary) = replication(&ran, &replication_sweeps(run), &title);
     Some(DurabilityPage {
-        run: pages::run_link(run),
-        matrix_href: pages::latest_matrix_href(MATRIX),
-        raw_href: pages::run_matrix_href(&run.id, MATRIX).replace(".html", ".jsonl"),
-        footer: pages::footer(&run.provenance),
+        run: links::run_link(run),
+        matrix_href: links::latest_matrix_href(MATRIX),
+        raw_href: links::run_matrix_href(&run.id, MATRIX).replace(".html", ".jsonl"),
+        footer: links::footer(&run.provenance),
         replication_summary,
         fault_summary: summary::faults(&ran, &title),
         replication,
         faults: faults(&ran, &title),
         timelines: timelines(&ran, &title),
-        not_run: not_run.into_iter().map(|(k, v)| pages::KeyValue { key: k, value: v }).collect(),
+        not_run: not_run.into_iter().map(|(k, v)| links::KeyValue { key: k, value: v }).collect(),
         failures,
         attempts: crate::results::attempts::attempts_note(&run.provenance, records, "records_per_s"),
     })

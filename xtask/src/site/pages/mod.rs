@@ -2,7 +2,7 @@
 //! templates prefix them with `root` so the same view renders at any depth (and works from file://).
 //!
 //! One module per page kind (`index`, `matrix`, `run`, `history`); `table` builds the data tables' rows the
-//! matrix pages share; this file holds the pieces every page uses (run links, environment, footer).
+//! matrix pages share; this file holds the environment every page shows; the links and footer they share are `site::links`.
 
 mod charts;
 mod history;
@@ -14,8 +14,6 @@ mod versions;
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
-
 use crate::provenance::Provenance;
 use crate::results::format;
 use crate::results::load::Run;
@@ -25,68 +23,9 @@ pub use index::{MachinePage, index_page};
 pub use matrix::matrix_page;
 pub use run::run_page;
 
-#[derive(Debug, Clone, Serialize)]
-pub struct KeyValue {
-    pub key: String,
-    pub value: String,
-}
-
-fn kv(key: &str, value: impl Into<String>) -> KeyValue {
-    KeyValue { key: key.into(), value: value.into() }
-}
-
-/// A link to a run, as lists of runs show it.
-#[derive(Debug, Clone, Serialize)]
-pub struct RunLink {
-    pub id: String,
-    pub href: String,
-    pub date: String,
-    pub profile: String,
-    pub backend: String,
-    pub cpu: String,
-    pub commit: String,
-    pub dirty: bool,
-    pub unfinished: bool,
-    pub matrices: Vec<String>,
-}
-
-pub(crate) fn run_link(run: &Run) -> RunLink {
-    let p = &run.provenance;
-    RunLink {
-        id: run.id.clone(),
-        href: run_href(&run.id),
-        date: format::date_time(p.started_ts_ms),
-        profile: p.profile.clone(),
-        backend: p.env.backend.clone(),
-        cpu: p.host.cpu_brand.clone(),
-        commit: short_commit(&p.git.commit),
-        dirty: p.git.dirty,
-        unfinished: p.finished_ts_ms.is_none(),
-        matrices: run.matrices.keys().cloned().collect(),
-    }
-}
-
-pub fn run_href(id: &str) -> String {
-    format!("runs/{id}/index.html")
-}
-
-pub fn run_matrix_href(id: &str, matrix: &str) -> String {
-    format!("runs/{id}/{matrix}.html")
-}
-
-pub fn latest_matrix_href(matrix: &str) -> String {
-    format!("matrix/{matrix}.html")
-}
-
-fn short_commit(c: &str) -> String {
-    c.chars().take(10).collect()
-}
-
-/// `cpu · commit · date`, under every chart.
-pub(crate) fn footer(p: &Provenance) -> String {
-    let dirty = if p.git.dirty { " (dirty)" } else { "" };
-    format!("{} · commit {}{dirty} · {}", p.host.cpu_brand, short_commit(&p.git.commit), format::date(p.started_ts_ms))
-}
+pub(crate) use crate::site::links::{
+    KeyValue, RunLink, footer, kv, latest_matrix_href, run_href, run_link, run_matrix_href, short_commit,
+};
 
 fn environment(p: &Provenance) -> Vec<KeyValue> {
     let h = &p.host;
