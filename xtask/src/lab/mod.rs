@@ -3,8 +3,9 @@
 //! environment and the run's provenance (session), with the machine's conditions beside each (conditions),
 //! records written as each task ends (results), each with the command that reruns it (reproduce), what the
 //! terminal shows (ui), and a summary at the end (summary). Two runs are set side by side point by point with a
-//! verdict (compare). A precision target adds interleaved reps where the noise is (precision). The seeds' claims
-//! get their verdicts in the terminal (verdicts).
+//! verdict (compare). After the planned tasks one scheduler (schedule) adds reps toward a goal: a precision target
+//! where the noise is (precision), or, in a budgeted run, the claims decided (budget). The seeds' claims get their
+//! verdicts in the terminal (verdicts).
 
 pub mod budget;
 pub mod claim_points;
@@ -20,6 +21,7 @@ pub mod reproduce;
 pub mod results;
 pub mod run_provenance;
 pub mod runner;
+pub mod schedule;
 pub mod session;
 pub mod summary;
 pub mod task;

@@ -14,6 +14,7 @@ use streamlab_record::stats::{self, precision::precision_text};
 
 use super::matrix::Matrix;
 use super::plan::Task;
+use super::schedule::{self, Next};
 use crate::results::config::SiteConfig;
 use crate::results::model::set_apart;
 use crate::results::parity::{self, Contract, Verdict};
@@ -90,6 +91,30 @@ impl PointSoFar<'_> {
     /// failure (a stalled request in one rep of ten) does not stop a point.
     fn mostly_failing(&self) -> bool {
         2 * self.failed >= self.records
+    }
+}
+
+/// The precision target's goal for the scheduler: every point, headline ratio and claim within its matrix's target;
+/// its stop rule is each point's budget of reps and minutes.
+pub struct PrecisionTarget<'a> {
+    pub goals: &'a BTreeMap<String, Goal>,
+    pub planned: &'a [Task],
+    pub matrices: &'a [Matrix],
+    pub cfg: &'a SiteConfig,
+}
+
+impl schedule::Goal for PrecisionTarget<'_> {
+    fn phase(&self) -> &'static str {
+        "precision"
+    }
+
+    fn next(&mut self, n: usize, written: &[Record]) -> Result<Next> {
+        let round = next_round(self.goals, self.planned, written, self.matrices, self.cfg);
+        if round.tasks.is_empty() {
+            return Ok(Next::Done(String::new()));
+        }
+        let title = format!("round {n}: one more rep of {} points short of their target", round.tasks.len());
+        Ok(Next::Round { tasks: round.tasks, title, why: round.why })
     }
 }
 

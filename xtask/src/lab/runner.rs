@@ -20,13 +20,13 @@ use super::precision;
 use super::registry::{self, Registry};
 use super::reproduce::reproduce_command;
 use super::results::{self, RunDir};
+use super::schedule;
 use super::session::{RunSetup, Session};
 use super::summary;
 use super::ui::{self, phase};
 use crate::env::backend::EnvShape;
 use crate::env::pins;
 use crate::provenance::{self, Git, Host, PROVENANCE_FILE, Provenance};
-use crate::results::claims;
 use crate::results::config::SiteConfig;
 use crate::results::declared::Claim;
 use crate::results::load::{Run, load_results};
@@ -178,36 +178,34 @@ fn run_budgeted(
         phase("budget", &format!("spent before {} first-pass tasks: {}", left.len(), left.join("; ")));
         return Ok(());
     }
-    let run_id = session.run_id().to_owned();
-    let mut batched = std::collections::BTreeSet::new();
-    for round in 1.. {
-        interrupt::check()?;
-        let runs = load_results(ctx.out_root)?;
-        let verdicts = budget::verdicts_of(&runs, ctx.claims, matrices, &run_id);
-        let left_s = ctx.clock.left_s();
-        // What the points took so far, this run's reps included.
-        let times = budget::Times::from_runs(&runs);
-        let next =
-            budget::next_reps(&verdicts, ctx.claims, &run_id, session.written(), first, &times, left_s, &batched);
-        let Some(batch) = next else {
-            let undecided = verdicts.iter().filter(|v| v.verdict == claims::Kind::CannotTell).count();
-            phase(
-                "budget",
-                &format!(
-                    "{:.1} min left; no rep pair here would bring any of the {undecided} claims this host cannot tell \
-                     yet to a verdict within it",
-                    left_s.max(0.0) / 60.0
-                ),
-            );
-            return Ok(());
-        };
-        phase("budget", &format!("round {round}, {:.1} min left: {}", left_s / 60.0, batch.why));
-        run_tasks(session, &batch.tasks, matrices, spec)?;
-        if batch.decisive {
-            batched.insert(batch.claim);
-        }
-    }
+    let mut goal = budget::ClaimsDecided {
+        clock: ctx.clock,
+        claims: ctx.claims,
+        matrices,
+        first,
+        out_root: ctx.out_root,
+        run_id: session.run_id().to_owned(),
+        batched: Default::default(),
+    };
+    schedule::run_rounds(&mut goal, &mut SessionRuns { session, matrices, spec })?;
     Ok(())
+}
+
+/// The scheduler's rounds run as tasks of this run's session.
+struct SessionRuns<'a, 'b> {
+    session: &'a mut Session<'b>,
+    matrices: &'a [Matrix],
+    spec: &'a RunSpec,
+}
+
+impl schedule::Runs for SessionRuns<'_, '_> {
+    fn written(&self) -> &[Record] {
+        self.session.written()
+    }
+
+    fn run(&mut self, tasks: &[Task]) -> Result<()> {
+        run_tasks(self.session, tasks, self.matrices, self.spec)
+    }
 }
 
 /// A budgeted run ends with the answer: every claim's verdict over the results, and the site built from them
@@ -270,27 +268,10 @@ fn reach_precision(
     if goals.is_empty() {
         return Ok(());
     }
-    for round_no in 1.. {
-        let round = precision::next_round(goals, planned, session.written(), matrices, cfg);
-        if round.tasks.is_empty() {
-            break;
-        }
-        let title = format!("round {round_no}: one more rep of {} points short of their target", round.tasks.len());
-        phase("precision", &title);
-        // The first few reasons say what the round is for; every one of them is in the records' reps.
-        for why in round.why.iter().take(ROUND_REASONS_SHOWN) {
-            println!("  {why}");
-        }
-        if round.why.len() > ROUND_REASONS_SHOWN {
-            println!("  and {} more", round.why.len() - ROUND_REASONS_SHOWN);
-        }
-        run_tasks(session, &round.tasks, matrices, spec)?;
-    }
+    let mut goal = precision::PrecisionTarget { goals, planned, matrices, cfg };
+    schedule::run_rounds(&mut goal, &mut SessionRuns { session, matrices, spec })?;
     Ok(())
 }
-
-/// How many points' reasons a precision round prints before "and N more".
-const ROUND_REASONS_SHOWN: usize = 4;
 
 /// Whether a resumed run still has reps to add for its precision goals.
 fn needs_more_reps(
