@@ -177,3 +177,16 @@ fn the_lagging_side_of_a_claim_catches_up_first_so_every_rep_pairs() {
     v.run = Some("earlier".into());
     assert!(next_reps(&[v], &claims, "this", &written, &first, &times, 3600.0, &none).is_none());
 }
+
+#[test]
+fn a_users_claim_brings_its_points_into_the_first_pass() {
+    let (matrices, planned, seeds_only, claims) = whole_lab();
+    let text = crate::lab::claim_points::tests::user_claim("100 ms", "500 ms");
+    let mine = crate::results::declared::parse(&text, std::path::Path::new("mine.toml")).unwrap();
+    let at_100_ms = |tasks: &[Task]| {
+        tasks.iter().any(|t| t.bench == "kafka_sink" && t.sweep == "min_pause_ms" && t.label == "100 ms")
+    };
+    assert!(!at_100_ms(&seeds_only), "no seed's claim or headline ratio rests on it");
+    let with_mine = first_pass(planned, &matrices, &SiteConfig::builtin().unwrap(), &[claims, mine].concat());
+    assert!(at_100_ms(&with_mine), "the user's claim rests on it");
+}
