@@ -35,10 +35,9 @@ while read -r action; do
     actions/upload-artifact | actions/download-artifact | actions/upload-pages-artifact | actions/deploy-pages | \
       actions/create-github-app-token | peter-evans/create-pull-request | actions/setup-node | Swatinem/rust-cache | \
       actions/cache)
-      local_dir="$clone/.github/rehearsal/${action%@*}"
-      local_dir="${local_dir/\/actions\//\/}"
-      local_dir="${local_dir/\/peter-evans\//\/}"
-      local_dir="${local_dir/\/Swatinem\//\/}"
+      # The stand-in's folder is the action's name without its owner (actions/cache -> cache).
+      name="${action%@*}"
+      local_dir="$clone/.github/rehearsal/${name#*/}"
       ;;
   esac
   maps+=(--local-repository "$action=$local_dir")

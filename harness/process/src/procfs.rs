@@ -184,14 +184,10 @@ const GROUP_EXIT_WAIT: Duration = Duration::from_secs(5);
 /// Whether any process of group `pgid` runs (neither a zombie nor dead).
 fn group_has_live_members(pgid: u32) -> bool {
     let Ok(entries) = std::fs::read_dir("/proc") else { return false };
-    entries.flatten().filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok()).any(|pid| {
-        let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else { return false };
-        // After the command's closing parenthesis: state, ppid, pgrp.
-        let mut fields = stat.rsplit(')').next().unwrap_or_default().split_whitespace();
-        let state = fields.next().and_then(|s| s.chars().next());
-        let pgrp = fields.nth(1).and_then(|g| g.parse::<u32>().ok());
-        pgrp == Some(pgid) && state.is_some_and(|s| s != 'Z' && s != 'X')
-    })
+    entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .any(|pid| getpgid(Some(Pid::from_raw(pid as i32))).is_ok_and(|g| g.as_raw() == pgid as i32) && is_alive(pid))
 }
 
 /// The inodes of this network namespace's TCP sockets (v4 and v6) whose local port is `port`: the client end of a

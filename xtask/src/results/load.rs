@@ -122,7 +122,7 @@ fn check_records(path: &Path, run_id: &str, matrix: &str, records: &[Record]) ->
     Ok(())
 }
 
-fn sorted_entries(dir: &Path) -> Result<Vec<PathBuf>> {
+pub(super) fn sorted_entries(dir: &Path) -> Result<Vec<PathBuf>> {
     let mut out = Vec::new();
     for entry in std::fs::read_dir(dir).with_context(|| format!("cannot list {}", dir.display()))? {
         out.push(entry.with_context(|| format!("cannot list {}", dir.display()))?.path());

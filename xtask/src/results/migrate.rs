@@ -13,6 +13,7 @@ use anyhow::{Context, Result, bail};
 use streamlab_record::applied::{self, QUEUE_CAP};
 use streamlab_record::{Record, SCHEMA, SCHEMA_V1, Status};
 
+use super::load::sorted_entries;
 use crate::provenance::{PROVENANCE_FILE, Provenance};
 
 #[derive(clap::Args)]
@@ -35,21 +36,9 @@ pub fn migrate_cmd(args: MigrateArgs) -> Result<()> {
 /// Every run directory under `dir` (those with a provenance.json): files and records migrated.
 pub fn migrate_dir(dir: &Path) -> Result<(usize, usize)> {
     let (mut files, mut records) = (0, 0);
-    let mut runs: Vec<PathBuf> = std::fs::read_dir(dir)
-        .with_context(|| format!("cannot list {}", dir.display()))?
-        .map(|e| e.map(|e| e.path()))
-        .collect::<std::io::Result<_>>()?;
-    runs.sort();
-    for run in runs.iter().filter(|r| r.join(PROVENANCE_FILE).is_file()) {
+    for run in sorted_entries(dir)?.into_iter().filter(|r| r.join(PROVENANCE_FILE).is_file()) {
         let provenance = Provenance::load(&run.join(PROVENANCE_FILE))?;
-        let mut jsonl: Vec<PathBuf> = std::fs::read_dir(run)?
-            .map(|e| e.map(|e| e.path()))
-            .collect::<std::io::Result<Vec<_>>>()?
-            .into_iter()
-            .filter(|p| p.extension().is_some_and(|x| x == "jsonl"))
-            .collect();
-        jsonl.sort();
-        for path in jsonl {
+        for path in sorted_entries(&run)?.into_iter().filter(|p| p.extension().is_some_and(|x| x == "jsonl")) {
             let n = migrate_file(&path, &provenance)?;
             files += usize::from(n > 0);
             records += n;

@@ -328,10 +328,11 @@ fn verdict_changes(
     let seeds: Vec<_> = cfg.claims.iter().filter(|c| !c.beside).cloned().collect();
     let mut before: Vec<ClaimVerdict> = Vec::new();
     let mut out = Vec::new();
-    for k in 0..mine.len() {
-        let upto: Vec<Run> = mine[..=k].iter().map(|r| (*r).clone()).collect();
+    // The machine's runs up to each one in turn: each run is copied in once, as its turn comes.
+    let mut upto: Vec<Run> = Vec::with_capacity(mine.len());
+    for &run in mine {
+        upto.push(run.clone());
         let now = crate::results::claims::verdicts(&upto, &seeds);
-        let run = mine[k];
         for v in &now {
             let was = before.iter().find(|b| b.id == v.id).map_or(Kind::NotRun, |b| b.verdict);
             if was == v.verdict {
