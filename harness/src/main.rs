@@ -100,7 +100,7 @@ fn run() -> Result<()> {
         Command::Versions => println!("{}", serde_json::to_string(&harness::versions::client_versions())?),
         Command::Arms { json: true } => println!("{}", arms::registry_json()),
         Command::Arms { json: false } => {
-            for spec in arms::REGISTRY {
+            for spec in arms::registry() {
                 let knobs: Vec<String> = spec
                     .knobs()
                     .iter()

@@ -1,10 +1,10 @@
 //! Arms: each `(bench, arm)` pair is one measurement program. The runner starts one process per
 //! arm x variant x rep; the arm prints one [`streamlab_record::Measurement`] as JSON on stdout and logs on stderr.
 //!
-//! [`REGISTRY`] (in `registry.rs`) is the contract with the matrices: every arm, the knobs it reads and their types.
+//! [`registry`] is the contract with the matrices: every arm, the knobs it reads and their types.
 //! `harness arms --json` prints it, and xtask checks every matrix against it before anything starts.
-//! Adding an arm is its module (a Kafka client's: its driver, [`crate::drivers`]), its line in [`REGISTRY`] and
-//! the matrix TOML.
+//! Adding an arm is its module, its line in the registry and the matrix TOML; adding a Kafka client is its
+//! driver ([`crate::drivers`]), which both Kafka benches run.
 
 pub mod clients;
 pub mod durability;
@@ -17,8 +17,8 @@ use anyhow::Result;
 use serde::de::DeserializeOwned;
 use streamlab_record::EnvDescriptor;
 
-pub use registry::{REGISTRY, find, run};
-pub use spec::{ArmSpec, KnobSpec, KnobType, registry_json};
+pub use registry::{find, registry, registry_json, run};
+pub use spec::{ArmSpec, KnobSpec, KnobType, Runs};
 
 /// Everything an arm gets from the runner.
 pub struct ArmContext {
@@ -40,7 +40,7 @@ mod tests {
 
     #[test]
     fn every_registered_arm_s_knob_schema_is_read_off_its_struct() {
-        for spec in REGISTRY {
+        for spec in registry() {
             let knobs = spec.knobs();
             assert!(!knobs.is_empty(), "{}/{} reads no knobs", spec.bench, spec.arm);
             let mut names: Vec<&str> = knobs.iter().map(|k| k.name).collect();
@@ -51,10 +51,11 @@ mod tests {
 
     #[test]
     fn arms_are_registered_once_and_found_by_name() {
-        let mut names: Vec<(&str, &str)> = REGISTRY.iter().map(|s| (s.bench, s.arm)).collect();
+        let registry = registry();
+        let mut names: Vec<(&str, &str)> = registry.iter().map(|s| (s.bench, s.arm)).collect();
         names.sort();
         names.dedup();
-        assert_eq!(names.len(), REGISTRY.len(), "an arm is registered twice");
+        assert_eq!(names.len(), registry.len(), "an arm is registered twice");
         assert_eq!(find("kafka_sink", "raw").map(|s| s.arm), Some("raw"));
         assert!(find("kafka_sink", "nope").is_none());
     }

@@ -11,6 +11,7 @@ use streamlab_record::Measurement;
 pub use streamlab_record::arms::KnobType;
 
 use super::ArmContext;
+use crate::drivers::contract::KafkaDriver;
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct KnobSpec {
@@ -25,12 +26,21 @@ pub struct KnobSpec {
 }
 
 /// One arm of one bench.
+#[derive(Clone, Copy)]
 pub struct ArmSpec {
     pub bench: &'static str,
     pub arm: &'static str,
-    pub run: fn(&ArmContext) -> Result<Measurement>,
+    pub runs: Runs,
     /// The schema of the arm's `Knobs` struct ([`knob_schema`]).
     schema: fn() -> Result<Vec<KnobSpec>, String>,
+}
+
+/// What runs an arm: its own program, or a Kafka client's driver in one of the benches that drive clients.
+#[derive(Clone, Copy)]
+pub enum Runs {
+    Own(fn(&ArmContext) -> Result<Measurement>),
+    /// The driver in the bench `ArmSpec::bench` names.
+    Driver(&'static dyn KafkaDriver),
 }
 
 impl ArmSpec {
@@ -40,7 +50,12 @@ impl ArmSpec {
         arm: &'static str,
         run: fn(&ArmContext) -> Result<Measurement>,
     ) -> Self {
-        ArmSpec { bench, arm, run, schema: knob_schema::<Knobs> }
+        ArmSpec { bench, arm, runs: Runs::Own(run), schema: knob_schema::<Knobs> }
+    }
+
+    /// `driver`'s arm in `bench`, whose knobs are `Knobs`.
+    pub fn driver<Knobs: DeserializeOwned>(bench: &'static str, driver: &'static dyn KafkaDriver) -> Self {
+        ArmSpec { bench, arm: driver.name(), runs: Runs::Driver(driver), schema: knob_schema::<Knobs> }
     }
 
     /// The knobs the arm reads (its registry test holds every registered arm to a schema that can be read).
@@ -53,15 +68,6 @@ impl ArmSpec {
 pub fn parse_knobs<T: DeserializeOwned>(knobs: &serde_json::Map<String, serde_json::Value>) -> Result<T> {
     serde_json::from_value(serde_json::Value::Object(knobs.clone()))
         .map_err(|e| anyhow::anyhow!("bad knobs for this arm: {e}"))
-}
-
-/// What `harness arms --json` prints.
-pub fn registry_json() -> String {
-    let arms: Vec<serde_json::Value> = super::REGISTRY
-        .iter()
-        .map(|a| serde_json::json!({ "bench": a.bench, "arm": a.arm, "knobs": a.knobs() }))
-        .collect();
-    serde_json::json!({ "schema": 1, "arms": arms }).to_string()
 }
 
 /// The schema of `T`: each field's name, type and choices as serde sees them, and whether `T` parses without it.

@@ -1,13 +1,19 @@
 //! One driver per Kafka client (the OpenMessaging Benchmark's shape): each module here is everything the lab
-//! knows about driving one client, for every Kafka bench that drives it. Each bench says what it asks of a
-//! client, and each driver answers it and declares its arms, which [`crate::arms::REGISTRY`] lists:
-//! - the clients bench: produce, fetch and latency through [`crate::arms::clients::driver::Driver`];
-//! - the durability bench: produce-with-ledger, a [`crate::arms::durability::ProduceFn`].
+//! knows about driving one client, a translator from the benches' requests ([`contract`]) to its client. The
+//! drivers know no bench: the clients and durability benches (`crate::arms`) run every driver in [`DRIVERS`].
 //!
-//! Adding a client to both Kafka benches: its module here, its `mod` line below, its lines in the registry, and
-//! its arm in `harness/matrices/clients.toml` and `durability.toml`.
+//! Adding a client to both Kafka benches: its module here, its line in [`DRIVERS`], its crate in the workspace's
+//! and harness's Cargo.toml, and its arm in `harness/matrices/clients.toml` and `durability.toml` (README, "Add a
+//! client").
 
 pub mod c_tool;
+pub mod contract;
 pub mod java;
 pub mod partitionline;
 pub mod rdkafka;
+
+use self::contract::KafkaDriver;
+
+/// Every Kafka client the benches drive, once each.
+pub const DRIVERS: &[&dyn KafkaDriver] =
+    &[&c_tool::C_2_15, &c_tool::C_2_12, &rdkafka::Rdkafka, &partitionline::Partitionline, &java::Java];

@@ -119,13 +119,6 @@ mod tests {
         assert!(offenders.is_empty(), "read CARGO_MANIFEST_DIR when the code runs:\n{}", offenders.join("\n"));
     }
 
-    /// Folder loops that stand, each with what removes it. Any other loop fails the test below, and so does one of
-    /// these once it is gone: the list only shrinks.
-    const OPEN_FOLDER_LOOPS: &[(&str, &str)] = &[(
-        "harness, folders 1 deep: arms, drivers",
-        "issue 53 item 1: the client contract below the benches (drivers import the benches' types today)",
-    )];
-
     #[test]
     fn no_crate_has_an_import_cycle() {
         let mut crates: BTreeMap<String, imports::Crate> = BTreeMap::new();
@@ -157,15 +150,11 @@ mod tests {
             }
         }
         assert!(crates.len() >= 5 && arrows > 400, "the graph was read: {} crates, {arrows} arrows", crates.len());
-        let open: Vec<String> = OPEN_FOLDER_LOOPS.iter().map(|(which, _)| which.to_string()).collect();
-        let new: Vec<&String> = found.iter().filter(|f| !open.contains(f)).collect();
-        let gone: Vec<&String> = open.iter().filter(|o| !found.contains(o)).collect();
         assert!(
-            new.is_empty(),
+            found.is_empty(),
             "these modules (or folders) import each other; move what they share below both:\n{}",
-            new.iter().map(|f| f.as_str()).collect::<Vec<_>>().join("\n")
+            found.join("\n")
         );
-        assert!(gone.is_empty(), "no longer a loop: take it off OPEN_FOLDER_LOOPS: {gone:?}");
     }
 
     #[test]

@@ -1,8 +1,10 @@
-//! The clients matrix (seeds 003 and 002): one adapter per Kafka client, every one reading the same knobs,
-//! talking to the same broker and checked the same way. Every record's `applied` map ([`applied`]) says the
-//! work and the settings the client ran it with, read back from the client where it can say; what the knobs
-//! cannot make equal between clients (requests in flight, partitioner) shows there with the value in force,
-//! and each adapter describes it in words in its record's details ([`Asymmetries`]).
+//! The clients matrix (seeds 003 and 002): every Kafka client driver ([`crate::drivers`]) reading the same
+//! knobs, talking to the same broker and checked the same way. Every record's `applied` map says the work and
+//! the settings the client ran it with, read back from the client where it can say; what the knobs cannot make
+//! equal between clients (requests in flight, partitioner) shows there with the value in force, and each driver
+//! describes it in words in its record's details ([`Asymmetries`]).
+//!
+//! The bench owns the run ([`run`]): the fresh topic, the preload, the high watermarks, integrity and the record.
 //!
 //! Workloads:
 //! - produce: `count` records of `payload_bytes` into a fresh topic of `partitions` partitions; the rate is
@@ -13,230 +15,31 @@
 //!   partitions; integrity: consumed == the high-watermark sum;
 //! - latency: `latency_warmup` + `latency_samples` sequential produce -> ack round trips on one partition,
 //!   nearest-rank percentiles in microseconds.
-//!
-//! An adapter that cannot run a point (a feature its client lacks) returns [`NotRunnable`]: the harness
-//! exits with [`streamlab_record::arms::NOT_RUNNABLE_EXIT`] and the runner records the point as not run, with the reason.
 
-pub mod applied;
-pub mod driver;
-
-pub use streamlab_record::tools::{CTool, JavaTools, TOOLS_ENV, Tools};
+#[cfg(test)]
+mod on_a_broker;
+mod run;
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use rdkafka::ClientConfig;
-use serde::Deserialize;
-use streamlab_record::applied::Applied;
-use streamlab_record::descriptor::Listener;
 use streamlab_record::{EnvDescriptor, Integrity, Measurement, Metric};
 
+pub use self::run::run;
 use crate::arms::ArmContext;
+use crate::drivers::contract::{ClientInfo, ClientKnobs, Fetched, Produced, QueueFullSeen, Ran, Workload};
 use crate::kafka::admin::{fresh_topic, high_watermark_sum};
 use crate::kafka::config::default_client_config;
 
 pub const BENCH: &str = "clients";
 
-pub use streamlab_record::arms::NotRunnable;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Workload {
-    Produce,
-    Fetch,
-    Latency,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Compression {
-    None,
-    Lz4,
-    Zstd,
-}
-
-impl Compression {
-    /// The name librdkafka, Java and partitionline all use.
-    pub fn name(self) -> &'static str {
-        match self {
-            Compression::None => "none",
-            Compression::Lz4 => "lz4",
-            Compression::Zstd => "zstd",
-        }
-    }
-}
-
-/// The bytes of each record's value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Payload {
-    /// `payload_bytes` of 'x', the same for every client (lz4 keeps about 0.5% of it).
-    #[default]
-    X,
-    /// Random letters A-Z drawn anew for every record, as kafka-producer-perf-test's `--record-size` sends
-    /// them (seed 002's tool): lz4 barely compresses them.
-    RandomAz,
-}
-
-impl Payload {
-    /// The applied `format` of a record carrying it.
-    pub fn format(self) -> &'static str {
-        match self {
-            Payload::X => "bytes",
-            Payload::RandomAz => "bytes, random A-Z per record",
-        }
-    }
-}
-
-/// What partitionline's produce loop does when the client's queue is full (its loop lives with the client).
-pub use streamlab_partitionline::QueueFull;
-
-/// Every client arm reads these knobs, with these names and meanings.
-#[derive(Debug, Clone, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Knobs {
-    pub workload: Workload,
-    /// The environment listener: `default` (the environment's default: plaintext, or the listener an external
-    /// cluster's `--kafka-config` describes), `plaintext`, `ssl`, `scram256`, `scram512` or `oauth`.
-    pub listener: String,
-    pub compression: Compression,
-    /// 1 (leader) or -1 (all).
-    pub acks: i32,
-    pub idempotence: bool,
-    pub count: u64,
-    pub payload_bytes: usize,
-    pub partitions: i32,
-    pub linger_ms: u64,
-    /// Records per batch (librdkafka batch.num.messages, partitionline batch_records); 0 = the client's default.
-    pub batch_messages: u64,
-    /// Bytes per batch (batch.size, partitionline batch_bytes); 0 = the client's default.
-    pub batch_bytes: u64,
-    /// librdkafka queue.buffering.max.messages (the seed's C side locked it at 1,000,000); 0 = default.
-    pub queue_messages: u64,
-    pub fetch_max_wait_ms: u64,
-    pub fetch_min_bytes: u64,
-    pub fetch_max_bytes: u64,
-    pub latency_warmup: u64,
-    pub latency_samples: u64,
-    /// The broker version the runner started for this point (recorded; the runner applies it); absent on a
-    /// cluster the lab did not start, which runs its own.
-    #[serde(default)]
-    pub kafka_version: Option<String>,
-    /// Produce connections per broker; 0 = the client's own (partitionline: 8; librdkafka and Java open 1 and
-    /// have no setting for more).
-    pub connections: u64,
-    /// What each record's value holds.
-    pub payload: Payload,
-    /// What partitionline's produce loop does on QueueFull (librdkafka's and Java's loops wait in the client).
-    pub queue_full: QueueFull,
-}
-
-/// librdkafka and the Java client open one produce connection per broker and have no setting for more: a
-/// point asking for another count is not runnable for them.
-pub fn one_connection_per_broker(knobs: &Knobs, client: &str) -> Result<()> {
-    if knobs.connections > 1 {
-        return Err(NotRunnable(format!(
-            "{client} opens one connection per broker and has no setting for more; connections={} is \
-             partitionline's knob",
-            knobs.connections
-        ))
-        .into());
-    }
-    Ok(())
-}
-
-/// Only the Java perf tool draws a random A-Z payload per record (its `--record-size`); the other arms send the
-/// same 'x' bytes every time, so a point asking for random letters is not runnable for them.
-pub fn x_payload_only(knobs: &Knobs, client: &str) -> Result<()> {
-    if knobs.payload != Payload::X {
-        return Err(NotRunnable(format!(
-            "{client} sends the same 'x' payload every record; payload=random_az is kafka-producer-perf-test's \
-             own --record-size (seed 002's tool), run by the java arm"
-        ))
-        .into());
-    }
-    Ok(())
-}
-
-/// What the knobs cannot make equal between clients; every record carries its own.
-#[derive(Debug, Clone, Default)]
-pub struct Asymmetries {
-    /// e.g. `1 per broker` or `8 per broker (partition p on connection p % 8)`.
-    pub connections: String,
-    /// e.g. `1000000 per connection (5 when idempotent)`.
-    pub in_flight: String,
-    /// How keyless records are spread: `round-robin per record`, `sticky ...`.
-    pub partitioner: String,
-    /// When the client's clock starts and stops.
-    pub clock: String,
-    /// The payload bytes (they decide what lz4 makes of them).
-    pub payload: String,
-}
-
-impl Asymmetries {
-    fn into_details(self) -> BTreeMap<String, String> {
-        BTreeMap::from([
-            ("connections".into(), self.connections),
-            ("in_flight".into(), self.in_flight),
-            ("partitioner".into(), self.partitioner),
-            ("clock".into(), self.clock),
-            ("payload".into(), self.payload),
-        ])
-    }
-}
-
-/// What an adapter measured for a produce run.
-#[derive(Debug, Clone)]
-pub struct Produced {
-    /// Records the broker acknowledged, as the client counted them (never merely queued).
-    pub acked: u64,
-    /// Records the client reported as failed.
-    pub failed: u64,
-    /// The client's own elapsed time (see [`Asymmetries::clock`]).
-    pub elapsed: Duration,
-    /// CPU seconds of the client (the harness process, or the tool process it ran).
-    pub client_cpu_s: f64,
-    /// CPU seconds of the environment's brokers over the same span; `None` where they cannot be read.
-    pub broker_cpu_s: Option<f64>,
-    /// How often the client's queue was full, as the client can tell it.
-    pub queue_full: QueueFullSeen,
-}
-
-/// What a full producer queue cost, in the client's own terms: librdkafka and partitionline refuse a record
-/// (QUEUE_FULL, QueueFull) and the caller waits and retries, so the refusals are counted; Java's `send` blocks
-/// until buffer.memory has room, so the time it blocked is what there is.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub enum QueueFullSeen {
-    /// No count came back (Java's metrics table without `bufferpool-wait-time-ns-total`): the record states none.
-    #[default]
-    NotCounted,
-    Refusals(u64),
-    BlockedMs(f64),
-}
-
-/// What an adapter measured for a fetch run.
-#[derive(Debug, Clone)]
-pub struct Fetched {
-    pub consumed: u64,
-    pub bytes: u64,
-    pub elapsed: Duration,
-    pub client_cpu_s: f64,
-    pub broker_cpu_s: Option<f64>,
-    /// Per Fetch request latency samples in microseconds, where the client exposes a fetch call.
-    pub fetch_request_us: Vec<f64>,
-}
-
-/// Everything about the client for the record: its versions, the exact command or config that ran
-/// (secrets masked), and the asymmetries.
-#[derive(Debug, Clone, Default)]
-pub struct ClientInfo {
-    pub versions: BTreeMap<String, String>,
-    pub command: String,
-    pub asymmetries: Asymmetries,
-    pub note: Option<String>,
-    /// The work and the settings the client ran it with (see [`applied`]).
-    pub applied: Applied,
+/// What the broker side says of a run: the topic's high-watermark sum after it, and the brokers' CPU seconds over
+/// the driver's call (`None` where they cannot be read).
+#[derive(Debug, Clone, Copy)]
+pub struct Broker {
+    pub high_watermark: u64,
+    pub cpu_s: Option<f64>,
 }
 
 fn metric(value: f64, unit: &str, higher_is_better: bool) -> Metric {
@@ -251,7 +54,9 @@ fn insert_record_bytes(metrics: &mut BTreeMap<String, Metric>, value_bytes: f64)
 }
 
 /// The produce record: rates from acknowledged records, integrity from the broker's high watermarks.
-pub fn produce_measurement(knobs: &Knobs, p: &Produced, high_watermark: u64, info: ClientInfo) -> Measurement {
+pub fn produce_measurement(knobs: &ClientKnobs, ran: Ran<Produced>, broker: Broker) -> Measurement {
+    let Broker { high_watermark, cpu_s: broker_cpu_s } = broker;
+    let Ran { measured: p, mut info } = ran;
     let secs = p.elapsed.as_secs_f64();
     let mut metrics = BTreeMap::from([
         ("acked".into(), metric(p.acked as f64, "records", true)),
@@ -264,7 +69,7 @@ pub fn produce_measurement(knobs: &Knobs, p: &Produced, high_watermark: u64, inf
         metrics.insert("mb_per_s".into(), metric(mb / secs, "MB/s", true));
         insert_record_bytes(&mut metrics, knobs.payload_bytes as f64);
     }
-    crate::cpu::add_cpu(&mut metrics, p.acked, p.client_cpu_s, p.broker_cpu_s);
+    crate::cpu::add_cpu(&mut metrics, p.acked, p.client_cpu_s, broker_cpu_s);
     match p.queue_full {
         QueueFullSeen::NotCounted => {}
         QueueFullSeen::Refusals(n) => {
@@ -274,8 +79,25 @@ pub fn produce_measurement(knobs: &Knobs, p: &Produced, high_watermark: u64, inf
             metrics.insert("queue_full_blocked_ms".into(), metric(ms, "ms blocked on a full queue", false));
         }
     }
-    let integrity = produce_integrity(knobs.count, p, high_watermark);
+    let integrity = produce_integrity(knobs.count, &p, high_watermark);
+    if p.failed > 0 {
+        let failed = failed_note(&p, knobs.count, high_watermark);
+        info.note = Some(info.note.map_or(failed.clone(), |n| format!("{n}; {failed}")));
+    }
     finish("produce", metrics, integrity, info)
+}
+
+/// What the record says of records the client counted as failed, and whether the broker holds them anyway:
+/// every record was either acked or failed, and the topic holds exactly all of them (the writes went through
+/// but the client never took the acknowledgements).
+fn failed_note(p: &Produced, count: u64, high_watermark: u64) -> String {
+    let mut note = format!("{} records failed", p.failed);
+    if p.acked + p.failed == count && high_watermark == count {
+        note.push_str(&format!(
+            ", yet the topic holds {high_watermark}: the broker appended records the client reported as failed"
+        ));
+    }
+    note
 }
 
 /// Verified only if the client acknowledged every record, reported none failed, and the broker holds them all.
@@ -299,7 +121,9 @@ pub fn produce_integrity(count: u64, p: &Produced, high_watermark: u64) -> Integ
 }
 
 /// The fetch record: consumed must equal the high-watermark sum.
-pub fn fetch_measurement(f: &Fetched, high_watermark: u64, info: ClientInfo) -> Measurement {
+pub fn fetch_measurement(ran: Ran<Fetched>, broker: Broker) -> Measurement {
+    let Broker { high_watermark, cpu_s: broker_cpu_s } = broker;
+    let Ran { measured: f, info } = ran;
     let secs = f.elapsed.as_secs_f64();
     let mut metrics = BTreeMap::from([
         ("consumed".into(), metric(f.consumed as f64, "records", true)),
@@ -311,7 +135,7 @@ pub fn fetch_measurement(f: &Fetched, high_watermark: u64, info: ClientInfo) -> 
         metrics.insert("mb_per_s".into(), metric(f.bytes as f64 / 1e6 / secs, "MB/s", true));
         insert_record_bytes(&mut metrics, f.bytes as f64 / f.consumed as f64);
     }
-    crate::cpu::add_cpu(&mut metrics, f.consumed, f.client_cpu_s, f.broker_cpu_s);
+    crate::cpu::add_cpu(&mut metrics, f.consumed, f.client_cpu_s, broker_cpu_s);
     add_percentiles(&mut metrics, "fetch_rpc", &f.fetch_request_us);
     let ok = f.consumed == high_watermark && high_watermark > 0;
     let integrity = Integrity {
@@ -329,12 +153,13 @@ pub fn fetch_measurement(f: &Fetched, high_watermark: u64, info: ClientInfo) -> 
 
 /// The latency record: nearest-rank p50/p99/p99.9/max of the measured samples (the warm-up is not in them);
 /// integrity: every sample was acknowledged and the partition holds warm-up + samples.
-pub fn latency_measurement(knobs: &Knobs, samples_us: &[f64], high_watermark: u64, info: ClientInfo) -> Measurement {
+pub fn latency_measurement(knobs: &ClientKnobs, ran: Ran<Vec<f64>>, high_watermark: u64) -> Measurement {
+    let Ran { measured: samples_us, info } = ran;
     let mut metrics = BTreeMap::from([
         ("samples".into(), metric(samples_us.len() as f64, "round trips", true)),
         ("high_watermark".into(), metric(high_watermark as f64, "records", true)),
     ]);
-    add_percentiles(&mut metrics, "produce_ack", samples_us);
+    add_percentiles(&mut metrics, "produce_ack", &samples_us);
     insert_record_bytes(&mut metrics, knobs.payload_bytes as f64);
     let expected = knobs.latency_warmup + knobs.latency_samples;
     let ok = samples_us.len() as u64 == knobs.latency_samples && high_watermark == expected;
@@ -368,7 +193,8 @@ fn add_percentiles(metrics: &mut BTreeMap<String, Metric>, name: &str, samples_u
     }
 }
 
-fn finish(kind: &str, metrics: BTreeMap<String, Metric>, integrity: Integrity, info: ClientInfo) -> Measurement {
+fn finish(kind: &str, mut metrics: BTreeMap<String, Metric>, integrity: Integrity, info: ClientInfo) -> Measurement {
+    metrics.extend(info.metrics);
     let mut details = info.asymmetries.into_details();
     details.insert("command".into(), info.command);
     Measurement {
@@ -386,26 +212,14 @@ fn finish(kind: &str, metrics: BTreeMap<String, Metric>, integrity: Integrity, i
 /// The knob value that names the environment's default listener.
 pub const DEFAULT_LISTENER_KNOB: &str = "default";
 
-impl Knobs {
-    /// The point's knobs, with `listener = "default"` resolved to the environment's default listener (what
-    /// every adapter and its record then name).
-    pub fn read(ctx: &ArmContext) -> Result<Knobs> {
-        let mut knobs: Knobs = ctx.knobs()?;
-        if knobs.listener == DEFAULT_LISTENER_KNOB {
-            knobs.listener = ctx.env.default_listener().to_owned();
-        }
-        Ok(knobs)
+/// The point's knobs, with `listener = "default"` resolved to the environment's default listener (what every
+/// driver and its record then name).
+pub fn read_knobs(ctx: &ArmContext) -> Result<ClientKnobs> {
+    let mut knobs: ClientKnobs = ctx.knobs()?;
+    if knobs.listener == DEFAULT_LISTENER_KNOB {
+        knobs.listener = ctx.env.default_listener().to_owned();
     }
-}
-
-/// The listener the knobs name, with its password read (for clients configured outside librdkafka).
-pub fn listener<'e>(env: &'e EnvDescriptor, knobs: &Knobs) -> Result<(&'e Listener, Option<String>)> {
-    let l = env.listener(&knobs.listener).with_context(|| {
-        let known: Vec<_> = env.kafka.listeners.keys().cloned().collect();
-        format!("the environment has no listener {:?}; it has {known:?}", knobs.listener)
-    })?;
-    let password = l.password()?;
-    Ok((l, password))
+    Ok(knobs)
 }
 
 /// The admin/offsets config: the plaintext listener, whatever listener the client under test uses.
@@ -416,7 +230,7 @@ pub fn admin_config(env: &EnvDescriptor) -> Result<ClientConfig> {
 /// A fresh topic for this run, deleted and created again (one name per arm and workload, so a long matrix
 /// never holds more than one copy of each); `partitions` partitions (1 for latency), replication 1.
 /// Retention is long enough that nothing is deleted before the run has read and counted it.
-pub fn fresh_run_topic(env: &EnvDescriptor, knobs: &Knobs, arm: &str) -> Result<String> {
+pub fn fresh_run_topic(env: &EnvDescriptor, knobs: &ClientKnobs, arm: &str) -> Result<String> {
     let topic = format!("clients-{arm}-{:?}", knobs.workload).to_lowercase();
     let partitions = if knobs.workload == Workload::Latency { 1 } else { knobs.partitions };
     fresh_topic(&admin_config(env)?, &topic, partitions, RUN_RETENTION)?;
@@ -433,21 +247,27 @@ pub fn topic_high_watermark(env: &EnvDescriptor, topic: &str) -> Result<u64> {
 
 /// Fill `topic` with `knobs.count` records of `knobs.payload_bytes` for a fetch run (untimed; rust-rdkafka on
 /// the plaintext listener, acks=1, no compression). Fails unless the broker holds exactly `count` records.
-pub fn preload(env: &EnvDescriptor, topic: &str, knobs: &Knobs) -> Result<u64> {
+pub fn preload(env: &EnvDescriptor, topic: &str, knobs: &ClientKnobs) -> Result<u64> {
     crate::kafka::fill::fill(&admin_config(env)?, topic, knobs.count, knobs.payload_bytes)?;
     let hw = topic_high_watermark(env, topic)?;
     anyhow::ensure!(hw == knobs.count, "preloading {topic} left {hw} records, not {}", knobs.count);
     Ok(hw)
 }
 
-/// The payload every client sends where it can: the same bytes for all, so lz4 sees the same input.
-pub fn payload(bytes: usize) -> Vec<u8> {
-    vec![b'x'; bytes]
-}
-
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
+    use crate::drivers::contract::tests::knobs;
+
+    fn broker(high_watermark: u64) -> Broker {
+        Broker { high_watermark, cpu_s: Some(1.5) }
+    }
+
+    fn ran<T>(measured: T) -> Ran<T> {
+        Ran { measured, info: ClientInfo::default() }
+    }
 
     fn produced(acked: u64, failed: u64) -> Produced {
         Produced {
@@ -455,41 +275,15 @@ mod tests {
             failed,
             elapsed: Duration::from_secs(1),
             client_cpu_s: 0.5,
-            broker_cpu_s: Some(1.5),
             queue_full: QueueFullSeen::Refusals(7),
         }
-    }
-
-    /// A produce of 10 records of 8000 B, with `extra` knobs.
-    fn knobs(extra: serde_json::Value) -> Knobs {
-        let mut v = serde_json::json!({
-            "workload": "produce", "listener": "plaintext", "compression": "none", "acks": 1,
-            "idempotence": false, "count": 10, "payload_bytes": 8000, "partitions": 1, "linger_ms": 0,
-            "payload": "x", "queue_full": "park", "connections": 0,
-            "batch_messages": 0, "batch_bytes": 16384, "queue_messages": 0, "fetch_max_wait_ms": 100,
-            "fetch_min_bytes": 1, "fetch_max_bytes": 16777216, "latency_warmup": 1, "latency_samples": 1
-        });
-        v.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
-        serde_json::from_value(v).unwrap()
-    }
-
-    #[test]
-    fn a_random_payload_is_the_java_tools_own_and_says_so_in_the_format() {
-        let x = knobs(serde_json::json!({}));
-        assert_eq!((x.payload, x.queue_full), (Payload::X, QueueFull::Park), "the defaults");
-        assert!(x_payload_only(&x, "the C tool").is_ok());
-        let random = knobs(serde_json::json!({"payload": "random_az", "queue_full": "spin"}));
-        let err = x_payload_only(&random, "the C tool").unwrap_err();
-        assert!(err.downcast_ref::<NotRunnable>().is_some(), "not runnable, not failed: {err}");
-        assert_eq!(random.payload.format(), "bytes, random A-Z per record");
-        assert_eq!(applied::base(&random, 1, "x").build()["format"], "bytes, random A-Z per record");
     }
 
     #[test]
     fn a_produce_record_says_how_full_the_queue_was_in_the_clients_own_terms() {
         let with = |queue_full| {
             let p = Produced { queue_full, ..produced(10, 0) };
-            produce_measurement(&knobs(serde_json::json!({})), &p, 10, ClientInfo::default()).metrics
+            produce_measurement(&knobs(serde_json::json!({})), ran(p), broker(10)).metrics
         };
         let counted = with(QueueFullSeen::Refusals(7));
         assert_eq!(counted["queue_full_waits"].value, 7.0);
@@ -517,22 +311,35 @@ mod tests {
     }
 
     #[test]
+    fn records_the_client_called_failed_that_the_broker_holds_are_named_in_the_note() {
+        let held = produce_measurement(&knobs(serde_json::json!({})), ran(produced(7, 3)), broker(10));
+        assert_eq!(held.integrity.status, streamlab_record::IntegrityStatus::Failed);
+        let note = held.note.unwrap();
+        assert!(note.contains("3 records failed, yet the topic holds 10"), "{note}");
+        let lost = produce_measurement(&knobs(serde_json::json!({})), ran(produced(7, 3)), broker(7));
+        assert_eq!(lost.note.as_deref(), Some("3 records failed"));
+        // Records neither acked nor failed (a flush that timed out) may be what landed: no conclusion drawn.
+        let unaccounted = produce_measurement(&knobs(serde_json::json!({})), ran(produced(6, 3)), broker(10));
+        assert_eq!(unaccounted.note.as_deref(), Some("3 records failed"));
+        assert_eq!(produce_measurement(&knobs(serde_json::json!({})), ran(produced(10, 0)), broker(10)).note, None);
+    }
+
+    #[test]
     fn a_fetch_that_stops_short_or_reads_too_much_fails_integrity() {
         let fetched = |consumed| Fetched {
             consumed,
             bytes: consumed * 100,
             elapsed: Duration::from_millis(500),
             client_cpu_s: 0.1,
-            broker_cpu_s: Some(0.3),
             fetch_request_us: vec![],
         };
-        let ok = fetch_measurement(&fetched(1000), 1000, ClientInfo::default());
+        let ok = fetch_measurement(ran(fetched(1000)), Broker { high_watermark: 1000, cpu_s: Some(0.3) });
         assert_eq!(ok.integrity.status, streamlab_record::IntegrityStatus::Verified);
         assert_eq!(ok.metrics["records_per_s"].value, 2000.0);
         // The broker's share beside the client's: 0.4 CPU s for 1000 records.
         assert!((ok.metrics["records_per_cpu_s"].value - 2500.0).abs() < 1e-6, "{:?}", ok.metrics);
         for consumed in [999, 1001] {
-            let bad = fetch_measurement(&fetched(consumed), 1000, ClientInfo::default());
+            let bad = fetch_measurement(ran(fetched(consumed)), broker(1000));
             assert_eq!(bad.integrity.status, streamlab_record::IntegrityStatus::Failed);
         }
     }
@@ -540,16 +347,14 @@ mod tests {
     #[test]
     fn an_empty_run_has_no_rate_rather_than_a_rate_of_zero() {
         let m = fetch_measurement(
-            &Fetched {
+            ran(Fetched {
                 consumed: 0,
                 bytes: 0,
                 elapsed: Duration::ZERO,
                 client_cpu_s: 0.0,
-                broker_cpu_s: None,
                 fetch_request_us: vec![],
-            },
-            0,
-            ClientInfo::default(),
+            }),
+            Broker { high_watermark: 0, cpu_s: None },
         );
         assert!(!m.metrics.contains_key("records_per_s"));
         assert_eq!(m.integrity.status, streamlab_record::IntegrityStatus::Failed);
@@ -564,15 +369,15 @@ mod tests {
             "batch_bytes": 0, "queue_messages": 0, "fetch_max_wait_ms": 100, "fetch_min_bytes": 1,
             "fetch_max_bytes": 16777216, "latency_warmup": 10, "latency_samples": 100, "kafka_version": "3.9.1"
         });
-        let knobs: Knobs = serde_json::from_value(knobs_json).unwrap();
+        let knobs: ClientKnobs = serde_json::from_value(knobs_json).unwrap();
         let samples: Vec<f64> = (1..=100).map(f64::from).collect();
-        let m = latency_measurement(&knobs, &samples, 110, ClientInfo::default());
+        let m = latency_measurement(&knobs, ran(samples.clone()), 110);
         assert_eq!(m.metrics["produce_ack_p50_us"].value, 50.0);
         assert_eq!(m.metrics["produce_ack_p99_us"].value, 99.0);
         assert_eq!(m.metrics["produce_ack_max_us"].value, 100.0);
         assert_eq!(m.metrics["bytes_per_record"].value, 100.0, "the record's weight, for the parity check");
         assert_eq!(m.integrity.status, streamlab_record::IntegrityStatus::Verified);
-        let short = latency_measurement(&knobs, &samples[..99], 109, ClientInfo::default());
+        let short = latency_measurement(&knobs, ran(samples[..99].to_vec()), 109);
         assert_eq!(short.integrity.status, streamlab_record::IntegrityStatus::Failed);
     }
 }

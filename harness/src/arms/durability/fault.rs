@@ -3,8 +3,8 @@
 //! asked of the runner through the fault directory, then watched until every partition's ISR is full again.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -13,25 +13,12 @@ use rdkafka::ClientConfig;
 use streamlab_record::fault::{self, FAULTS_ENV, FaultKind, FaultRequest, FaultResult};
 
 use super::cluster::{Cluster, PartitionState};
+use crate::drivers::contract::FirstSend;
 
 /// How long after the fault every partition may take to have its full ISR again before we stop watching.
 pub const ISR_WATCH: Duration = Duration::from_secs(240);
 /// How long the producer may take to send its first record (a JVM starting on a loaded machine).
 const FIRST_SEND_WAIT: Duration = Duration::from_secs(180);
-
-/// When the producer sent its first record (epoch ms); the window starts `warmup` later.
-#[derive(Debug, Default)]
-pub struct FirstSend(OnceLock<u64>);
-
-impl FirstSend {
-    pub fn mark(&self, epoch_ms: u64) {
-        let _ = self.0.set(epoch_ms);
-    }
-
-    pub fn get(&self) -> Option<u64> {
-        self.0.get().copied()
-    }
-}
 
 /// The fault a point asks for.
 #[derive(Debug, Clone, PartialEq)]

@@ -1,59 +1,9 @@
-//! The ledger: what a producer sent and what became of each record (acknowledged at a partition and offset,
-//! failed, or never answered), indexed by the sequence number the record carries in its first 8 bytes; and its
-//! comparison with what every partition holds from offset 0 to its high watermark.
+//! The ledger (`crate::drivers::contract::ledger`: what a producer sent and what became of each record) compared
+//! with what every partition holds from offset 0 to its high watermark.
 
 use std::collections::BTreeMap;
 
-/// What became of one record.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Ack {
-    /// Sent; no answer came (the client gave up or the run ended first).
-    Unanswered,
-    /// The broker acknowledged it at this partition and offset.
-    Ok { partition: i32, offset: i64, at_us: u64 },
-    /// The client reported a failure.
-    Failed { at_us: u64 },
-}
-
-/// One sent record: when (epoch µs) and what became of it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Entry {
-    pub sent_us: u64,
-    pub ack: Ack,
-}
-
-/// Every record a producer sent, by sequence number (its index), and the client's errors by kind.
-#[derive(Debug, Clone, Default)]
-pub struct Ledger {
-    pub entries: Vec<Entry>,
-    pub errors: BTreeMap<String, u64>,
-}
-
-impl Ledger {
-    pub fn acked(&self) -> u64 {
-        self.entries.iter().filter(|e| matches!(e.ack, Ack::Ok { .. })).count() as u64
-    }
-
-    pub fn failed(&self) -> u64 {
-        self.entries.iter().filter(|e| matches!(e.ack, Ack::Failed { .. })).count() as u64
-    }
-
-    pub fn unanswered(&self) -> u64 {
-        self.entries.iter().filter(|e| e.ack == Ack::Unanswered).count() as u64
-    }
-}
-
-/// The value of record `seq`: its sequence number (8 bytes, big-endian), then `'x'` up to `payload_bytes`.
-pub fn payload(seq: u64, payload_bytes: usize) -> Vec<u8> {
-    let mut v = vec![b'x'; payload_bytes.max(8)];
-    v[..8].copy_from_slice(&seq.to_be_bytes());
-    v
-}
-
-/// The sequence number a value carries, if it is one of ours.
-pub fn seq_of(value: &[u8]) -> Option<u64> {
-    value.get(..8).map(|b| u64::from_be_bytes(b.try_into().expect("8 bytes")))
-}
+use crate::drivers::contract::ledger::{Ack, Ledger};
 
 /// What one partition holds, in offset order: each record's offset and sequence number (`None`: not ours).
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -173,6 +123,7 @@ impl Comparison {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::drivers::contract::ledger::Entry;
 
     fn ok(partition: i32, offset: i64) -> Entry {
         Entry { sent_us: 1, ack: Ack::Ok { partition, offset, at_us: 2 } }
@@ -252,13 +203,5 @@ mod tests {
         assert_eq!(c.unknown, 1);
         let garbage = PartitionLog { partition: 0, records: vec![(0, None)] };
         assert_eq!(compare(&ledger(), &[garbage]).unknown, 1);
-    }
-
-    #[test]
-    fn the_payload_carries_its_sequence_number() {
-        let p = payload(0x0102, 100);
-        assert_eq!((p.len(), seq_of(&p), p[99]), (100, Some(0x0102), b'x'));
-        assert_eq!(payload(7, 3).len(), 8, "never shorter than the sequence number");
-        assert_eq!(seq_of(b"short"), None);
     }
 }

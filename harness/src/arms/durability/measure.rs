@@ -9,11 +9,12 @@ use streamlab_record::integrity::REORDERING_NOT_JUDGED;
 use streamlab_record::{Integrity, IntegrityStatus, Measurement, Metric};
 
 use super::Knobs;
-use super::Produced;
 use super::cluster::{PartitionState, TopicSpec};
 use super::fault::{Happened, Isr};
 use super::ledger::{Comparison, PartitionLog, compare};
 use super::metrics::{Window, latency_metrics, timeline_text, timing};
+use crate::drivers::contract::LedgerProduced;
+use crate::drivers::contract::ledger::Ledger;
 
 /// A record's detail when its longest gap ran to the window's end (the site shows such a gap as "at least").
 pub const GAP_OPEN: &str = "no acknowledgement ended it before the window's end: it is at least this long";
@@ -25,7 +26,7 @@ pub struct Inputs<'a> {
     pub knobs: &'a Knobs,
     pub topic: &'a TopicSpec,
     pub initial: &'a [PartitionState],
-    pub produced: Produced,
+    pub produced: LedgerProduced,
     pub logs: &'a [PartitionLog],
     pub happened: Option<&'a Happened>,
     /// Every partition had its full ISR again before the read-back.
@@ -126,7 +127,7 @@ pub fn measurement(i: Inputs) -> Result<Measurement> {
 /// The window measured: after the warm-up, for `window_s`, or up to the last send of a producer that sent all its
 /// max_records early (not over an idle tail), with how early; one that stopped before half the window is no
 /// measurement.
-fn measured_window(ledger: &super::ledger::Ledger, k: &Knobs) -> Result<(Window, Option<f64>)> {
+fn measured_window(ledger: &Ledger, k: &Knobs) -> Result<(Window, Option<f64>)> {
     let Some(window) = Window::of(ledger, k.warmup_s, k.window_s) else {
         bail!("the producer sent no record");
     };
@@ -232,7 +233,7 @@ fn window_text(k: &Knobs, window: Window, capped_early_s: Option<f64>) -> String
 }
 
 /// How long before the window's end the producer stopped because it had sent `max_records`, if it did.
-fn capped_early(ledger: &super::ledger::Ledger, k: &Knobs, window: Window) -> Option<f64> {
+fn capped_early(ledger: &Ledger, k: &Knobs, window: Window) -> Option<f64> {
     let last = ledger.entries.last()?;
     let early_us = window.end_us.checked_sub(last.sent_us)?;
     (ledger.entries.len() as u64 >= k.max_records && early_us > 0).then(|| early_us as f64 / 1e6)
@@ -343,7 +344,7 @@ fn note(k: &Knobs, c: &Comparison, h: Option<&Happened>, client: Option<&str>) -
     parts.join("; ")
 }
 
-fn applied(k: &Knobs, p: &Produced) -> applied::Applied {
+fn applied(k: &Knobs, p: &LedgerProduced) -> applied::Applied {
     AppliedBuilder::new()
         .set(
             applied::WORKLOAD,
@@ -404,7 +405,7 @@ mod tests {
 
     #[test]
     fn a_producer_that_sent_its_max_records_before_the_window_ended_is_measured_up_to_its_last_send() {
-        use crate::arms::durability::ledger::{Ack, Entry, Ledger};
+        use crate::drivers::contract::ledger::{Ack, Entry};
         let sent = |us: u64| Entry { sent_us: us, ack: Ack::Ok { partition: 0, offset: 0, at_us: us + 1 } };
         let k = Knobs { max_records: 2, ..knobs(-1, 3, true) };
         let w = Window { start_us: 1_000_000, end_us: 5_000_000 };

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use streamlab_record::Metric;
 
-use super::ledger::{Ack, Ledger};
+use crate::drivers::contract::ledger::{Ack, Ledger};
 
 /// The measurement window, epoch µs.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -148,7 +148,7 @@ pub fn timeline_text(per_bucket: &[u64]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::arms::durability::ledger::Entry;
+    use crate::drivers::contract::ledger::Entry;
 
     fn ledger(acks: &[(u64, u64, i32)]) -> Ledger {
         let entries = acks

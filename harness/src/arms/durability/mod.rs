@@ -31,13 +31,11 @@ use streamlab_record::fault::{FaultKind, FaultStatus};
 
 use self::cluster::{Cluster, TopicSpec};
 use self::fault::Plan;
-use self::ledger::Ledger;
 use crate::arms::ArmContext;
+use crate::drivers::contract::{FirstSend, LedgerProducer, LedgerWork, ProducerSettings};
 use crate::kafka::config::default_client_config;
 
 pub const BENCH: &str = "durability";
-
-pub use self::fault::FirstSend;
 
 /// The fault a point injects.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -105,14 +103,20 @@ impl Knobs {
         self.acks == -1 && self.replication >= 3 && self.min_insync() >= 2
     }
 
-    /// How long the producer runs.
-    pub fn run_time(&self) -> Duration {
-        Duration::from_secs_f64(self.warmup_s + self.window_s)
-    }
-
-    /// How long the flush after the window may take.
-    pub fn flush_timeout(&self) -> Duration {
-        Duration::from_millis(self.delivery_timeout_ms) + Duration::from_secs(30)
+    /// What the producer under test is asked to do.
+    pub fn work(&self) -> LedgerWork {
+        LedgerWork {
+            producer: ProducerSettings {
+                acks: self.acks,
+                idempotence: self.idempotence,
+                linger_ms: self.linger_ms,
+                payload_bytes: self.payload_bytes,
+            },
+            max_in_flight: self.max_in_flight,
+            delivery_timeout_ms: self.delivery_timeout_ms,
+            max_records: self.max_records,
+            run_time: Duration::from_secs_f64(self.warmup_s + self.window_s),
+        }
     }
 
     fn plan(&self) -> Option<Plan> {
@@ -130,34 +134,14 @@ impl Knobs {
     }
 }
 
-/// What a producer adapter hands back.
-pub struct Produced {
-    pub ledger: Ledger,
-    /// CPU seconds of the client (this process, or the JVM it ran) over the produce phase.
-    pub client_cpu_s: f64,
-    /// The producer settings as the client ran them, under Java's names (see streamlab_record::applied).
-    pub settings: Vec<(&'static str, String)>,
-    /// Broker connections the client opens for produce requests.
-    pub connections: String,
-    /// What ran (secrets never in it).
-    pub command: String,
-    pub versions: std::collections::BTreeMap<String, String>,
-    pub note: Option<String>,
-    /// Why the client may have received records out of their sequence order (so a reordering in the topic is
-    /// not the client's to answer for), or `None` when it received them in order.
-    pub unordered_handoff: Option<&'static str>,
-}
-
-/// One producer adapter: produce to `topic` for the knobs' run time, marking the first send, with a ledger.
-pub type ProduceFn = fn(&ArmContext, &Knobs, &str, &FirstSend) -> Result<Produced>;
-
 /// How long a fresh topic may take to have a full ISR (a broker restarted by the previous task catching up).
 const TOPIC_READY: Duration = Duration::from_secs(180);
 /// How long reading back may make no progress.
 const READ_STALL: Duration = Duration::from_secs(60);
 
-/// The run every durability arm shares; `produce` is the client under test (its driver's, [`crate::drivers`]).
-pub fn run_with(ctx: &ArmContext, arm: &str, produce: ProduceFn) -> Result<Measurement> {
+/// The run every durability arm shares; `arm` names the client under test, `producer` is its driver's
+/// ([`crate::drivers`]).
+pub fn run(ctx: &ArmContext, arm: &str, producer: &dyn LedgerProducer) -> Result<Measurement> {
     let knobs: Knobs = ctx.knobs()?;
     let admin = default_client_config(&ctx.env)?;
     let cluster = Cluster::new(&admin)?;
@@ -176,7 +160,7 @@ pub fn run_with(ctx: &ArmContext, arm: &str, produce: ProduceFn) -> Result<Measu
         .map(|plan| fault::spawn(plan, admin.clone(), topic.name.clone(), knobs.warmup_s, first.clone(), done.clone()))
         .transpose()?;
     let cpu = cpu::Brokers::start(&ctx.env);
-    let produced = produce(ctx, &knobs, &topic.name, &first);
+    let produced = producer.produce_with_ledger(&ctx.env, &knobs.work(), &topic.name, &first);
     let brokers_cpu = cpu.finish();
     // A healed cluster before reading back and before the next task (partitions behind after the fault).
     let healed = cluster.wait_isr_full(&topic.name, fault::ISR_WATCH)?;

@@ -10,7 +10,8 @@ use rdkafka::error::KafkaError;
 use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{ClientConfig, Message, Offset, TopicPartitionList};
 
-use super::ledger::{PartitionLog, seq_of};
+use super::ledger::PartitionLog;
+use crate::drivers::contract::ledger::seq_of;
 
 const WATERMARK_TIMEOUT: Duration = Duration::from_secs(10);
 

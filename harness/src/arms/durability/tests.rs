@@ -10,11 +10,12 @@ use rdkafka::client::DefaultClientContext;
 use rdkafka::{Offset, TopicPartitionList};
 
 use super::cluster::{Cluster, TopicSpec};
-use super::fault::FirstSend;
-use super::ledger::{Ack, compare};
+use super::ledger::compare;
 use super::measure::integrity;
 use super::{Knobs, readback};
-use crate::arms::ArmContext;
+use crate::drivers::contract::ledger::Ack;
+use crate::drivers::contract::{FirstSend, LedgerProducer};
+use crate::drivers::rdkafka::Rdkafka;
 use crate::kafka::config::default_client_config;
 
 fn knobs(replication: i32) -> Knobs {
@@ -37,9 +38,8 @@ fn records_deleted_behind_the_producers_back_are_reported_lost_with_their_offset
     let topic =
         TopicSpec { name: "durability-test-deleted".into(), partitions: 2, replication, min_insync: k.min_insync() };
     cluster.fresh_topic(&topic, Duration::from_secs(120)).unwrap();
-    let ctx = ArmContext { env: env.clone(), knobs: Default::default() };
     let first = Arc::new(FirstSend::default());
-    let produced = crate::drivers::rdkafka::ledger::produce(&ctx, &k, &topic.name, &first).unwrap();
+    let produced = Rdkafka.produce_with_ledger(&env, &k.work(), &topic.name, &first).unwrap();
     let ledger = produced.ledger;
     assert!(first.get().is_some(), "the first send was marked");
     let on_p0 = ledger.entries.iter().filter(|e| matches!(e.ack, Ack::Ok { partition: 0, .. })).count();

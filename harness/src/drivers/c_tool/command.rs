@@ -4,8 +4,8 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
+use streamlab_record::EnvDescriptor;
 
-use crate::arms::ArmContext;
 use crate::kafka::config::client_config;
 use crate::private_files::write_private;
 
@@ -21,8 +21,8 @@ pub(super) struct SecurityFile {
 }
 
 impl SecurityFile {
-    pub fn write(ctx: &ArmContext, listener: &str) -> Result<SecurityFile> {
-        let cfg = client_config(&ctx.env, listener)?;
+    pub fn write(env: &EnvDescriptor, listener: &str) -> Result<SecurityFile> {
+        let cfg = client_config(env, listener)?;
         // bootstrap.servers goes on the command line as -b, as in the seed's commands.
         let keys: Vec<&str> = cfg.config_map().into_keys().filter(|k| *k != "bootstrap.servers").collect();
         let props: Vec<(&str, &str)> = keys.iter().map(|k| (*k, cfg.get(k).unwrap_or_default())).collect();

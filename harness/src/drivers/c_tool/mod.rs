@@ -18,47 +18,42 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, bail, ensure};
 use streamlab_process::Cmd;
-use streamlab_record::Measurement;
+use streamlab_record::EnvDescriptor;
 use streamlab_record::applied;
 
 use self::command::{Invocation, SecurityFile};
+use super::contract::{
+    self, Asymmetries, CTool, ClientInfo, ClientKnobs, Fetched, KafkaDriver, Produced, QueueFullSeen, Ran, Tools,
+    applied as client_applied,
+};
 use super::rdkafka::{fetch_properties, producer_properties};
-use crate::arms::clients::driver::Driver;
-use crate::arms::clients::{self, Asymmetries, CTool, ClientInfo, Fetched, Knobs, Produced, QueueFullSeen, Tools};
-use crate::arms::{ArmContext, ArmSpec};
 use crate::kafka::effective::LibrdkafkaConf;
 
-pub const ARM_2_12: ArmSpec = ArmSpec::new::<Knobs>(clients::BENCH, "c_2_12", run_2_12);
-pub const ARM_2_15: ArmSpec = ArmSpec::new::<Knobs>(clients::BENCH, "c_2_15", run_2_15);
+/// The build against librdkafka 2.12.1, the library rust-rdkafka 0.39 vendors.
+pub const C_2_12: RdkafkaPerformance = RdkafkaPerformance { arm: "c_2_12", library: "2.12.1" };
+/// The build against librdkafka 2.15.0, the C bar seed 003 names.
+pub const C_2_15: RdkafkaPerformance = RdkafkaPerformance { arm: "c_2_15", library: "2.15.0" };
 
 /// A tool run that takes longer than this is killed (8M records take seconds; a hang takes forever).
 const TOOL_TIMEOUT: Duration = Duration::from_secs(15 * 60);
 /// The payload pattern: `-m x -s N` makes every record N × 'x', the bytes every other client sends.
 const PAYLOAD_PATTERN: &str = "x";
-fn run_2_12(ctx: &ArmContext) -> Result<Measurement> {
-    clients::driver::run(ctx, &mut RdkafkaPerformance { arm: "c_2_12", library: "2.12.1", tools: None })
-}
-
-fn run_2_15(ctx: &ArmContext) -> Result<Measurement> {
-    clients::driver::run(ctx, &mut RdkafkaPerformance { arm: "c_2_15", library: "2.15.0", tools: None })
-}
-
 /// librdkafka's own rdkafka_performance, built against one `library` version.
-struct RdkafkaPerformance {
+pub struct RdkafkaPerformance {
     arm: &'static str,
     library: &'static str,
-    tools: Option<Tools>,
 }
 
 impl RdkafkaPerformance {
-    fn tool(&self) -> Result<&CTool> {
-        let tools = self.tools.as_ref().context("the tools file was not loaded")?;
-        tools.c_tool(self.library).map_err(anyhow::Error::msg)
+    /// The build the tools file names for this library.
+    fn tool(&self) -> Result<CTool> {
+        let tools = Tools::load().map_err(anyhow::Error::msg)?;
+        tools.c_tool(self.library).cloned().map_err(anyhow::Error::msg)
     }
 }
 
-impl Driver for RdkafkaPerformance {
-    fn arm(&self) -> &str {
+impl KafkaDriver for RdkafkaPerformance {
+    fn name(&self) -> &'static str {
         self.arm
     }
 
@@ -66,19 +61,18 @@ impl Driver for RdkafkaPerformance {
         Some(LATENCY_NOT_RUNNABLE)
     }
 
-    fn prepare(&mut self, knobs: &Knobs) -> Result<()> {
-        clients::one_connection_per_broker(knobs, "rdkafka_performance (librdkafka)")?;
-        clients::x_payload_only(knobs, "rdkafka_performance (librdkafka)")?;
-        self.tools = Some(Tools::load().map_err(anyhow::Error::msg)?);
-        check_reported_version(self.tool()?)
+    fn refuse(&self, knobs: &ClientKnobs) -> Result<()> {
+        contract::one_connection_per_broker(knobs, "rdkafka_performance (librdkafka)")?;
+        contract::x_payload_only(knobs, "rdkafka_performance (librdkafka)")?;
+        check_reported_version(&self.tool()?)
     }
 
-    fn produce(&self, ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
-        produce(ctx, knobs, topic, self.tool()?)
+    fn produce(&self, env: &EnvDescriptor, knobs: &ClientKnobs, topic: &str) -> Result<Ran<Produced>> {
+        produce(env, knobs, topic, &self.tool()?)
     }
 
-    fn fetch(&self, ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
-        fetch(ctx, knobs, topic, self.tool()?)
+    fn fetch(&self, env: &EnvDescriptor, knobs: &ClientKnobs, topic: &str, records: u64) -> Result<Ran<Fetched>> {
+        fetch(env, knobs, topic, records, &self.tool()?)
     }
 }
 
@@ -135,7 +129,7 @@ fn x_args(props: &[(&str, String)]) -> Vec<String> {
 }
 
 /// The seed's produce command (notes §2.3) with the knobs' properties and the security file.
-fn produce_args(knobs: &Knobs, topic: &str, bootstrap: &str, security: &Path) -> Vec<String> {
+fn produce_args(knobs: &ClientKnobs, topic: &str, bootstrap: &str, security: &Path) -> Vec<String> {
     let mut args: Vec<String> = [
         "-P",
         "-t",
@@ -165,7 +159,7 @@ fn produce_args(knobs: &Knobs, topic: &str, bootstrap: &str, security: &Path) ->
 
 /// The legacy consumer on every partition from offset 0, stopping after `high_watermark` records (or when
 /// every partition reached its end: -e, so a short log ends the run instead of hanging it).
-fn fetch_args(knobs: &Knobs, topic: &str, bootstrap: &str, security: &Path, high_watermark: u64) -> Vec<String> {
+fn fetch_args(knobs: &ClientKnobs, topic: &str, bootstrap: &str, security: &Path, high_watermark: u64) -> Vec<String> {
     let mut args: Vec<String> = ["-C", "-t", topic].map(str::to_owned).to_vec();
     for p in 0..knobs.partitions {
         args.extend(["-p".to_owned(), p.to_string()]);
@@ -178,8 +172,8 @@ fn fetch_args(knobs: &Knobs, topic: &str, bootstrap: &str, security: &Path, high
     args
 }
 
-fn bootstrap(ctx: &ArmContext, knobs: &Knobs) -> Result<String> {
-    Ok(clients::listener(&ctx.env, knobs)?.0.bootstrap.clone())
+fn bootstrap(env: &EnvDescriptor, knobs: &ClientKnobs) -> Result<String> {
+    Ok(contract::listener(env, knobs)?.0.bootstrap.clone())
 }
 
 fn versions(tool: &CTool) -> std::collections::BTreeMap<String, String> {
@@ -192,15 +186,13 @@ fn as_tool_count(n: u64) -> Result<u64> {
     Ok(n)
 }
 
-fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str, tool: &CTool) -> Result<Measurement> {
+fn produce(env: &EnvDescriptor, knobs: &ClientKnobs, topic: &str, tool: &CTool) -> Result<Ran<Produced>> {
     as_tool_count(knobs.count)?;
-    let security = SecurityFile::write(ctx, &knobs.listener)?;
-    let bootstrap = bootstrap(ctx, knobs)?;
+    let security = SecurityFile::write(env, &knobs.listener)?;
+    let bootstrap = bootstrap(env, knobs)?;
     let call = Invocation::new(&tool.path, produce_args(knobs, topic, &bootstrap, &security.path), &security);
     let conf = effective(&tool.path, &call.args, &call.shown)?;
-    let brokers = crate::cpu::BrokersCpu::start(&ctx.env);
     let run = Cmd::new(&tool.path).args(&call.args).output(TOOL_TIMEOUT)?;
-    let broker_cpu_s = brokers.spent();
     drop(security);
     let s = summary::producer(&run.stdout)
         .with_context(|| format!("{} ({}) printed no producer summary\n{}", call.shown, run.status, run.tail(10)))?;
@@ -219,10 +211,8 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str, tool: &CTool) -> Result
         failed: s.failed,
         elapsed: s.elapsed(),
         client_cpu_s: run.cpu_s,
-        broker_cpu_s,
         queue_full: QueueFullSeen::Refusals(s.backpressures),
     };
-    let hw = clients::topic_high_watermark(&ctx.env, topic)?;
     let mut note = vec![format!(
         "tool summary: {} produced, {} delivered, {} failed in {} ms ({} msgs/s, {:.2} MB/s); {} QUEUE_FULL \
          backpressure retries; {}",
@@ -240,15 +230,16 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str, tool: &CTool) -> Result
         command: call.shown,
         asymmetries: produce_asymmetries(knobs),
         note: Some(note.join("; ")),
-        applied: clients::applied::base(knobs, 1, clients::applied::CLOCK_BEFORE_CONNECT)
+        applied: client_applied::base(knobs, 1, client_applied::CLOCK_BEFORE_CONNECT)
             .producer(conf.producer())
             .set(applied::QUEUE_CAP, conf.queue_cap().context("the tool's configuration listing has no queue cap")?)
             .build(),
+        metrics: Default::default(),
     };
-    Ok(clients::produce_measurement(knobs, &produced, hw, info))
+    Ok(Ran { measured: produced, info })
 }
 
-fn produce_asymmetries(knobs: &Knobs) -> Asymmetries {
+fn produce_asymmetries(knobs: &ClientKnobs) -> Asymmetries {
     Asymmetries {
         connections: "1 per broker".into(),
         in_flight: if knobs.idempotence {
@@ -267,15 +258,13 @@ fn produce_asymmetries(knobs: &Knobs) -> Asymmetries {
     }
 }
 
-fn fetch(ctx: &ArmContext, knobs: &Knobs, topic: &str, tool: &CTool) -> Result<Measurement> {
-    let hw = as_tool_count(clients::preload(&ctx.env, topic, knobs)?)?;
-    let security = SecurityFile::write(ctx, &knobs.listener)?;
-    let bootstrap = bootstrap(ctx, knobs)?;
+fn fetch(env: &EnvDescriptor, knobs: &ClientKnobs, topic: &str, records: u64, tool: &CTool) -> Result<Ran<Fetched>> {
+    let hw = as_tool_count(records)?;
+    let security = SecurityFile::write(env, &knobs.listener)?;
+    let bootstrap = bootstrap(env, knobs)?;
     let call = Invocation::new(&tool.path, fetch_args(knobs, topic, &bootstrap, &security.path, hw), &security);
     let conf = effective(&tool.path, &call.args, &call.shown)?;
-    let brokers = crate::cpu::BrokersCpu::start(&ctx.env);
     let run = Cmd::new(&tool.path).args(&call.args).output(TOOL_TIMEOUT)?;
-    let broker_cpu_s = brokers.spent();
     drop(security);
     ensure!(run.status.success(), "{} failed ({})\n{}", call.shown, run.status, run.tail(10));
     let s = summary::consumer(&run.stdout)
@@ -285,7 +274,6 @@ fn fetch(ctx: &ArmContext, knobs: &Knobs, topic: &str, tool: &CTool) -> Result<M
         bytes: s.bytes,
         elapsed: s.elapsed(),
         client_cpu_s: run.cpu_s,
-        broker_cpu_s,
         fetch_request_us: Vec::new(),
     };
     let mut note = vec![format!(
@@ -312,21 +300,18 @@ fn fetch(ctx: &ArmContext, knobs: &Knobs, topic: &str, tool: &CTool) -> Result<M
         command: call.shown,
         asymmetries,
         note: Some(note.join("; ")),
-        applied: clients::applied::base(knobs, 1, clients::applied::CLOCK_FIRST_RECORD)
-            .consumer(conf.consumer())
-            .build(),
+        applied: client_applied::base(knobs, 1, client_applied::CLOCK_FIRST_RECORD).consumer(conf.consumer()).build(),
+        metrics: Default::default(),
     };
-    Ok(clients::fetch_measurement(&fetched, hw, info))
+    Ok(Ran { measured: fetched, info })
 }
 
 #[cfg(test)]
-mod tests {
-    use streamlab_record::IntegrityStatus;
+pub(crate) mod tests {
 
     use super::*;
-    use crate::arms::clients::NotRunnable;
 
-    fn knobs(workload: &str, listener: &str, count: u64) -> serde_json::Map<String, serde_json::Value> {
+    pub(crate) fn knobs(workload: &str, listener: &str, count: u64) -> serde_json::Map<String, serde_json::Value> {
         let v = serde_json::json!({
             "workload": workload, "listener": listener, "compression": "lz4", "acks": 1, "idempotence": false,
             "count": count, "payload_bytes": 100, "partitions": 3, "linger_ms": 5, "batch_messages": 32768,
@@ -337,7 +322,7 @@ mod tests {
         v.as_object().unwrap().clone()
     }
 
-    fn typed(map: &serde_json::Map<String, serde_json::Value>) -> Knobs {
+    fn typed(map: &serde_json::Map<String, serde_json::Value>) -> ClientKnobs {
         serde_json::from_value(serde_json::Value::Object(map.clone())).unwrap()
     }
 
@@ -379,23 +364,6 @@ mod tests {
             "fetch.max.bytes=16777216",
         ] {
             assert!(line.contains(&format!("-X {prop}")), "{prop} in {line}");
-        }
-    }
-
-    #[test]
-    fn latency_is_not_runnable_and_says_what_the_tool_could_measure() {
-        let env: streamlab_record::EnvDescriptor = serde_json::from_value(serde_json::json!({
-            "schema": 1, "id": "t", "backend": "external", "dir": "/nonexistent", "started_ts_ms": 0,
-            "kafka": {"version": "x", "listeners": {}}
-        }))
-        .unwrap();
-        for spec in [&ARM_2_12, &ARM_2_15] {
-            let ctx = ArmContext { env: env.clone(), knobs: knobs("latency", "plaintext", 0) };
-            let error = (spec.run)(&ctx).unwrap_err();
-            let reason =
-                error.downcast_ref::<NotRunnable>().unwrap_or_else(|| panic!("{}: {error:#}", spec.arm)).0.clone();
-            assert!(reason.contains("no sequential produce -> ack mode") && reason.contains("-l -A"), "{reason}");
-            assert!(reason.contains("rate-limited"), "{reason}");
         }
     }
 
@@ -445,80 +413,5 @@ mod tests {
     fn counts_beyond_the_tools_c_int_are_refused() {
         assert_eq!(as_tool_count(8_000_000).unwrap(), 8_000_000);
         assert!(as_tool_count(1 << 31).unwrap_err().to_string().contains("C int"));
-    }
-
-    /// Runs an arm against the test environment with the tools `STREAMLAB_TOOLS` names.
-    fn run_arm(spec: &ArmSpec, workload: &str, listener: &str, count: u64) -> Measurement {
-        let ctx = ArmContext { env: crate::test_env(), knobs: knobs(workload, listener, count) };
-        (spec.run)(&ctx).unwrap_or_else(|e| panic!("{} {workload} on {listener}: {e:#}", spec.arm))
-    }
-
-    fn protocol(listener: &str) -> String {
-        crate::test_env().kafka.listeners[listener].security_protocol.to_ascii_uppercase()
-    }
-
-    fn password(listener: &str) -> Option<String> {
-        let env = crate::test_env();
-        let l = env.listener(listener)?;
-        l.password_file.as_ref().map(|p| streamlab_record::descriptor::read_secret(p).unwrap())
-    }
-
-    #[test]
-    #[ignore = "needs a broker and the built tools: cargo xtask test (STREAMLAB_ENV, STREAMLAB_TOOLS)"]
-    fn both_builds_produce_on_every_listener_with_integrity_verified() {
-        for spec in [&ARM_2_12, &ARM_2_15] {
-            let mut cpu_read = 0;
-            for listener in ["plaintext", "ssl", "scram256", "scram512", "oauth"] {
-                let m = run_arm(spec, "produce", listener, 20_000);
-                let what = format!("{} on {listener}", spec.arm);
-                assert_eq!(m.integrity.status, IntegrityStatus::Verified, "{what}: {:?} {:?}", m.integrity, m.note);
-                assert_eq!(m.metrics["acked"].value, 20_000.0, "{what}");
-                assert!(m.metrics["records_per_s"].value > 0.0, "{what}");
-                // The broker's CPU over the tool's run is read beside the tool's own. A side busy for less than the
-                // kernel's 10 ms tick reads no CPU at all, and then no rate per CPU second is made up.
-                let cpu = |k: &str| m.metrics.get(k).map(|c| c.value);
-                match (cpu("client_cpu_s"), cpu("broker_cpu_s")) {
-                    (Some(client), Some(broker)) => {
-                        assert!(client > 0.0 && broker > 0.0, "{what}: {:?}", m.metrics);
-                        assert!(cpu("records_per_cpu_s").is_some_and(|r| r > 0.0), "{what}: {:?}", m.metrics);
-                        cpu_read += 1;
-                    }
-                    _ => assert_eq!(cpu("records_per_cpu_s"), None, "{what}: {:?}", m.metrics),
-                }
-                let command = &m.details["command"];
-                assert!(command.contains(" -P -t ") && command.contains("file=<0600 temp file: "), "{what}: {command}");
-                if let Some(pw) = password(listener) {
-                    assert!(!command.contains(&pw) && command.contains("sasl.password=***"), "{what}: {command}");
-                }
-                assert_eq!(m.applied["producer.linger.ms"], "5", "{what}: the tool's own 1000 overridden");
-                assert_eq!(m.applied["producer.max.in.flight.requests.per.connection"], "1000000", "{what}");
-                assert_eq!(m.applied["producer.security.protocol"], protocol(listener), "{what}");
-                assert_eq!(m.applied["clock_start"], "before connect", "{what}");
-                assert!(m.applied["queue_cap"].ends_with(" records or 1048576 KiB"), "{what}: {:?}", m.applied);
-                assert!(m.metrics.contains_key("queue_full_waits"), "{what}: the tool's backpressure count");
-                if let Some(pw) = password(listener) {
-                    assert!(!format!("{:?}", m.applied).contains(&pw), "{what}: no password in applied");
-                }
-                let library = if spec.arm == "c_2_12" { "2.12.1" } else { "2.15.0" };
-                assert!(m.versions[&CTool::provenance_key(library)].starts_with(&format!("librdkafka {library} ")));
-            }
-            assert!(cpu_read > 0, "{}: no run read both the tool's and the brokers' CPU", spec.arm);
-        }
-    }
-
-    #[test]
-    #[ignore = "needs a broker and the built tools: cargo xtask test (STREAMLAB_ENV, STREAMLAB_TOOLS)"]
-    fn both_builds_fetch_every_preloaded_record() {
-        for (spec, listener) in [(&ARM_2_12, "scram256"), (&ARM_2_15, "ssl")] {
-            let m = run_arm(spec, "fetch", listener, 30_000);
-            assert_eq!(m.integrity.status, IntegrityStatus::Verified, "{}: {:?} {:?}", spec.arm, m.integrity, m.note);
-            assert_eq!(m.metrics["consumed"].value, 30_000.0);
-            assert!(
-                m.details["command"].contains(" -C -t ") && m.details["command"].contains(" -o beginning -c 30000 ")
-            );
-            assert_eq!(m.applied["consumer.fetch.max.wait.ms"], "100");
-            assert_eq!(m.applied["consumer.max.partition.fetch.bytes"], "16777216");
-            assert_eq!(m.applied["clock_start"], "first record received");
-        }
     }
 }

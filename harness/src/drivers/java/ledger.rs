@@ -12,21 +12,23 @@ use streamlab_process::Cmd;
 use streamlab_record::applied::PRODUCER_KEYS;
 use streamlab_record::tools::Tools;
 
-use crate::arms::ArmContext;
-use crate::arms::durability::ledger::{Ack, Entry, Ledger};
-use crate::arms::durability::{FirstSend, Knobs, Produced};
+use streamlab_record::EnvDescriptor;
+
+use super::Java;
+use crate::drivers::contract::ledger::{Ack, Entry, Ledger};
+use crate::drivers::contract::{FirstSend, LedgerProduced, LedgerProducer, LedgerWork};
 use crate::kafka::java_props::Properties;
 use crate::kafka::java_tools::{TOOLS_LOG_CONFIG, config_values};
 
 /// The listener's security settings and the knobs, as the driver's `producer.properties`.
-fn properties(ctx: &ArmContext, knobs: &Knobs) -> Result<Properties> {
-    let mut p = Properties::for_default_listener(&ctx.env)?;
+fn properties(env: &EnvDescriptor, work: &LedgerWork) -> Result<Properties> {
+    let mut p = Properties::for_default_listener(env)?;
     for (key, value) in [
-        ("acks", if knobs.acks == -1 { "all".into() } else { knobs.acks.to_string() }),
-        ("enable.idempotence", knobs.idempotence.to_string()),
-        ("linger.ms", knobs.linger_ms.to_string()),
-        ("max.in.flight.requests.per.connection", knobs.max_in_flight.to_string()),
-        ("delivery.timeout.ms", knobs.delivery_timeout_ms.to_string()),
+        ("acks", if work.producer.acks == -1 { "all".into() } else { work.producer.acks.to_string() }),
+        ("enable.idempotence", work.producer.idempotence.to_string()),
+        ("linger.ms", work.producer.linger_ms.to_string()),
+        ("max.in.flight.requests.per.connection", work.max_in_flight.to_string()),
+        ("delivery.timeout.ms", work.delivery_timeout_ms.to_string()),
         ("compression.type", "none".into()),
     ] {
         p.set(key, &value);
@@ -40,67 +42,80 @@ fn heap_limit(max_records: u64) -> String {
     format!("-Xmx{}m", 512 + (max_records * 40).div_ceil(1 << 20))
 }
 
-pub fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str, first: &FirstSend) -> Result<Produced> {
-    let tools = Tools::load().map_err(anyhow::Error::msg)?;
-    let tool = tools.ledger_producer().map_err(anyhow::Error::msg)?;
-    let dir = tempfile::Builder::new().prefix("streamlab-ledger-").tempdir()?;
-    let write = |name: &str, text: &str| crate::private_files::write_private(dir.path(), name, text.as_bytes());
-    let props = write("producer.properties", &properties(ctx, knobs)?.render())?;
-    let log_config = write("log4j2.yaml", TOOLS_LOG_CONFIG)?;
-    let (ledger_file, started_file) = (dir.path().join("ledger.txt"), dir.path().join("started"));
-    let classpath = std::env::join_paths(&tool.classpath).context("a classpath entry contains ':'")?;
-    let run_ms = knobs.run_time().as_millis().to_string();
-    let flush_ms = knobs.flush_timeout().as_millis().to_string();
-    let cmd = Cmd::new(&tool.java)
-        .arg(heap_limit(knobs.max_records))
-        .arg("-XX:+UseG1GC")
-        .arg(format!("-Dlog4j2.configurationFile={}", log_config.display()))
-        .arg("-cp")
-        .arg(&classpath)
-        .arg(&tool.main_class)
-        .arg(&props)
-        .args([topic, &knobs.payload_bytes.to_string(), &run_ms, &knobs.max_records.to_string()])
-        .arg(&ledger_file)
-        .arg(&started_file)
-        .arg(&flush_ms);
-    let deadline = knobs.run_time() + knobs.flush_timeout() + Duration::from_secs(120);
-    let done = std::sync::atomic::AtomicBool::new(false);
-    let output = std::thread::scope(|s| {
-        s.spawn(|| watch_started(&started_file, first, &done, deadline));
-        let out = cmd.output(deadline);
-        done.store(true, std::sync::atomic::Ordering::Relaxed);
-        out
-    })?;
-    ensure!(output.status.success(), "the Java ledger producer exited with {}:\n{}", output.status, output.tail(20));
-    let ledger = read_ledger(&std::fs::read_to_string(&ledger_file).context("the Java producer wrote no ledger")?)?;
-    let applied = config_values(&output.stderr, "ProducerConfig").unwrap_or_default();
-    // The settings the record names: Java logs them by the names the record uses.
-    let settings: Vec<(&'static str, String)> = PRODUCER_KEYS
-        .iter()
-        .map(|k| applied.get(*k).map(|v| (*k, v.clone())).with_context(|| format!("the producer did not log {k}")))
-        .collect::<Result<_>>()?;
-    let warnings: Vec<&str> =
-        output.stderr.lines().filter(|l| l.contains(" WARN ") || l.contains(" ERROR ")).take(5).collect();
-    Ok(Produced {
-        ledger,
-        client_cpu_s: output.cpu_s,
-        command: format!(
-            "KafkaProducer ({}, {}) through {} ({}): {}",
-            tool.kafka_clients,
-            tool.java_version,
-            tool.main_class,
-            tool.build,
-            settings.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
-        ),
-        settings,
-        connections: "1 per broker for produce requests + the bootstrap connection for metadata".into(),
-        versions: BTreeMap::from([
-            ("kafka-clients".to_owned(), tool.kafka_clients.clone()),
-            ("java".to_owned(), tool.java_version.clone()),
-        ]),
-        note: (!warnings.is_empty()).then(|| format!("the producer logged: {}", warnings.join(" | "))),
-        unordered_handoff: None,
-    })
+impl LedgerProducer for Java {
+    fn produce_with_ledger(
+        &self,
+        env: &EnvDescriptor,
+        work: &LedgerWork,
+        topic: &str,
+        first: &FirstSend,
+    ) -> Result<LedgerProduced> {
+        let tools = Tools::load().map_err(anyhow::Error::msg)?;
+        let tool = tools.ledger_producer().map_err(anyhow::Error::msg)?;
+        let dir = tempfile::Builder::new().prefix("streamlab-ledger-").tempdir()?;
+        let write = |name: &str, text: &str| crate::private_files::write_private(dir.path(), name, text.as_bytes());
+        let props = write("producer.properties", &properties(env, work)?.render())?;
+        let log_config = write("log4j2.yaml", TOOLS_LOG_CONFIG)?;
+        let (ledger_file, started_file) = (dir.path().join("ledger.txt"), dir.path().join("started"));
+        let classpath = std::env::join_paths(&tool.classpath).context("a classpath entry contains ':'")?;
+        let run_ms = work.run_time.as_millis().to_string();
+        let flush_ms = work.flush_timeout().as_millis().to_string();
+        let cmd = Cmd::new(&tool.java)
+            .arg(heap_limit(work.max_records))
+            .arg("-XX:+UseG1GC")
+            .arg(format!("-Dlog4j2.configurationFile={}", log_config.display()))
+            .arg("-cp")
+            .arg(&classpath)
+            .arg(&tool.main_class)
+            .arg(&props)
+            .args([topic, &work.producer.payload_bytes.to_string(), &run_ms, &work.max_records.to_string()])
+            .arg(&ledger_file)
+            .arg(&started_file)
+            .arg(&flush_ms);
+        let deadline = work.run_time + work.flush_timeout() + Duration::from_secs(120);
+        let done = std::sync::atomic::AtomicBool::new(false);
+        let output = std::thread::scope(|s| {
+            s.spawn(|| watch_started(&started_file, first, &done, deadline));
+            let out = cmd.output(deadline);
+            done.store(true, std::sync::atomic::Ordering::Relaxed);
+            out
+        })?;
+        ensure!(
+            output.status.success(),
+            "the Java ledger producer exited with {}:\n{}",
+            output.status,
+            output.tail(20)
+        );
+        let ledger = read_ledger(&std::fs::read_to_string(&ledger_file).context("the Java producer wrote no ledger")?)?;
+        let applied = config_values(&output.stderr, "ProducerConfig").unwrap_or_default();
+        // The settings the record names: Java logs them by the names the record uses.
+        let settings: Vec<(&'static str, String)> = PRODUCER_KEYS
+            .iter()
+            .map(|k| applied.get(*k).map(|v| (*k, v.clone())).with_context(|| format!("the producer did not log {k}")))
+            .collect::<Result<_>>()?;
+        let warnings: Vec<&str> =
+            output.stderr.lines().filter(|l| l.contains(" WARN ") || l.contains(" ERROR ")).take(5).collect();
+        Ok(LedgerProduced {
+            ledger,
+            client_cpu_s: output.cpu_s,
+            command: format!(
+                "KafkaProducer ({}, {}) through {} ({}): {}",
+                tool.kafka_clients,
+                tool.java_version,
+                tool.main_class,
+                tool.build,
+                settings.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
+            ),
+            settings,
+            connections: "1 per broker for produce requests + the bootstrap connection for metadata".into(),
+            versions: BTreeMap::from([
+                ("kafka-clients".to_owned(), tool.kafka_clients.clone()),
+                ("java".to_owned(), tool.java_version.clone()),
+            ]),
+            note: (!warnings.is_empty()).then(|| format!("the producer logged: {}", warnings.join(" | "))),
+            unordered_handoff: None,
+        })
+    }
 }
 
 /// Mark the first send when the driver says it started (epoch ms in a file it writes atomically).

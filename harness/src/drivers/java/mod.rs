@@ -16,25 +16,18 @@ use std::ffi::OsString;
 use std::time::Duration;
 
 use anyhow::{Context, Result, ensure};
-use streamlab_record::Measurement;
+use streamlab_record::EnvDescriptor;
 
 use self::jvm::{Jvm, ToolRun};
 use self::output::{ConsumerTotal, ProducerTotal};
-use crate::arms::clients::driver::Driver;
-use crate::arms::clients::{
-    self, Asymmetries, ClientInfo, Compression, Fetched, JavaTools, Knobs, NotRunnable, Payload, Produced,
-    QueueFullSeen, Tools, Workload,
+use super::contract::{
+    self, Asymmetries, ClientInfo, ClientKnobs, Compression, Fetched, JavaTools, KafkaDriver, LedgerProducer,
+    NotRunnable, Payload, Produced, QueueFullSeen, Ran, Tools, Workload, applied as client_applied,
 };
-use crate::arms::{ArmContext, ArmSpec, durability};
 use crate::kafka::java_props::Properties;
 use crate::kafka::java_tools::config_values;
 
 pub mod ledger;
-
-pub const CLIENTS_ARM: ArmSpec = ArmSpec::new::<Knobs>(clients::BENCH, "java", run);
-pub const DURABILITY_ARM: ArmSpec = ArmSpec::new::<durability::Knobs>(durability::BENCH, "java", |ctx| {
-    durability::run_with(ctx, "java", ledger::produce)
-});
 
 const PRODUCER_MAIN: &str = "org.apache.kafka.tools.ProducerPerformance";
 const CONSUMER_MAIN: &str = "org.apache.kafka.tools.ConsumerPerformance";
@@ -49,50 +42,49 @@ const LATENCY_NOT_RUNNABLE: &str = "Kafka's Java perf tools have no sequential p
      ProducerPerformance reports send->callback latencies of a full-speed run in integer milliseconds, and \
      EndToEndLatency times produce+consume round trips, also in integer milliseconds";
 
-pub fn run(ctx: &ArmContext) -> Result<Measurement> {
-    clients::driver::run(ctx, &mut Java { tools: None })
-}
-
-/// Kafka's own perf tools on the pinned Java client, with the tools file's JVM.
-struct Java {
-    tools: Option<Tools>,
-}
+/// Kafka's own perf tools on the pinned Java client, with the tools file's JVM; for durability, Kafka's
+/// KafkaProducer through the lab's ledger-writing driver ([`ledger`]).
+pub struct Java;
 
 impl Java {
-    fn java(&self) -> Result<&JavaTools> {
-        self.tools.as_ref().context("the Java tools were not loaded")?.java().map_err(anyhow::Error::msg)
+    /// The Java tools the tools file names.
+    fn java(&self) -> Result<JavaTools> {
+        Tools::load().map_err(anyhow::Error::msg)?.java().cloned().map_err(anyhow::Error::msg)
     }
 }
 
-impl Driver for Java {
-    fn arm(&self) -> &str {
+impl KafkaDriver for Java {
+    fn name(&self) -> &'static str {
         "java"
+    }
+
+    fn ledger(&self) -> Option<&dyn LedgerProducer> {
+        Some(self)
     }
 
     fn no_latency(&self) -> Option<&'static str> {
         Some(LATENCY_NOT_RUNNABLE)
     }
 
-    fn prepare(&mut self, knobs: &Knobs) -> Result<()> {
+    fn refuse(&self, knobs: &ClientKnobs) -> Result<()> {
         if knobs.workload == Workload::Produce {
-            clients::one_connection_per_broker(knobs, "the Java producer")?;
+            contract::one_connection_per_broker(knobs, "the Java producer")?;
             runnable_producer(knobs)?;
         }
-        self.tools = Some(Tools::load().map_err(anyhow::Error::msg)?);
         self.java().map(|_| ())
     }
 
-    fn produce(&self, ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
-        produce(ctx, knobs, self.java()?, topic)
+    fn produce(&self, env: &EnvDescriptor, knobs: &ClientKnobs, topic: &str) -> Result<Ran<Produced>> {
+        produce(env, knobs, &self.java()?, topic)
     }
 
-    fn fetch(&self, ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
-        fetch(ctx, knobs, self.java()?, topic)
+    fn fetch(&self, env: &EnvDescriptor, knobs: &ClientKnobs, topic: &str, records: u64) -> Result<Ran<Fetched>> {
+        fetch(env, knobs, &self.java()?, topic, records)
     }
 }
 
 /// Java 4.1 refuses an explicit enable.idempotence=true with acks other than all (a ConfigException).
-fn runnable_producer(knobs: &Knobs) -> Result<()> {
+fn runnable_producer(knobs: &ClientKnobs) -> Result<()> {
     if knobs.idempotence && knobs.acks != -1 {
         return Err(NotRunnable(format!(
             "the Java producer refuses enable.idempotence=true with acks={} (ConfigException: \"Must set acks to \
@@ -104,9 +96,9 @@ fn runnable_producer(knobs: &Knobs) -> Result<()> {
     Ok(())
 }
 
-fn produce(ctx: &ArmContext, knobs: &Knobs, tools: &JavaTools, topic: &str) -> Result<Measurement> {
+fn produce(env: &EnvDescriptor, knobs: &ClientKnobs, tools: &JavaTools, topic: &str) -> Result<Ran<Produced>> {
     ensure!(knobs.payload_bytes > 0, "payload_bytes is 0: ProducerPerformance needs a non-empty payload");
-    let (listener, password) = clients::listener(&ctx.env, knobs)?;
+    let (listener, password) = contract::listener(env, knobs)?;
     let mut config = Properties::for_listener(&knobs.listener, listener, password.as_deref())?;
     for (k, v) in props::producer(knobs) {
         config.set(k, &v);
@@ -116,7 +108,7 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, tools: &JavaTools, topic: &str) -> R
     let payload_args: Vec<OsString> = match knobs.payload {
         // One token of `payload_bytes` 'x' (no delimiter in it): every record carries the other clients' bytes.
         Payload::X => {
-            let file = jvm.write_private("payload", &clients::payload(knobs.payload_bytes))?;
+            let file = jvm.write_private("payload", &contract::payload(knobs.payload_bytes))?;
             vec!["--payload-file".into(), file.into()]
         }
         // The tool's own: random A-Z drawn for every record, as seed 002 ran it.
@@ -135,9 +127,7 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, tools: &JavaTools, topic: &str) -> R
     ]);
     let cmd = jvm.command(PRODUCER_MAIN, &args);
     let command = format!("{}; producer.config: {}", jvm.describe(&cmd), config.describe());
-    let brokers = crate::cpu::BrokersCpu::start(&ctx.env);
     let run = jvm.run("producer", cmd, TOOL_DEADLINE)?;
-    let broker_cpu_s = brokers.spent();
     ensure_exited_ok("ProducerPerformance", &run)?;
     let total = output::producer_total(&run.stdout)?;
     let payloads = output::payloads_read(&run.stdout);
@@ -151,11 +141,9 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, tools: &JavaTools, topic: &str) -> R
         failed: knobs.count.saturating_sub(total.sent),
         elapsed: Duration::from_secs_f64(total.window_s().unwrap_or(0.0)),
         client_cpu_s: run.cpu_s,
-        broker_cpu_s,
         queue_full: output::producer_metric(&run.stdout, "bufferpool-wait-time-ns-total")
             .map_or(QueueFullSeen::NotCounted, |ns| QueueFullSeen::BlockedMs(ns / 1e6)),
     };
-    let hw = clients::topic_high_watermark(&ctx.env, topic)?;
     let values = config_values(&run.stderr, "ProducerConfig")
         .context("ProducerPerformance's log has no \"ProducerConfig values:\" block")?;
     let info = ClientInfo {
@@ -163,17 +151,17 @@ fn produce(ctx: &ArmContext, knobs: &Knobs, tools: &JavaTools, topic: &str) -> R
         command,
         asymmetries: produce_asymmetries(knobs, &run.stdout),
         note: Some(produce_note(knobs, &total, &produced, &run)),
-        applied: clients::applied::base(knobs, 1, clients::applied::CLOCK_BEFORE_CONNECT)
+        applied: client_applied::base(knobs, 1, client_applied::CLOCK_BEFORE_CONNECT)
             .producer(output::producer_applied(&values)?)
             .set(streamlab_record::applied::QUEUE_CAP, output::queue_cap(&values)?)
             .build(),
+        metrics: Default::default(),
     };
-    Ok(clients::produce_measurement(knobs, &produced, hw, info))
+    Ok(Ran { measured: produced, info })
 }
 
-fn fetch(ctx: &ArmContext, knobs: &Knobs, tools: &JavaTools, topic: &str) -> Result<Measurement> {
-    let hw = clients::preload(&ctx.env, topic, knobs)?;
-    let (listener, password) = clients::listener(&ctx.env, knobs)?;
+fn fetch(env: &EnvDescriptor, knobs: &ClientKnobs, tools: &JavaTools, topic: &str, hw: u64) -> Result<Ran<Fetched>> {
+    let (listener, password) = contract::listener(env, knobs)?;
     let mut config = Properties::for_listener(&knobs.listener, listener, password.as_deref())?;
     for (k, v) in props::consumer(knobs) {
         config.set(k, &v);
@@ -198,9 +186,7 @@ fn fetch(ctx: &ArmContext, knobs: &Knobs, tools: &JavaTools, topic: &str) -> Res
     ];
     let cmd = jvm.command(CONSUMER_MAIN, &args);
     let command = format!("{}; consumer.config: {}", jvm.describe(&cmd), config.describe());
-    let brokers = crate::cpu::BrokersCpu::start(&ctx.env);
     let run = jvm.run("consumer", cmd, TOOL_DEADLINE)?;
-    let broker_cpu_s = brokers.spent();
     ensure_exited_ok("ConsumerPerformance", &run)?;
     let total = output::consumer_total(&run.stdout)?;
     let fetched = Fetched {
@@ -208,7 +194,6 @@ fn fetch(ctx: &ArmContext, knobs: &Knobs, tools: &JavaTools, topic: &str) -> Res
         bytes: (total.mib * MIB).round() as u64,
         elapsed: Duration::from_millis(total.fetch_ms),
         client_cpu_s: run.cpu_s,
-        broker_cpu_s,
         fetch_request_us: Vec::new(),
     };
     let values = config_values(&run.stderr, "ConsumerConfig")
@@ -218,11 +203,12 @@ fn fetch(ctx: &ArmContext, knobs: &Knobs, tools: &JavaTools, topic: &str) -> Res
         command,
         asymmetries: fetch_asymmetries(),
         note: Some(fetch_note(knobs, &total, &run)),
-        applied: clients::applied::base(knobs, 1, clients::applied::CLOCK_AFTER_GROUP_JOIN)
+        applied: client_applied::base(knobs, 1, client_applied::CLOCK_AFTER_GROUP_JOIN)
             .consumer(output::consumer_applied(&values)?)
             .build(),
+        metrics: Default::default(),
     };
-    Ok(clients::fetch_measurement(&fetched, hw, info))
+    Ok(Ran { measured: fetched, info })
 }
 
 /// The tools' MB.
@@ -246,11 +232,11 @@ fn versions(tools: &JavaTools) -> BTreeMap<String, String> {
     ])
 }
 
-fn batch_size(knobs: &Knobs) -> u64 {
+fn batch_size(knobs: &ClientKnobs) -> u64 {
     if knobs.batch_bytes > 0 { knobs.batch_bytes } else { JAVA_BATCH_SIZE_DEFAULT }
 }
 
-fn produce_asymmetries(knobs: &Knobs, stdout: &str) -> Asymmetries {
+fn produce_asymmetries(knobs: &ClientKnobs, stdout: &str) -> Asymmetries {
     let connections = output::producer_metric(stdout, "connection-count")
         .map_or_else(|| "not printed".to_owned(), |n| format!("{n:.0}"));
     Asymmetries {
@@ -286,7 +272,7 @@ fn produce_asymmetries(knobs: &Knobs, stdout: &str) -> Asymmetries {
     }
 }
 
-fn produce_note(knobs: &Knobs, total: &ProducerTotal, produced: &Produced, run: &ToolRun) -> String {
+fn produce_note(knobs: &ClientKnobs, total: &ProducerTotal, produced: &Produced, run: &ToolRun) -> String {
     let window = produced.elapsed.as_secs_f64();
     let mut parts = vec![
         jvm_cost(run, window),
@@ -318,7 +304,7 @@ fn produce_note(knobs: &Knobs, total: &ProducerTotal, produced: &Produced, run: 
 }
 
 /// Knobs Java cannot apply as asked, and defaults worth naming.
-fn knob_gaps(knobs: &Knobs) -> Vec<String> {
+fn knob_gaps(knobs: &ClientKnobs) -> Vec<String> {
     let mut gaps = Vec::new();
     if knobs.batch_messages > 0 {
         gaps.push(format!(
@@ -355,7 +341,7 @@ fn fetch_asymmetries() -> Asymmetries {
     }
 }
 
-fn fetch_note(knobs: &Knobs, total: &ConsumerTotal, run: &ToolRun) -> String {
+fn fetch_note(knobs: &ClientKnobs, total: &ConsumerTotal, run: &ToolRun) -> String {
     let window = (total.rebalance_ms + total.fetch_ms) as f64 / 1e3;
     let mut parts = vec![
         format!(
@@ -389,35 +375,18 @@ fn jvm_cost(run: &ToolRun, window_s: f64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
-    use streamlab_record::IntegrityStatus;
 
     use super::*;
 
-    fn knob_map(workload: &str, listener: &str) -> serde_json::Map<String, serde_json::Value> {
-        let serde_json::Value::Object(map) = serde_json::json!({
+    fn knobs(workload: &str, listener: &str) -> ClientKnobs {
+        serde_json::from_value(serde_json::json!({
             "workload": workload, "listener": listener, "compression": "none", "acks": 1, "idempotence": false,
             "count": 20000, "payload_bytes": 100, "partitions": 6, "linger_ms": 5, "batch_messages": 32768,
             "payload": "x", "queue_full": "park", "connections": 0,
             "batch_bytes": 1000000, "queue_messages": 1000000, "fetch_max_wait_ms": 100, "fetch_min_bytes": 1,
             "fetch_max_bytes": 16777216, "latency_warmup": 100, "latency_samples": 1000, "kafka_version": "4.1.0"
-        }) else {
-            unreachable!("an object literal")
-        };
-        map
-    }
-
-    fn knobs(workload: &str, listener: &str) -> Knobs {
-        crate::arms::spec::parse_knobs(&knob_map(workload, listener)).unwrap()
-    }
-
-    fn context(knobs: serde_json::Map<String, serde_json::Value>) -> ArmContext {
-        ArmContext { env: crate::test_env(), knobs }
-    }
-
-    fn not_runnable(result: Result<Measurement>) -> String {
-        let e = result.expect_err("not runnable");
-        e.downcast_ref::<NotRunnable>().unwrap_or_else(|| panic!("not a NotRunnable: {e:#}")).0.clone()
+        }))
+        .unwrap()
     }
 
     #[test]
@@ -443,80 +412,5 @@ mod tests {
         assert!(!gaps.contains("not applied") && gaps.contains("16384") && gaps.contains("lz4.level"), "{gaps}");
         assert_eq!(props::producer(&k).iter().find(|(key, _)| *key == "batch.size"), None);
         assert!(props::producer(&k).contains(&("enable.idempotence", "false".to_owned())));
-    }
-
-    #[test]
-    #[ignore = "needs a broker and the Java tools: cargo xtask test"]
-    fn produces_on_every_listener_with_integrity_verified() {
-        for listener in ["plaintext", "ssl", "scram256", "scram512", "oauth"] {
-            let m = run(&context(knob_map("produce", listener))).unwrap_or_else(|e| panic!("{listener}: {e:#}"));
-            assert_eq!(m.integrity.status, IntegrityStatus::Verified, "{listener}: {:?} {:?}", m.integrity, m.note);
-            assert_eq!(m.metrics["acked"].value, 20000.0, "{listener}");
-            assert!(m.metrics["records_per_s"].value > 0.0 && m.metrics["client_cpu_s"].value > 0.0, "{listener}");
-            assert!(m.metrics["broker_cpu_s_per_m_records"].value > 0.0, "{listener}: {:?}", m.metrics);
-            assert!(m.details["command"].contains("--payload-file <private>/payload"), "{}", m.details["command"]);
-            let protocol = &crate::test_env().kafka.listeners[listener].security_protocol;
-            assert!(m.details["command"].contains(&format!("security.protocol={protocol}")), "{listener}");
-            assert!(!m.details["command"].contains(&scram_password()), "{listener}: the password is masked");
-            assert!(m.note.as_deref().unwrap().contains("batch_messages=32768 not applied"), "{:?}", m.note);
-            assert_eq!(m.applied["producer.security.protocol"], *protocol, "{listener}");
-            assert_eq!(m.applied["producer.max.in.flight.requests.per.connection"], "5", "{listener}");
-            assert_eq!(m.applied["producer.batch.size"], "1000000", "{listener}");
-            assert_eq!(m.applied["queue_cap"], "32768 KiB", "{listener}: buffer.memory");
-            assert!(m.metrics["queue_full_blocked_ms"].value >= 0.0, "{listener}: {:?}", m.metrics);
-        }
-    }
-
-    #[test]
-    #[ignore = "needs a broker and the Java tools: cargo xtask test"]
-    fn idempotent_lz4_produce_is_verified() {
-        let mut k = knob_map("produce", "plaintext");
-        for (name, value) in [
-            ("acks", json!(-1)),
-            ("idempotence", json!(true)),
-            ("compression", json!("lz4")),
-            ("batch_bytes", json!(0)),
-        ] {
-            k.insert(name.into(), value);
-        }
-        let m = run(&context(k)).unwrap();
-        assert_eq!(m.integrity.status, IntegrityStatus::Verified, "{:?}", m.note);
-        assert!(m.details["command"].contains("acks=-1 enable.idempotence=true"), "{}", m.details["command"]);
-        assert_eq!(
-            (m.applied["producer.acks"].as_str(), m.applied["producer.enable.idempotence"].as_str()),
-            ("-1", "true")
-        );
-        assert_eq!(m.applied["producer.compression.type"], "lz4");
-        assert_eq!(m.applied["producer.batch.size"], "16384", "Java's default, read back");
-        let note = m.note.unwrap();
-        assert!(note.contains("compression-rate-avg 0.") && note.contains("16384"), "lz4 compressed 'x': {note}");
-    }
-
-    #[test]
-    #[ignore = "needs a broker and the Java tools: cargo xtask test"]
-    fn fetches_everything_from_offset_0() {
-        for listener in ["plaintext", "scram512"] {
-            let m = run(&context(knob_map("fetch", listener))).unwrap_or_else(|e| panic!("{listener}: {e:#}"));
-            assert_eq!(m.integrity.status, IntegrityStatus::Verified, "{listener}: {:?}", m.integrity);
-            assert_eq!(m.metrics["consumed"].value, 20000.0);
-            assert!(m.metrics["mb_per_s"].value > 0.0, "{listener}");
-            assert!(m.note.as_deref().unwrap().contains("rebalance.time.ms"), "{:?}", m.note);
-            assert_eq!(m.applied["consumer.max.poll.records"], "500", "{listener}");
-            assert_eq!(m.applied["consumer.max.partition.fetch.bytes"], "16777216", "{listener}: --fetch-size");
-            assert_eq!(m.applied["clock_start"], "after group join");
-        }
-    }
-
-    #[test]
-    #[ignore = "needs a broker: cargo xtask test"]
-    fn latency_is_not_runnable_and_says_why() {
-        let reason = not_runnable(run(&context(knob_map("latency", "plaintext"))));
-        assert!(reason.contains("integer milliseconds"), "{reason}");
-    }
-
-    fn scram_password() -> String {
-        let env = crate::test_env();
-        let file = env.kafka.listeners["scram256"].password_file.clone().unwrap();
-        streamlab_record::descriptor::read_secret(&file).unwrap()
     }
 }

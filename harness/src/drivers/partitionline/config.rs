@@ -7,7 +7,7 @@ use partitionline::{ConsumerConfig, ProducerConfig, Sasl};
 use streamlab_partitionline::{Security, Settings};
 use streamlab_record::descriptor::Listener;
 
-use crate::arms::clients::{Compression, Knobs, NotRunnable};
+use crate::drivers::contract::{ClientKnobs, Compression, NotRunnable};
 
 /// The crate's codec name for the knob; zstd does not exist in partitionline 0.1.0.
 pub(super) fn compression(c: Compression) -> Result<&'static str> {
@@ -25,7 +25,7 @@ pub(super) fn compression(c: Compression) -> Result<&'static str> {
 
 /// The knobs where the crate has them (0 keeps its default: 8 connections per broker, as the seed ran; 16 in
 /// flight per connection), for `listener`.
-pub(super) fn settings(knobs: &Knobs, listener: &Listener, password: Option<String>) -> Result<Settings> {
+pub(super) fn settings(knobs: &ClientKnobs, listener: &Listener, password: Option<String>) -> Result<Settings> {
     Ok(Settings {
         listener: listener.clone(),
         password,
@@ -76,7 +76,7 @@ pub(super) fn producer_applied(cfg: &ProducerConfig, security: &Security) -> Vec
         ("linger.ms", cfg.linger.as_millis().to_string()),
         ("batch.size", cfg.batch_bytes.to_string()),
         ("max.in.flight.requests.per.connection", in_flight.to_string()),
-        ("partitioner.class", crate::arms::clients::applied::PARTITIONLINE_PARTITIONER.to_owned()),
+        ("partitioner.class", crate::drivers::contract::applied::PARTITIONLINE_PARTITIONER.to_owned()),
     ];
     out.extend(security_applied(security));
     out
@@ -158,10 +158,10 @@ mod tests {
         let one = producer(serde_json::json!({"connections": 1}));
         assert_eq!((one.connections, one.max_in_flight), (1, 16));
         let security = Security::of(&listener("PLAINTEXT", None, None), None).unwrap();
-        let applied = crate::arms::clients::applied::base(
+        let applied = crate::drivers::contract::applied::base(
             &knobs(serde_json::json!({"connections": 1})),
             one.connections,
-            crate::arms::clients::applied::CLOCK_BEFORE_CONNECT,
+            crate::drivers::contract::applied::CLOCK_BEFORE_CONNECT,
         )
         .producer(producer_applied(&one, &security))
         .build();

@@ -12,9 +12,11 @@ use streamlab_partitionline::{Security, new_producer};
 use streamlab_process::clock::now_us;
 use tokio::task::JoinSet;
 
-use crate::arms::ArmContext;
-use crate::arms::durability::ledger::{Ack, Entry, Ledger, payload};
-use crate::arms::durability::{FirstSend, Knobs, Produced};
+use streamlab_record::EnvDescriptor;
+
+use super::Partitionline;
+use crate::drivers::contract::ledger::{Ack, Entry, Ledger, payload};
+use crate::drivers::contract::{FirstSend, LedgerProduced, LedgerProducer, LedgerWork};
 use crate::kafka::config::servers;
 
 /// Records sent and not yet answered, at most (the crate's buffer_memory, 32 MiB, bounds it too).
@@ -23,18 +25,18 @@ const MAX_OUTSTANDING: usize = 50_000;
 /// One answer: the record's sequence number, its partition and offset or the error, when it came.
 type Answer = (usize, Result<(i32, i64), String>, u64);
 
-fn producer_config(ctx: &ArmContext, knobs: &Knobs) -> Result<ProducerConfig> {
-    let listener = ctx.env.listener(ctx.env.default_listener()).context("the environment has no default listener")?;
+fn producer_config(env: &EnvDescriptor, work: &LedgerWork) -> Result<ProducerConfig> {
+    let listener = env.listener(env.default_listener()).context("the environment has no default listener")?;
     let password = listener.password()?;
     let security = Security::of(listener, password)?;
-    let acks = i16::try_from(knobs.acks).ok().and_then(Acks::from_i16).context("acks is not 0, 1 or -1")?;
+    let acks = i16::try_from(work.producer.acks).ok().and_then(Acks::from_i16).context("acks is not 0, 1 or -1")?;
     let cfg = ProducerConfig::bootstrap(servers(&listener.bootstrap))
         .acks(acks)
-        .linger(Duration::from_millis(knobs.linger_ms))
-        .idempotent(knobs.idempotence)
+        .linger(Duration::from_millis(work.producer.linger_ms))
+        .idempotent(work.producer.idempotence)
         .connections(1)
-        .max_in_flight(usize::try_from(knobs.max_in_flight)?)
-        .delivery_timeout(Duration::from_millis(knobs.delivery_timeout_ms));
+        .max_in_flight(usize::try_from(work.max_in_flight)?)
+        .delivery_timeout(Duration::from_millis(work.delivery_timeout_ms));
     Ok(security.apply_producer(cfg))
 }
 
@@ -54,47 +56,56 @@ fn settings(cfg: &ProducerConfig) -> Vec<(&'static str, String)> {
     ]
 }
 
-pub fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str, first: &FirstSend) -> Result<Produced> {
-    let cfg = producer_config(ctx, knobs)?;
-    let settings = settings(&cfg);
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_io().enable_time().build().context("tokio runtime")?;
-    let cpu_before = crate::cpu::process_cpu_seconds();
-    let outcome = rt.block_on(run_producer(cfg, knobs, Arc::from(topic), first));
-    let client_cpu_s = crate::cpu::process_cpu_seconds() - cpu_before;
-    rt.shutdown_timeout(Duration::from_secs(5));
-    let (ledger, notes) = outcome?;
-    let described: Vec<String> = settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
-    Ok(Produced {
-        ledger,
-        client_cpu_s,
-        command: format!(
-            "partitionline {} Producer, send() per record in its own task (at most {MAX_OUTSTANDING} \
-             unanswered): {}",
-            partitionline::CLIENT_VERSION,
-            described.join(" ")
-        ),
-        settings,
-        // Idempotent or not: the crate's doc says idempotent produce uses one connection per partition, but 0.1.0
-        // opens `connections` per broker either way (producer.rs, spawn_node_workers).
-        connections: "1 per broker (connections(1)) + 1 metadata connection".into(),
-        versions: [("partitionline".to_owned(), partitionline::CLIENT_VERSION.to_owned())].into(),
-        note: (!notes.is_empty()).then(|| notes.join("; ")),
-        unordered_handoff: Some(
-            "each record is sent from its own task on a multi-threaded runtime, so the order partitionline received \
-             them in is not the sequence order",
-        ),
-    })
+impl LedgerProducer for Partitionline {
+    fn produce_with_ledger(
+        &self,
+        env: &EnvDescriptor,
+        work: &LedgerWork,
+        topic: &str,
+        first: &FirstSend,
+    ) -> Result<LedgerProduced> {
+        let cfg = producer_config(env, work)?;
+        let settings = settings(&cfg);
+        let rt =
+            tokio::runtime::Builder::new_multi_thread().enable_io().enable_time().build().context("tokio runtime")?;
+        let cpu_before = crate::cpu::process_cpu_seconds();
+        let outcome = rt.block_on(run_producer(cfg, work, Arc::from(topic), first));
+        let client_cpu_s = crate::cpu::process_cpu_seconds() - cpu_before;
+        rt.shutdown_timeout(Duration::from_secs(5));
+        let (ledger, notes) = outcome?;
+        let described: Vec<String> = settings.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        Ok(LedgerProduced {
+            ledger,
+            client_cpu_s,
+            command: format!(
+                "partitionline {} Producer, send() per record in its own task (at most {MAX_OUTSTANDING} \
+                 unanswered): {}",
+                partitionline::CLIENT_VERSION,
+                described.join(" ")
+            ),
+            settings,
+            // Idempotent or not: the crate's doc says idempotent produce uses one connection per partition, but 0.1.0
+            // opens `connections` per broker either way (producer.rs, spawn_node_workers).
+            connections: "1 per broker (connections(1)) + 1 metadata connection".into(),
+            versions: [("partitionline".to_owned(), partitionline::CLIENT_VERSION.to_owned())].into(),
+            note: (!notes.is_empty()).then(|| notes.join("; ")),
+            unordered_handoff: Some(
+                "each record is sent from its own task on a multi-threaded runtime, so the order partitionline received \
+                 them in is not the sequence order",
+            ),
+        })
+    }
 }
 
 async fn run_producer(
     cfg: ProducerConfig,
-    knobs: &Knobs,
+    work: &LedgerWork,
     topic: Arc<str>,
     first: &FirstSend,
 ) -> Result<(Ledger, Vec<String>)> {
     let (producer, setup_note) = new_producer(cfg).await?;
     let mut notes: Vec<String> = setup_note.into_iter().collect();
-    let cap = usize::try_from(knobs.max_records)?;
+    let cap = usize::try_from(work.max_records)?;
     let mut entries: Vec<Entry> = Vec::new();
     let mut errors: BTreeMap<String, u64> = BTreeMap::new();
     let mut record = |entries: &mut Vec<Entry>, (seq, result, at_us): Answer| {
@@ -107,7 +118,7 @@ async fn run_producer(
         };
     };
     let mut running: JoinSet<Answer> = JoinSet::new();
-    let end = Instant::now() + knobs.run_time();
+    let end = Instant::now() + work.run_time;
     while entries.len() < cap && Instant::now() < end {
         while running.len() >= MAX_OUTSTANDING {
             if let Some(Ok(answer)) = running.join_next().await {
@@ -120,7 +131,7 @@ async fn run_producer(
             }
         }
         let seq = entries.len();
-        let rec = ProduceRecord::to(topic.clone()).value(payload(seq as u64, knobs.payload_bytes));
+        let rec = ProduceRecord::to(topic.clone()).value(payload(seq as u64, work.producer.payload_bytes));
         let at = now_us();
         if seq == 0 {
             first.mark(at / 1000);
@@ -132,7 +143,7 @@ async fn run_producer(
             (seq, result, now_us())
         });
     }
-    let deadline = tokio::time::Instant::now() + knobs.flush_timeout();
+    let deadline = tokio::time::Instant::now() + work.flush_timeout();
     while !running.is_empty() {
         match tokio::time::timeout_at(deadline, running.join_next()).await {
             Ok(Some(Ok(answer))) => record(&mut entries, answer),
@@ -142,7 +153,7 @@ async fn run_producer(
                 notes.push(format!(
                     "{} records unanswered when the flush's {} s were up",
                     running.len(),
-                    knobs.flush_timeout().as_secs()
+                    work.flush_timeout().as_secs()
                 ));
                 running.abort_all();
                 break;

@@ -14,10 +14,11 @@ use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, Prod
 use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{ClientConfig, ClientContext};
 use streamlab_process::clock::now_us;
+use streamlab_record::EnvDescriptor;
 
-use crate::arms::ArmContext;
-use crate::arms::durability::ledger::{Ack, Entry, Ledger, payload};
-use crate::arms::durability::{FirstSend, Knobs, Produced};
+use super::{Rdkafka, settings_properties};
+use crate::drivers::contract::ledger::{Ack, Entry, Ledger, payload};
+use crate::drivers::contract::{FirstSend, LedgerProduced, LedgerProducer, LedgerWork};
 use crate::kafka::config::default_client_config;
 
 /// Delivery reports into the ledger: each record's sequence number is its opaque.
@@ -58,13 +59,13 @@ const READ_BACK: &[(&str, &str)] = &[
     ("max.in.flight.requests.per.connection", "max.in.flight"),
 ];
 
-fn config(ctx: &ArmContext, knobs: &Knobs) -> Result<ClientConfig> {
-    let mut cfg = default_client_config(&ctx.env)?;
-    cfg.set("acks", knobs.acks.to_string())
-        .set("enable.idempotence", knobs.idempotence.to_string())
-        .set("linger.ms", knobs.linger_ms.to_string())
-        .set("max.in.flight", knobs.max_in_flight.to_string())
-        .set("message.timeout.ms", knobs.delivery_timeout_ms.to_string())
+fn config(env: &EnvDescriptor, work: &LedgerWork) -> Result<ClientConfig> {
+    let mut cfg = default_client_config(env)?;
+    for (k, v) in settings_properties(&work.producer) {
+        cfg.set(k, v);
+    }
+    cfg.set("max.in.flight", work.max_in_flight.to_string())
+        .set("message.timeout.ms", work.delivery_timeout_ms.to_string())
         .set("compression.codec", "none");
     Ok(cfg)
 }
@@ -78,75 +79,83 @@ fn settings(cfg: &ClientConfig) -> Result<Vec<(&'static str, String)>> {
         .collect()
 }
 
-pub fn produce(ctx: &ArmContext, knobs: &Knobs, topic: &str, first: &FirstSend) -> Result<Produced> {
-    let cfg = config(ctx, knobs)?;
-    let settings = settings(&cfg)?;
-    let cap = usize::try_from(knobs.max_records)?;
-    let context = LedgerContext {
-        acks: Mutex::new(Vec::new()),
-        errors: Mutex::new(BTreeMap::new()),
-        answered: AtomicU64::new(0),
-    };
-    let producer: BaseProducer<LedgerContext> =
-        cfg.create_with_context(context).context("cannot create the producer")?;
-    let cpu_before = crate::cpu::process_cpu_seconds();
-    let mut sent_us: Vec<u64> = Vec::with_capacity(cap.min(1 << 20));
-    let mut value = payload(0, knobs.payload_bytes);
-    let end = Instant::now() + knobs.run_time();
-    while sent_us.len() < cap && Instant::now() < end {
-        let seq = sent_us.len();
-        value[..8].copy_from_slice(&(seq as u64).to_be_bytes());
-        let at = now_us();
-        // Reports arrive only inside poll() on this thread: the slot exists before its report can.
-        producer.context().acks.lock().expect("acks lock").push(Ack::Unanswered);
-        match producer.send(BaseRecord::<(), [u8], usize>::with_opaque_to(topic, seq).payload(&value)) {
-            Ok(()) => {
-                if seq == 0 {
-                    first.mark(at / 1000);
+impl LedgerProducer for Rdkafka {
+    fn produce_with_ledger(
+        &self,
+        env: &EnvDescriptor,
+        work: &LedgerWork,
+        topic: &str,
+        first: &FirstSend,
+    ) -> Result<LedgerProduced> {
+        let cfg = config(env, work)?;
+        let settings = settings(&cfg)?;
+        let cap = usize::try_from(work.max_records)?;
+        let context = LedgerContext {
+            acks: Mutex::new(Vec::new()),
+            errors: Mutex::new(BTreeMap::new()),
+            answered: AtomicU64::new(0),
+        };
+        let producer: BaseProducer<LedgerContext> =
+            cfg.create_with_context(context).context("cannot create the producer")?;
+        let cpu_before = crate::cpu::process_cpu_seconds();
+        let mut sent_us: Vec<u64> = Vec::with_capacity(cap.min(1 << 20));
+        let mut value = payload(0, work.producer.payload_bytes);
+        let end = Instant::now() + work.run_time;
+        while sent_us.len() < cap && Instant::now() < end {
+            let seq = sent_us.len();
+            value[..8].copy_from_slice(&(seq as u64).to_be_bytes());
+            let at = now_us();
+            // Reports arrive only inside poll() on this thread: the slot exists before its report can.
+            producer.context().acks.lock().expect("acks lock").push(Ack::Unanswered);
+            match producer.send(BaseRecord::<(), [u8], usize>::with_opaque_to(topic, seq).payload(&value)) {
+                Ok(()) => {
+                    if seq == 0 {
+                        first.mark(at / 1000);
+                    }
+                    sent_us.push(at);
+                    if sent_us.len().is_multiple_of(1000) {
+                        producer.poll(Duration::ZERO);
+                    }
                 }
-                sent_us.push(at);
-                if sent_us.len().is_multiple_of(1000) {
-                    producer.poll(Duration::ZERO);
+                Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
+                    producer.context().acks.lock().expect("acks lock").pop();
+                    producer.poll(Duration::from_millis(10));
                 }
+                Err((e, _)) => bail!("produce failed after {seq} records: {e}"),
             }
-            Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
-                producer.context().acks.lock().expect("acks lock").pop();
-                producer.poll(Duration::from_millis(10));
-            }
-            Err((e, _)) => bail!("produce failed after {seq} records: {e}"),
         }
+        let sent = sent_us.len() as u64;
+        let deadline = Instant::now() + work.flush_timeout();
+        while producer.context().answered.load(Ordering::Relaxed) < sent && Instant::now() < deadline {
+            producer.poll(Duration::from_millis(10));
+        }
+        let client_cpu_s = crate::cpu::process_cpu_seconds() - cpu_before;
+        let answered = producer.context().answered.load(Ordering::Relaxed);
+        // Dropping the producer purges what is still queued (their reports come with an error, or never).
+        let acks = std::mem::take(&mut *producer.context().acks.lock().expect("acks lock"));
+        let errors = std::mem::take(&mut *producer.context().errors.lock().expect("errors lock"));
+        drop(producer);
+        let entries = sent_us.iter().zip(acks).map(|(&sent_us, ack)| Entry { sent_us, ack }).collect();
+        let note = (answered < sent).then(|| {
+            format!(
+                "{} records were still unanswered {} s after the window (flush cut short)",
+                sent - answered,
+                work.flush_timeout().as_secs()
+            )
+        });
+        let (_, librdkafka) = rdkafka::util::get_rdkafka_version();
+        Ok(LedgerProduced {
+            ledger: Ledger { entries, errors },
+            client_cpu_s,
+            command: format!(
+                "rust-rdkafka BaseProducer (librdkafka {librdkafka}) on plaintext: {}",
+                settings.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
+            ),
+            settings,
+            connections: "1 per broker".into(),
+            versions: crate::versions::client_versions(),
+            note,
+            unordered_handoff: None,
+        })
     }
-    let sent = sent_us.len() as u64;
-    let deadline = Instant::now() + knobs.flush_timeout();
-    while producer.context().answered.load(Ordering::Relaxed) < sent && Instant::now() < deadline {
-        producer.poll(Duration::from_millis(10));
-    }
-    let client_cpu_s = crate::cpu::process_cpu_seconds() - cpu_before;
-    let answered = producer.context().answered.load(Ordering::Relaxed);
-    // Dropping the producer purges what is still queued (their reports come with an error, or never).
-    let acks = std::mem::take(&mut *producer.context().acks.lock().expect("acks lock"));
-    let errors = std::mem::take(&mut *producer.context().errors.lock().expect("errors lock"));
-    drop(producer);
-    let entries = sent_us.iter().zip(acks).map(|(&sent_us, ack)| Entry { sent_us, ack }).collect();
-    let note = (answered < sent).then(|| {
-        format!(
-            "{} records were still unanswered {} s after the window (flush cut short)",
-            sent - answered,
-            knobs.flush_timeout().as_secs()
-        )
-    });
-    let (_, librdkafka) = rdkafka::util::get_rdkafka_version();
-    Ok(Produced {
-        ledger: Ledger { entries, errors },
-        client_cpu_s,
-        command: format!(
-            "rust-rdkafka BaseProducer (librdkafka {librdkafka}) on plaintext: {}",
-            settings.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ")
-        ),
-        settings,
-        connections: "1 per broker".into(),
-        versions: crate::versions::client_versions(),
-        note,
-        unordered_handoff: None,
-    })
 }

@@ -13,55 +13,50 @@ use rdkafka::producer::{BaseProducer, BaseRecord, FutureProducer, FutureRecord, 
 use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::util::Timeout;
 use rdkafka::{Offset, TopicPartitionList};
-use streamlab_record::Measurement;
+use streamlab_record::EnvDescriptor;
 use streamlab_record::applied::{self, Applied, AppliedBuilder};
 
-use crate::arms::clients::driver::Driver;
-use crate::arms::clients::{self, Asymmetries, ClientInfo, Fetched, Knobs, Produced, QueueFullSeen};
-use crate::arms::{ArmContext, ArmSpec, durability};
+use super::contract::{
+    self, Asymmetries, ClientInfo, ClientKnobs, Fetched, KafkaDriver, LedgerProducer, Produced, ProducerSettings,
+    QueueFullSeen, Ran, applied as client_applied,
+};
 use crate::kafka::config::client_config;
 use crate::kafka::deliveries::Counting;
 use crate::kafka::effective::LibrdkafkaConf;
 
 pub mod ledger;
 
-pub const CLIENTS_ARM: ArmSpec = ArmSpec::new::<Knobs>(clients::BENCH, "rdkafka", run);
-pub const DURABILITY_ARM: ArmSpec = ArmSpec::new::<durability::Knobs>(durability::BENCH, "rdkafka", |ctx| {
-    durability::run_with(ctx, "rdkafka", ledger::produce)
-});
-
 /// Give up on a fetch that makes no progress for this long.
 const STALL_TIMEOUT: Duration = Duration::from_secs(60);
 
-pub fn run(ctx: &ArmContext) -> Result<Measurement> {
-    clients::driver::run(ctx, &mut Rdkafka)
-}
-
 /// rust-rdkafka, librdkafka through its Rust binding.
-struct Rdkafka;
+pub struct Rdkafka;
 
-impl Driver for Rdkafka {
-    fn arm(&self) -> &str {
+impl KafkaDriver for Rdkafka {
+    fn name(&self) -> &'static str {
         "rdkafka"
     }
 
-    fn prepare(&mut self, knobs: &Knobs) -> Result<()> {
-        clients::one_connection_per_broker(knobs, "librdkafka (rust-rdkafka)")?;
-        clients::x_payload_only(knobs, "librdkafka (rust-rdkafka)")
+    fn refuse(&self, knobs: &ClientKnobs) -> Result<()> {
+        contract::one_connection_per_broker(knobs, "librdkafka (rust-rdkafka)")?;
+        contract::x_payload_only(knobs, "librdkafka (rust-rdkafka)")
     }
 
-    fn produce(&self, ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
-        let mut cfg = client_config(&ctx.env, &knobs.listener)?;
+    fn ledger(&self) -> Option<&dyn LedgerProducer> {
+        Some(self)
+    }
+
+    fn produce(&self, env: &EnvDescriptor, knobs: &ClientKnobs, topic: &str) -> Result<Ran<Produced>> {
+        let mut cfg = client_config(env, &knobs.listener)?;
         let props = producer_properties(knobs);
         for (k, v) in &props {
             cfg.set(*k, v);
         }
-        let applied = producer_applied(knobs, &cfg, clients::applied::CLOCK_BEFORE_CONNECT)?.build();
+        let applied = producer_applied(knobs, &cfg, client_applied::CLOCK_BEFORE_CONNECT)?.build();
         let producer: BaseProducer<Counting> =
             cfg.create_with_context(Counting::default()).context("cannot create the producer")?;
-        let payload = clients::payload(knobs.payload_bytes);
+        let payload = contract::payload(knobs.payload_bytes);
         let cpu_before = crate::cpu::process_cpu_seconds();
-        let brokers = crate::cpu::BrokersCpu::start(&ctx.env);
         let started = Instant::now();
         let (mut sent, mut queue_full) = (0u64, 0u64);
         while sent < knobs.count {
@@ -94,31 +89,25 @@ impl Driver for Rdkafka {
             failed: deliveries.failed(),
             elapsed,
             client_cpu_s: crate::cpu::process_cpu_seconds() - cpu_before,
-            broker_cpu_s: brokers.spent(),
             queue_full: QueueFullSeen::Refusals(queue_full),
         };
         drop(producer);
-        let hw = clients::topic_high_watermark(&ctx.env, topic)?;
-        let mut info = info(
+        let info = info(
             format!("rust-rdkafka BaseProducer on {}: {}", knobs.listener, describe(&props)),
             produce_asymmetries(knobs),
             applied,
         );
-        if let Some(e) = ctx_first_error(&produced, &info) {
-            info.note = Some(e);
-        }
-        Ok(clients::produce_measurement(knobs, &produced, hw, info))
+        Ok(Ran { measured: produced, info })
     }
 
-    fn fetch(&self, ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
-        let hw = clients::preload(&ctx.env, topic, knobs)?;
-        let mut cfg = client_config(&ctx.env, &knobs.listener)?;
+    fn fetch(&self, env: &EnvDescriptor, knobs: &ClientKnobs, topic: &str, records: u64) -> Result<Ran<Fetched>> {
+        let mut cfg = client_config(env, &knobs.listener)?;
         let props = fetch_properties(knobs);
         for (k, v) in &props {
             cfg.set(*k, v);
         }
         cfg.set("group.id", format!("streamlab-fetch-{topic}")).set("enable.auto.commit", "false");
-        let applied = clients::applied::base(knobs, 1, clients::applied::CLOCK_FIRST_RECORD)
+        let applied = client_applied::base(knobs, 1, client_applied::CLOCK_FIRST_RECORD)
             .consumer(LibrdkafkaConf::of_client_config(&cfg)?.consumer())
             .build();
         let consumer: BaseConsumer = cfg.create().context("cannot create the consumer")?;
@@ -128,11 +117,10 @@ impl Driver for Rdkafka {
         }
         consumer.assign(&tpl)?;
         let cpu_before = crate::cpu::process_cpu_seconds();
-        let brokers = crate::cpu::BrokersCpu::start(&ctx.env);
         let (mut consumed, mut bytes) = (0u64, 0u64);
         let mut first: Option<Instant> = None;
         let mut last_progress = Instant::now();
-        while consumed < hw {
+        while consumed < records {
             match consumer.poll(Duration::from_millis(100)) {
                 Some(Ok(msg)) => {
                     first.get_or_insert_with(Instant::now);
@@ -151,7 +139,6 @@ impl Driver for Rdkafka {
             bytes,
             elapsed,
             client_cpu_s: crate::cpu::process_cpu_seconds() - cpu_before,
-            broker_cpu_s: brokers.spent(),
             fetch_request_us: Vec::new(),
         };
         let asymmetries = Asymmetries {
@@ -170,11 +157,11 @@ impl Driver for Rdkafka {
             asymmetries,
             applied,
         );
-        Ok(clients::fetch_measurement(&fetched, hw, info))
+        Ok(Ran { measured: fetched, info })
     }
 
-    fn latency(&self, ctx: &ArmContext, knobs: &Knobs, topic: &str) -> Result<Measurement> {
-        let mut cfg = client_config(&ctx.env, &knobs.listener)?;
+    fn latency(&self, env: &EnvDescriptor, knobs: &ClientKnobs, topic: &str) -> Result<Ran<Vec<f64>>> {
+        let mut cfg = client_config(env, &knobs.listener)?;
         let props = [
             ("acks", knobs.acks.to_string()),
             ("enable.idempotence", knobs.idempotence.to_string()),
@@ -188,13 +175,13 @@ impl Driver for Rdkafka {
         for (k, v) in &props {
             cfg.set(*k, v);
         }
-        let applied = producer_applied(knobs, &cfg, clients::applied::CLOCK_PER_ROUND_TRIP)?
-            .set("producer.partitioner.class", clients::applied::EXPLICIT_PARTITION)
+        let applied = producer_applied(knobs, &cfg, client_applied::CLOCK_PER_ROUND_TRIP)?
+            .set("producer.partitioner.class", client_applied::EXPLICIT_PARTITION)
             .build();
         // The seed timed FutureProducer::send: its delivery future is awaited while rust-rdkafka's own thread
         // polls, so this thread parks instead of spinning on poll(0).
         let producer: FutureProducer = cfg.create().context("cannot create the producer")?;
-        let payload = clients::payload(knobs.payload_bytes);
+        let payload = contract::payload(knobs.payload_bytes);
         let mut samples = Vec::with_capacity(knobs.latency_samples as usize);
         for i in 0..knobs.latency_warmup + knobs.latency_samples {
             let t = Instant::now();
@@ -207,7 +194,6 @@ impl Driver for Rdkafka {
             }
         }
         drop(producer);
-        let hw = clients::topic_high_watermark(&ctx.env, topic)?;
         let asymmetries = Asymmetries {
             connections: "1 per broker".into(),
             in_flight: "1 (max.in.flight=1, one record at a time)".into(),
@@ -224,19 +210,23 @@ impl Driver for Rdkafka {
             asymmetries,
             applied,
         );
-        Ok(clients::latency_measurement(knobs, &samples, hw, info))
+        Ok(Ran { measured: samples, info })
     }
 }
 
+/// The shared producer settings under librdkafka's names, for both benches.
+pub fn settings_properties(s: &ProducerSettings) -> Vec<(&'static str, String)> {
+    vec![
+        ("acks", s.acks.to_string()),
+        ("enable.idempotence", s.idempotence.to_string()),
+        ("linger.ms", s.linger_ms.to_string()),
+    ]
+}
+
 /// The producer properties every librdkafka client here gets from the knobs (the C tool takes the same as -X).
-pub fn producer_properties(knobs: &Knobs) -> Vec<(&'static str, String)> {
-    let mut p = vec![
-        ("acks", knobs.acks.to_string()),
-        ("enable.idempotence", knobs.idempotence.to_string()),
-        ("linger.ms", knobs.linger_ms.to_string()),
-        ("compression.codec", knobs.compression.name().to_owned()),
-        ("socket.nagle.disable", "true".to_owned()),
-    ];
+pub fn producer_properties(knobs: &ClientKnobs) -> Vec<(&'static str, String)> {
+    let mut p = settings_properties(&knobs.producer());
+    p.extend([("compression.codec", knobs.compression.name().to_owned()), ("socket.nagle.disable", "true".to_owned())]);
     if knobs.batch_messages > 0 {
         p.push(("batch.num.messages", knobs.batch_messages.to_string()));
     }
@@ -250,7 +240,7 @@ pub fn producer_properties(knobs: &Knobs) -> Vec<(&'static str, String)> {
 }
 
 /// The consumer properties for a fetch from offset 0 (the C tool takes the same as -X).
-pub fn fetch_properties(knobs: &Knobs) -> Vec<(&'static str, String)> {
+pub fn fetch_properties(knobs: &ClientKnobs) -> Vec<(&'static str, String)> {
     vec![
         ("fetch.wait.max.ms", knobs.fetch_max_wait_ms.to_string()),
         ("fetch.min.bytes", knobs.fetch_min_bytes.to_string()),
@@ -262,10 +252,10 @@ pub fn fetch_properties(knobs: &Knobs) -> Vec<(&'static str, String)> {
 }
 
 /// The work and the producer settings librdkafka holds for `cfg`, its queue cap among them.
-fn producer_applied(knobs: &Knobs, cfg: &ClientConfig, clock_start: &str) -> Result<AppliedBuilder> {
+fn producer_applied(knobs: &ClientKnobs, cfg: &ClientConfig, clock_start: &str) -> Result<AppliedBuilder> {
     let conf = LibrdkafkaConf::of_client_config(cfg)?;
     let queue_cap = conf.queue_cap().context("librdkafka reports no queue cap")?;
-    Ok(clients::applied::base(knobs, 1, clock_start).producer(conf.producer()).set(applied::QUEUE_CAP, queue_cap))
+    Ok(client_applied::base(knobs, 1, clock_start).producer(conf.producer()).set(applied::QUEUE_CAP, queue_cap))
 }
 
 fn describe(props: &[(&str, String)]) -> String {
@@ -283,10 +273,11 @@ fn info(command: String, asymmetries: Asymmetries, applied: Applied) -> ClientIn
         asymmetries,
         note: None,
         applied,
+        metrics: Default::default(),
     }
 }
 
-fn produce_asymmetries(knobs: &Knobs) -> Asymmetries {
+fn produce_asymmetries(knobs: &ClientKnobs) -> Asymmetries {
     Asymmetries {
         connections: "1 per broker".into(),
         in_flight: if knobs.idempotence { "5 per connection (idempotence caps it)".into() } else { "1000000 per connection (librdkafka default)".into() },
@@ -296,15 +287,11 @@ fn produce_asymmetries(knobs: &Knobs) -> Asymmetries {
     }
 }
 
-fn ctx_first_error(p: &Produced, _info: &ClientInfo) -> Option<String> {
-    (p.failed > 0).then(|| format!("{} records failed", p.failed))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    fn knobs(overrides: serde_json::Value) -> Knobs {
+    fn knobs(overrides: serde_json::Value) -> ClientKnobs {
         let mut v = serde_json::json!({
             "workload": "produce", "listener": "plaintext", "compression": "none", "acks": 1, "idempotence": false,
             "count": 10000, "payload_bytes": 8000, "partitions": 6, "linger_ms": 5, "batch_messages": 0,
@@ -318,7 +305,7 @@ mod tests {
         serde_json::from_value(v).unwrap()
     }
 
-    fn applied_for(knobs: &Knobs) -> streamlab_record::applied::Applied {
+    fn applied_for(knobs: &ClientKnobs) -> streamlab_record::applied::Applied {
         let mut cfg = rdkafka::config::ClientConfig::new();
         cfg.set("bootstrap.servers", "127.0.0.1:1").set("security.protocol", "plaintext");
         for (k, v) in producer_properties(knobs) {
@@ -347,11 +334,11 @@ mod tests {
 
     #[test]
     fn only_one_connection_per_broker_is_runnable() {
-        let err = clients::one_connection_per_broker(&knobs(serde_json::json!({"connections": 8})), "librdkafka")
+        let err = contract::one_connection_per_broker(&knobs(serde_json::json!({"connections": 8})), "librdkafka")
             .unwrap_err();
-        assert!(err.downcast_ref::<clients::NotRunnable>().is_some(), "{err}");
+        assert!(err.downcast_ref::<contract::NotRunnable>().is_some(), "{err}");
         for n in [0, 1] {
-            clients::one_connection_per_broker(&knobs(serde_json::json!({"connections": n})), "x").unwrap();
+            contract::one_connection_per_broker(&knobs(serde_json::json!({"connections": n})), "x").unwrap();
         }
     }
 }

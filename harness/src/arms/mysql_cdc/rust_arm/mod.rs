@@ -278,7 +278,7 @@ mod tests {
         });
         all.as_object_mut().unwrap().extend(knobs.as_object().unwrap().clone());
         let ctx = ArmContext { env: crate::test_env(), knobs: all.as_object().unwrap().clone() };
-        let m = (ARM.run)(&ctx).unwrap();
+        let m = crate::arms::run(ARM.bench, ARM.arm, &ctx).unwrap();
         assert_eq!(m.integrity.status, IntegrityStatus::Verified, "{:?}", m.integrity);
         assert!(m.metrics["records_per_s"].value > 0.0, "{:?}", m.metrics);
         m

@@ -444,7 +444,7 @@ mod tests {
             "paced_rows_per_s": 5000,
         });
         let ctx = crate::arms::ArmContext { env: crate::test_env(), knobs: knobs.as_object().unwrap().clone() };
-        let m = (super::super::ARM.run)(&ctx).unwrap();
+        let m = crate::arms::run(super::super::ARM.bench, super::super::ARM.arm, &ctx).unwrap();
         assert_eq!(m.integrity.status, streamlab_record::IntegrityStatus::Verified, "{:?}", m.integrity);
         assert!(m.integrity.method.contains("all equal"), "{}", m.integrity.method);
         // 7001 rows need at least 3 statements; the last partial one went out on the linger, not on a count.

@@ -8,7 +8,7 @@
 
 use streamlab_record::applied::{self, AppliedBuilder};
 
-use super::{Knobs, Workload};
+use super::{ClientKnobs, Workload};
 
 /// The clock starts before the client has connected: bootstrap connect, metadata and the leader connections
 /// are inside the window (the C tool's produce clock, which cannot be moved).
@@ -27,7 +27,7 @@ pub const PARTITIONLINE_PARTITIONER: &str = "partitionline round-robin per recor
 pub const EXPLICIT_PARTITION: &str = "none: every record to partition 0";
 
 /// What was done, in words: the same for every client at the same point.
-pub fn workload(knobs: &Knobs) -> String {
+pub fn workload(knobs: &ClientKnobs) -> String {
     match knobs.workload {
         Workload::Produce => {
             format!("produce {} x {} B to {} partitions", knobs.count, knobs.payload_bytes, knobs.partitions)
@@ -54,7 +54,7 @@ fn offered_load(workload: Workload) -> &'static str {
 /// may send perf-test's random A-Z instead, said in the format),
 /// key (`none`), data connections per broker, when the clock starts, the offered load. The adapter adds its
 /// client's `producer.*` or `consumer.*` settings.
-pub fn base(knobs: &Knobs, connections_per_broker: usize, clock_start: &str) -> AppliedBuilder {
+pub fn base(knobs: &ClientKnobs, connections_per_broker: usize, clock_start: &str) -> AppliedBuilder {
     AppliedBuilder::new()
         .set(applied::WORKLOAD, workload(knobs))
         .set(applied::FORMAT, knobs.payload.format())
@@ -68,7 +68,7 @@ pub fn base(knobs: &Knobs, connections_per_broker: usize, clock_start: &str) -> 
 mod tests {
     use super::*;
 
-    fn knobs(workload: &str) -> Knobs {
+    fn knobs(workload: &str) -> ClientKnobs {
         serde_json::from_value(serde_json::json!({
             "workload": workload, "listener": "plaintext", "compression": "none", "acks": 1, "idempotence": false,
             "count": 2000000, "payload_bytes": 100, "partitions": 6, "linger_ms": 5, "batch_messages": 32768,

@@ -1,0 +1,48 @@
+//! The one run every clients arm is: read the knobs, let the client refuse what it cannot do (before any topic is
+//! made), make a fresh topic, run the workload through the driver with the brokers' CPU read around it, read the
+//! high watermarks, write the record, delete the topic.
+
+use anyhow::Result;
+use streamlab_record::Measurement;
+
+use super::{
+    Broker, admin_config, fetch_measurement, fresh_run_topic, latency_measurement, preload, produce_measurement,
+    read_knobs, topic_high_watermark,
+};
+use crate::arms::ArmContext;
+use crate::cpu::BrokersCpu;
+use crate::drivers::contract::{KafkaDriver, NotRunnable, Workload};
+
+/// A clients arm: `driver` on a fresh topic of the knobs' workload.
+pub fn run(ctx: &ArmContext, driver: &dyn KafkaDriver) -> Result<Measurement> {
+    let knobs = read_knobs(ctx)?;
+    if let (Workload::Latency, Some(why)) = (knobs.workload, driver.no_latency()) {
+        return Err(NotRunnable(why.into()).into());
+    }
+    driver.refuse(&knobs)?;
+    let env = &ctx.env;
+    let topic = fresh_run_topic(env, &knobs, driver.name())?;
+    let measurement = match knobs.workload {
+        Workload::Produce => {
+            let brokers = BrokersCpu::start(env);
+            driver.produce(env, &knobs, &topic).and_then(|ran| {
+                let cpu_s = brokers.spent();
+                Ok(produce_measurement(
+                    &knobs,
+                    ran,
+                    Broker { high_watermark: topic_high_watermark(env, &topic)?, cpu_s },
+                ))
+            })
+        }
+        Workload::Fetch => preload(env, &topic, &knobs).and_then(|records| {
+            let brokers = BrokersCpu::start(env);
+            let ran = driver.fetch(env, &knobs, &topic, records)?;
+            Ok(fetch_measurement(ran, Broker { high_watermark: records, cpu_s: brokers.spent() }))
+        }),
+        Workload::Latency => driver
+            .latency(env, &knobs, &topic)
+            .and_then(|ran| Ok(latency_measurement(&knobs, ran, topic_high_watermark(env, &topic)?))),
+    };
+    let _ = crate::kafka::admin::delete_topic(&admin_config(env)?, &topic);
+    measurement
+}
