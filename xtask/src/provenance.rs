@@ -69,18 +69,38 @@ pub fn collect_tool_versions() -> BTreeMap<String, String> {
     probes.iter().filter_map(|(program, args)| Some(((*program).to_owned(), first_line_of(program, args)?))).collect()
 }
 
-/// Versions of the client crates the harness links, read from Cargo.lock.
-pub fn crate_versions(lock: &std::path::Path) -> BTreeMap<String, String> {
-    const CRATES: [&str; 6] = ["rdkafka", "rdkafka-sys", "spate", "partitionline", "mysql_async", "mysql_common"];
-    let Ok(text) = std::fs::read_to_string(lock) else { return BTreeMap::new() };
-    let Ok(doc) = text.parse::<toml::Table>() else { return BTreeMap::new() };
-    let packages = doc.get("package").and_then(|p| p.as_array()).cloned().unwrap_or_default();
-    packages
+/// Versions of the crates.io crates the harness links: the names its manifest's `[dependencies]` lists, each at
+/// the version Cargo.lock resolved for the harness (a crate added to the harness is recorded with no list to edit).
+pub fn crate_versions(root: &std::path::Path) -> BTreeMap<String, String> {
+    let read = |file: &str| std::fs::read_to_string(root.join(file)).ok()?.parse::<toml::Table>().ok();
+    let (Some(manifest), Some(lock)) = (read("harness/Cargo.toml"), read("Cargo.lock")) else {
+        return BTreeMap::new();
+    };
+    let linked = manifest.get("dependencies").and_then(|d| d.as_table()).cloned().unwrap_or_default();
+    let packages = lock.get("package").and_then(|p| p.as_array()).cloned().unwrap_or_default();
+    let field = |p: &toml::Value, key: &str| p.get(key).and_then(|v| v.as_str()).map(str::to_owned);
+    let harness = packages.iter().find(|p| field(p, "name").as_deref() == Some("harness"));
+    // The lock names a dependency `name`, or `name version` where two versions of it are locked.
+    let resolved: Vec<String> = harness
+        .and_then(|p| p.get("dependencies")?.as_array().cloned())
+        .unwrap_or_default()
         .iter()
-        .filter_map(|p| {
-            let name = p.get("name")?.as_str()?;
-            let version = p.get("version")?.as_str()?;
-            CRATES.contains(&name).then(|| (format!("crate:{name}"), version.to_owned()))
+        .filter_map(|d| d.as_str().map(str::to_owned))
+        .collect();
+    let from_registry = |name: &str, version: Option<&str>| {
+        packages.iter().find_map(|p| {
+            let matches = field(p, "name").as_deref() == Some(name)
+                && version.is_none_or(|v| field(p, "version").as_deref() == Some(v))
+                && field(p, "source").is_some();
+            matches.then(|| field(p, "version")).flatten()
+        })
+    };
+    linked
+        .keys()
+        .filter_map(|name| {
+            let entry = resolved.iter().find(|d| d.split(' ').next() == Some(name.as_str()))?;
+            let version = from_registry(name, entry.split(' ').nth(1))?;
+            Some((format!("crate:{name}"), version))
         })
         .collect()
 }
@@ -181,9 +201,34 @@ mod tests {
 
     #[test]
     fn crate_versions_come_from_the_lock_file() {
-        let v = crate_versions(&crate::paths::repo_root().join("Cargo.lock"));
+        let v = crate_versions(&crate::paths::repo_root());
         assert_eq!(v.get("crate:rdkafka").map(String::as_str), Some("0.39.0"));
         assert!(v.get("crate:rdkafka-sys").is_some_and(|s| s.starts_with("4.10.0")));
+        for client in ["partitionline", "spate", "mysql_async", "mysql_common"] {
+            assert!(v.contains_key(&format!("crate:{client}")), "{client}: {v:?}");
+        }
+        assert!(!v.keys().any(|k| k.starts_with("crate:streamlab")), "workspace crates are the commit's: {v:?}");
+        assert!(!v.contains_key("crate:toml"), "a dev-dependency is not linked: {v:?}");
+    }
+
+    #[test]
+    fn a_crate_added_to_the_harness_manifest_is_recorded_at_its_locked_version() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("harness")).unwrap();
+        let manifest = "[dependencies]\nnewclient.workspace = true\nbase64.workspace = true\nlocal.workspace = true\n";
+        std::fs::write(dir.path().join("harness/Cargo.toml"), manifest).unwrap();
+        let registry = "source = \"registry+https://github.com/rust-lang/crates.io-index\"";
+        let lock = format!(
+            "[[package]]\nname = \"harness\"\nversion = \"0.1.0\"\ndependencies = [\"base64 0.22.1\", \"local\", \
+             \"newclient\"]\n\n[[package]]\nname = \"newclient\"\nversion = \"2.3.4\"\n{registry}\n\n\
+             [[package]]\nname = \"base64\"\nversion = \"0.21.7\"\n{registry}\n\n\
+             [[package]]\nname = \"base64\"\nversion = \"0.22.1\"\n{registry}\n\n\
+             [[package]]\nname = \"local\"\nversion = \"0.1.0\"\n"
+        );
+        std::fs::write(dir.path().join("Cargo.lock"), lock).unwrap();
+        let v = crate_versions(dir.path());
+        let expected = [("crate:base64", "0.22.1"), ("crate:newclient", "2.3.4")];
+        assert_eq!(v, expected.map(|(k, v)| (k.to_owned(), v.to_owned())).into());
     }
 
     #[test]

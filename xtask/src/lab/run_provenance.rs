@@ -49,7 +49,7 @@ pub fn collect_provenance(
 ) -> Result<Provenance> {
     let root = paths::repo_root();
     let mut versions = provenance::collect_tool_versions();
-    versions.extend(provenance::crate_versions(&root.join("Cargo.lock")));
+    versions.extend(provenance::crate_versions(&root));
     versions.extend(provenance::harness_build_profile(&root.join("Cargo.toml")).map(|p| ("build:harness".into(), p)));
     if let Some(v) = harness::versions(harness) {
         versions.extend(v);
