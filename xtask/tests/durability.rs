@@ -176,30 +176,6 @@ fn a_run_brings_each_matrix_up_on_its_seed_s_environment_and_a_broker_killed_beh
     assert_nothing_left(&run_id);
 }
 
-/// A cluster brought up by hand (`env up`), brought down again when dropped, whatever the test did.
-struct HandMadeCluster {
-    descriptor: EnvDescriptor,
-}
-
-impl HandMadeCluster {
-    fn up(brokers: u32) -> HandMadeCluster {
-        let out = xtask()
-            .args(["env", "up", "--env", "native", "--mysql", "false", "--brokers", &brokers.to_string()])
-            .output(Duration::from_secs(600))
-            .unwrap();
-        assert!(out.status.success(), "env up failed:\n{}", out.tail(30));
-        let path =
-            out.stdout.lines().find_map(|l| l.strip_prefix("descriptor: ")).expect("env up names its descriptor");
-        HandMadeCluster { descriptor: EnvDescriptor::load(Path::new(path.trim())).unwrap() }
-    }
-}
-
-impl Drop for HandMadeCluster {
-    fn drop(&mut self) {
-        let _ = xtask().args(["env", "down", &self.descriptor.id]).run(Duration::from_secs(300));
-    }
-}
-
 #[test]
 #[ignore = "starts a 3-broker cluster and runs arms: cargo xtask test"]
 fn a_secured_external_cluster_runs_the_durability_and_clients_matrices_through_kafka_config() {

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use streamlab_process::files::log_tail;
 use streamlab_process::procfs::{self, Sig};
 use streamlab_process::{Child, Cmd};
+use streamlab_record::EnvDescriptor;
 use streamlab_record::provenance::{PROVENANCE_FILE, Provenance};
 
 /// A `lab run` at quick scale takes a few minutes on a small machine; past this it is hung.
@@ -161,4 +162,28 @@ pub fn resume_counts(stdout: &str) -> (usize, usize) {
     let numbers: Vec<usize> = line.split([' ', ',']).filter_map(|w| w.parse().ok()).collect();
     assert_eq!(numbers.len(), 2, "{line}");
     (numbers[0], numbers[1])
+}
+
+/// A cluster brought up by hand (`env up`), brought down again when dropped, whatever the test did.
+pub struct HandMadeCluster {
+    pub descriptor: EnvDescriptor,
+}
+
+impl HandMadeCluster {
+    pub fn up(brokers: u32) -> HandMadeCluster {
+        let out = xtask()
+            .args(["env", "up", "--env", "native", "--mysql", "false", "--brokers", &brokers.to_string()])
+            .output(Duration::from_secs(600))
+            .unwrap();
+        assert!(out.status.success(), "env up failed:\n{}", out.tail(30));
+        let path =
+            out.stdout.lines().find_map(|l| l.strip_prefix("descriptor: ")).expect("env up names its descriptor");
+        HandMadeCluster { descriptor: EnvDescriptor::load(Path::new(path.trim())).unwrap() }
+    }
+}
+
+impl Drop for HandMadeCluster {
+    fn drop(&mut self) {
+        let _ = xtask().args(["env", "down", &self.descriptor.id]).run(Duration::from_secs(300));
+    }
 }

@@ -1,0 +1,175 @@
+//! The README's "Add a client" recipe, followed: a toy client (rust-rdkafka under another name) added to a copy of
+//! this tree through exactly the files the recipe lists for a client whose crate is already in the workspace, built
+//! as `lab run` builds the harness, and run in both Kafka benches at the quick profile.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use streamlab_process::Cmd;
+use streamlab_record::{IntegrityStatus, Record, Status};
+
+mod common;
+use common::*;
+
+const TITLE: &str = "toy client (rust-rdkafka under another name)";
+
+const DRIVER: &str = r#"//! A toy client: rust-rdkafka under another name.
+
+use anyhow::Result;
+use streamlab_record::EnvDescriptor;
+
+use super::contract::{
+    ClientKnobs, Fetched, FirstSend, KafkaDriver, LedgerProduced, LedgerProducer, LedgerWork, Produced, Ran,
+};
+use super::rdkafka::Rdkafka;
+
+pub struct Toy;
+
+impl KafkaDriver for Toy {
+    fn name(&self) -> &'static str {
+        "toy"
+    }
+
+    fn refuse(&self, knobs: &ClientKnobs) -> Result<()> {
+        Rdkafka.refuse(knobs)
+    }
+
+    fn produce(&self, env: &EnvDescriptor, knobs: &ClientKnobs, topic: &str) -> Result<Ran<Produced>> {
+        Rdkafka.produce(env, knobs, topic)
+    }
+
+    fn fetch(&self, env: &EnvDescriptor, knobs: &ClientKnobs, topic: &str, records: u64) -> Result<Ran<Fetched>> {
+        Rdkafka.fetch(env, knobs, topic, records)
+    }
+
+    fn latency(&self, env: &EnvDescriptor, knobs: &ClientKnobs, topic: &str) -> Result<Ran<Vec<f64>>> {
+        Rdkafka.latency(env, knobs, topic)
+    }
+
+    fn ledger(&self) -> Option<&dyn LedgerProducer> {
+        Some(self)
+    }
+}
+
+impl LedgerProducer for Toy {
+    fn produce_with_ledger(
+        &self,
+        env: &EnvDescriptor,
+        work: &LedgerWork,
+        topic: &str,
+        first: &FirstSend,
+    ) -> Result<LedgerProduced> {
+        Rdkafka.produce_with_ledger(env, work, topic, first)
+    }
+}
+"#;
+
+/// The files the README's "Add a client" recipe lists, in its order.
+fn recipe_files() -> Vec<String> {
+    let readme = std::fs::read_to_string(repo_root().join("README.md")).unwrap();
+    let section = readme.split("## Add a client\n").nth(1).expect("README has an \"Add a client\" section");
+    let section = section.split("\n## ").next().unwrap();
+    section
+        .lines()
+        .filter_map(|l| l.split_once(". `").filter(|(n, _)| n.trim().parse::<u32>().is_ok()))
+        .map(|(_, rest)| rest.split('`').next().unwrap().replace("<client>", "toy"))
+        .collect()
+}
+
+/// Every file git knows in this tree (tracked or new, not ignored), copied to `to` with its mtime, so that cargo
+/// sees only what the recipe changes as changed.
+fn copy_tree(to: &Path) {
+    let root = repo_root();
+    let script = "git ls-files -z --cached --others --exclude-standard | tar --null -T - -cf - | tar -xpf - -C \"$1\"";
+    let out = Cmd::new("bash").args(["-c", script, "copy"]).arg(to).current_dir(&root).output(TIMEOUT).unwrap();
+    assert!(out.status.success(), "copying the tree failed:\n{}", out.tail(10));
+}
+
+const TIMEOUT: Duration = Duration::from_secs(300);
+
+/// The recipe's edits, each to the file it names; returns the files written.
+fn add_the_toy_client(copy: &Path) -> Vec<String> {
+    let write = |file: &str, text: String| std::fs::write(copy.join(file), text).unwrap();
+    let read = |file: &str| std::fs::read_to_string(copy.join(file)).unwrap();
+    write("harness/src/drivers/toy.rs", DRIVER.to_owned());
+    let registry = read("harness/src/drivers/mod.rs").replacen("pub mod rdkafka;", "pub mod rdkafka;\npub mod toy;", 1);
+    let end = registry.find("pub const DRIVERS").and_then(|at| registry[at..].find("];").map(|e| at + e)).unwrap();
+    write("harness/src/drivers/mod.rs", format!("{}, &toy::Toy{}", &registry[..end], &registry[end..]));
+    let arm = format!("\n[[arms]]\nname = \"toy\"\ntitle = \"{TITLE}\"\ndescription = \"rust-rdkafka, renamed.\"\n");
+    for matrix in ["harness/matrices/clients.toml", "harness/matrices/durability.toml"] {
+        write(matrix, read(matrix) + &arm);
+    }
+    ["harness/src/drivers/toy.rs", "harness/src/drivers/mod.rs", "harness/matrices/clients.toml"]
+        .into_iter()
+        .chain(["harness/matrices/durability.toml"])
+        .map(str::to_owned)
+        .collect()
+}
+
+/// Where the copy builds. Never this build's own target dir: the copy's harness would replace the binary the other
+/// tests run. Seeded once from this build's release and seed-003 outputs, so that only what the recipe changed
+/// compiles (a fresh one would build the whole workspace again).
+fn copy_target() -> PathBuf {
+    let ours = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| repo_root().join("target"), PathBuf::from);
+    let theirs = ours.join("add-a-client");
+    for profile in ["release", "seed-003"] {
+        if !theirs.join(profile).exists() && ours.join(profile).exists() {
+            std::fs::create_dir_all(&theirs).unwrap();
+            let out = Cmd::new("cp").arg("-a").arg(ours.join(profile)).arg(&theirs).output(TIMEOUT).unwrap();
+            assert!(out.status.success(), "seeding {} failed:\n{}", theirs.display(), out.tail(10));
+        }
+    }
+    theirs
+}
+
+fn records(run: &Path, matrix: &str) -> Vec<Record> {
+    streamlab_record::jsonl::read_records(&run.join(format!("{matrix}.jsonl"))).unwrap()
+}
+
+#[test]
+#[ignore = "builds a copy of the tree and runs its toy arm on a broker: cargo xtask test"]
+fn a_client_added_through_the_readme_s_files_runs_in_both_kafka_benches() {
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("tree");
+    std::fs::create_dir(&copy).unwrap();
+    copy_tree(&copy);
+    let written = add_the_toy_client(&copy);
+    let listed = recipe_files();
+    assert!(listed.len() <= 6, "the recipe lists {} files: {listed:?}", listed.len());
+    assert_eq!(written, listed[..4], "the toy touches exactly the recipe's first four files, its crate being in");
+    assert!(listed[4..].iter().all(|f| f.ends_with("Cargo.toml")), "the rest are the crate's pins: {listed:?}");
+
+    let broker = HandMadeCluster::up(1);
+    let config = dir.path().join("client.properties");
+    let bootstrap = &broker.descriptor.kafka.listeners["plaintext"].bootstrap;
+    std::fs::write(&config, format!("bootstrap.servers={bootstrap}\nsecurity.protocol=PLAINTEXT\n")).unwrap();
+    let out = dir.path().join("results");
+    let points = [format!("idempotent={TITLE}"), format!("fetch={TITLE}"), "rf_acks_1=RF 1".to_owned()];
+    let run = xtask()
+        .env("CARGO_MANIFEST_DIR", copy.join("xtask"))
+        .env("CARGO_TARGET_DIR", copy_target())
+        .args(["lab", "run", "--kafka-config"])
+        .arg(&config)
+        .args(["--profile", "quick", "--matrix", "clients", "--matrix", "durability", "--arm", "toy"])
+        // A short window: what is checked is that the toy runs and its records are verified, not its rate.
+        .args(["--set", "warmup_s=1", "--set", "window_s=3"])
+        .args(points.iter().flat_map(|p| ["--point", p.as_str()]))
+        .arg("--out")
+        .arg(&out)
+        .output(RUN_TIMEOUT)
+        .unwrap();
+    assert!(run.status.success(), "the copy's lab run failed:\n{}", run.tail(40));
+    let run_dir = std::fs::read_dir(&out).unwrap().filter_map(|e| e.ok()).map(|e| e.path()).next().unwrap();
+    let clients = records(&run_dir, "clients");
+    let workloads: Vec<&str> = clients.iter().map(|r| r.measurement.kind.as_str()).collect();
+    assert_eq!(workloads, ["produce", "fetch"], "{clients:#?}");
+    let durability = records(&run_dir, "durability");
+    assert_eq!(durability.len(), 1, "{durability:#?}");
+    for r in clients.iter().chain(&durability) {
+        assert_eq!(r.arm, "toy");
+        assert_eq!((r.status, r.measurement.integrity.status), (Status::Ok, IntegrityStatus::Verified), "{r:#?}");
+        assert!(r.measurement.versions.contains_key("librdkafka"), "the wrapped client's versions: {r:#?}");
+    }
+    assert!(clients[0].measurement.metrics["records_per_s"].value > 0.0);
+    assert!(durability[0].measurement.metrics["acked"].value > 0.0, "{:?}", durability[0].measurement.metrics);
+}
