@@ -5,7 +5,6 @@
 use std::collections::BTreeMap;
 
 use streamlab_process::procfs::pid_cpu_seconds;
-pub use streamlab_process::procfs::{children_cpu_seconds, self_cpu_seconds as process_cpu_seconds};
 use streamlab_record::{EnvDescriptor, Metric};
 
 /// CPU seconds so far of every broker process of the environment (each broker of a cluster); `None` where the

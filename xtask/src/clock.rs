@@ -1,7 +1,5 @@
 //! Wall-clock helpers (UTC), on the `time` crate.
 
-pub use streamlab_process::clock::now_ms;
-
 /// `YYYYMMDDTHHMMSSZ` for a Unix time in seconds (UTC).
 pub fn compact_utc(secs: u64) -> String {
     let t = utc(secs as i64);

@@ -404,8 +404,8 @@ mod tests {
         for d in [&stale, &fresh, &done] {
             std::fs::create_dir(d).unwrap();
         }
-        let long_ago =
-            std::time::UNIX_EPOCH + Duration::from_millis(crate::clock::now_ms()) - Duration::from_secs(7 * 3600);
+        let long_ago = std::time::UNIX_EPOCH + Duration::from_millis(streamlab_process::clock::now_ms())
+            - Duration::from_secs(7 * 3600);
         for d in [&stale, &done] {
             File::open(d).unwrap().set_modified(long_ago).unwrap();
         }

@@ -103,7 +103,7 @@ impl EnvSpec {
 
 /// A fresh environment id: UTC time plus a random suffix.
 pub fn new_id(prefix: &str) -> String {
-    let now = crate::clock::now_ms() / 1000;
+    let now = streamlab_process::clock::now_ms() / 1000;
     format!("{prefix}{}-{:04x}", crate::clock::compact_utc(now), rand::random::<u16>())
 }
 

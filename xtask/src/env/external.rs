@@ -14,7 +14,6 @@ use super::backend::{Backend, EnvSpec, Environment};
 use super::kafka_config::KafkaConfig;
 use super::secrets;
 use super::services::{server_versions, write_descriptor};
-use crate::clock;
 
 /// A parsed `mysql://user:password@host:port` DSN.
 #[derive(Debug, Clone, PartialEq)]
@@ -203,7 +202,7 @@ pub fn describe(
         id: id.into(),
         backend: BackendKind::External,
         dir: dir.to_owned(),
-        started_ts_ms: clock::now_ms(),
+        started_ts_ms: streamlab_process::clock::now_ms(),
         kafka: KafkaEnv {
             version: "unknown (external)".into(),
             pid: None,

@@ -100,7 +100,7 @@ struct Run {
 
 impl Run {
     fn step(&mut self, what: impl Into<String>) {
-        self.result.steps.push(FaultStep { what: what.into(), ts_ms: crate::clock::now_ms() });
+        self.result.steps.push(FaultStep { what: what.into(), ts_ms: streamlab_process::clock::now_ms() });
     }
 
     fn running_pid(&mut self, t: &Target) -> Result<u32, String> {

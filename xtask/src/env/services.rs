@@ -114,7 +114,7 @@ fn start_once(host: &dyn ServiceHost, spec: &EnvSpec, kind: BackendKind) -> Resu
         id: spec.id.clone(),
         backend: kind,
         dir: dir.clone(),
-        started_ts_ms: crate::clock::now_ms(),
+        started_ts_ms: streamlab_process::clock::now_ms(),
         kafka,
         mysql,
     };

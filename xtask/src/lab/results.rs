@@ -68,6 +68,6 @@ pub fn finished(records: &[Record]) -> BTreeSet<TaskKey> {
 }
 
 pub fn new_run_id(profile: streamlab_record::run_spec::Profile) -> String {
-    let secs = crate::clock::now_ms() / 1000;
+    let secs = streamlab_process::clock::now_ms() / 1000;
     format!("{}-{profile}-{:04x}", crate::clock::compact_utc(secs), rand::random::<u16>())
 }

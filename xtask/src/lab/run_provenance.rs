@@ -15,8 +15,8 @@ use super::matrix::point_labels;
 use super::reproduce::run_command;
 use super::results::RunDir;
 use crate::env::backend::Environment;
+use crate::paths;
 use crate::provenance::{self, MatrixInfo, PROVENANCE_FILE, PROVENANCE_SCHEMA, Provenance};
-use crate::{clock, paths};
 
 pub fn run_info(run_id: &str, prov: &Provenance) -> RunInfo {
     RunInfo {
@@ -63,7 +63,7 @@ pub fn collect_provenance(
     Ok(Provenance {
         schema: PROVENANCE_SCHEMA.into(),
         run_id: run_id.to_owned(),
-        started_ts_ms: clock::now_ms(),
+        started_ts_ms: streamlab_process::clock::now_ms(),
         finished_ts_ms: None,
         reproduce: run_command(spec),
         profile: spec.profile.to_string(),

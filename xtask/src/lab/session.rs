@@ -20,7 +20,6 @@ use super::results::RunDir;
 use super::run_provenance::{collect_provenance, run_info, write_provenance};
 use super::task::{Outcome, not_run_record, run_task, to_record};
 use super::ui::{phase, say};
-use crate::clock;
 use crate::env::backend::{Backend, EnvShape, EnvSpec, Environment};
 use crate::env::health::ServiceDown;
 use crate::env::process;
@@ -216,7 +215,7 @@ impl<'a> Session<'a> {
         if self.stopped.is_none() {
             self.calibrate(Moment::End);
         }
-        self.prov.finished_ts_ms = Some(clock::now_ms());
+        self.prov.finished_ts_ms = Some(streamlab_process::clock::now_ms());
         write_provenance(&self.run_dir, &self.prov)?;
         Ok((self.written, self.stopped))
     }
@@ -319,7 +318,7 @@ impl<'a> Session<'a> {
     fn replace_env(&mut self, down: &ServiceDown, bar: &ProgressBar) -> Result<()> {
         let failed_env = self.env.descriptor().id.clone();
         let mut restart = EnvRestart {
-            ts_ms: clock::now_ms(),
+            ts_ms: streamlab_process::clock::now_ms(),
             failed_env: failed_env.clone(),
             reason: down.to_string(),
             new_env: None,

@@ -15,6 +15,7 @@ use rdkafka::statistics::Statistics;
 use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{ClientConfig, ClientContext};
 use serde::Deserialize;
+use streamlab_process::procfs;
 use streamlab_record::{EnvDescriptor, Integrity, Measurement, Metric};
 
 use crate::arms::ArmContext;
@@ -272,7 +273,7 @@ fn watch_window(
             Ok(Edge {
                 hw,
                 delivered: context.delivered.load(Ordering::Relaxed),
-                cpu_s: crate::cpu::process_cpu_seconds(),
+                cpu_s: procfs::self_cpu_seconds(),
                 brokers_cpu_s: crate::cpu::brokers_cpu_seconds(env),
             })
         };

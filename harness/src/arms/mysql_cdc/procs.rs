@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use streamlab_process::procfs::pid_cpu_seconds;
 
-use crate::cpu::process_cpu_seconds;
+use streamlab_process::procfs::self_cpu_seconds;
 
 /// The processes whose CPU a record reports, by role (`harness`, `arm`, `server`, `broker`).
 #[derive(Debug, Clone, Default)]
@@ -34,7 +34,7 @@ impl CpuRoles {
     }
 
     pub fn read(&self) -> CpuReading {
-        let mut r = BTreeMap::from([("harness", Some(process_cpu_seconds()))]);
+        let mut r = BTreeMap::from([("harness", Some(self_cpu_seconds()))]);
         for (role, pids) in &self.pids {
             let sum: Option<f64> = if pids.is_empty() { None } else { pids.iter().map(|&p| pid_cpu_seconds(p)).sum() };
             r.insert(role, sum);

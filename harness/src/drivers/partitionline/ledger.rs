@@ -10,6 +10,7 @@ use anyhow::{Context, Result};
 use partitionline::{Acks, ProduceRecord, ProducerConfig};
 use streamlab_partitionline::{Security, new_producer};
 use streamlab_process::clock::now_us;
+use streamlab_process::procfs;
 use tokio::task::JoinSet;
 
 use streamlab_record::EnvDescriptor;
@@ -68,9 +69,9 @@ impl LedgerProducer for Partitionline {
         let settings = settings(&cfg);
         let rt =
             tokio::runtime::Builder::new_multi_thread().enable_io().enable_time().build().context("tokio runtime")?;
-        let cpu_before = crate::cpu::process_cpu_seconds();
+        let cpu_before = procfs::self_cpu_seconds();
         let outcome = rt.block_on(run_producer(cfg, work, Arc::from(topic), first));
-        let client_cpu_s = crate::cpu::process_cpu_seconds() - cpu_before;
+        let client_cpu_s = procfs::self_cpu_seconds() - cpu_before;
         rt.shutdown_timeout(Duration::from_secs(5));
         let (ledger, notes) = outcome?;
         let described: Vec<String> = settings.iter().map(|(k, v)| format!("{k}={v}")).collect();

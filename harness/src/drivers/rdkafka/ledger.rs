@@ -14,6 +14,7 @@ use rdkafka::producer::{BaseProducer, BaseRecord, DeliveryResult, Producer, Prod
 use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::{ClientConfig, ClientContext};
 use streamlab_process::clock::now_us;
+use streamlab_process::procfs;
 use streamlab_record::EnvDescriptor;
 
 use super::{Rdkafka, settings_properties};
@@ -97,7 +98,7 @@ impl LedgerProducer for Rdkafka {
         };
         let producer: BaseProducer<LedgerContext> =
             cfg.create_with_context(context).context("cannot create the producer")?;
-        let cpu_before = crate::cpu::process_cpu_seconds();
+        let cpu_before = procfs::self_cpu_seconds();
         let mut sent_us: Vec<u64> = Vec::with_capacity(cap.min(1 << 20));
         let mut value = payload(0, work.producer.payload_bytes);
         let end = Instant::now() + work.run_time;
@@ -129,7 +130,7 @@ impl LedgerProducer for Rdkafka {
         while producer.context().answered.load(Ordering::Relaxed) < sent && Instant::now() < deadline {
             producer.poll(Duration::from_millis(10));
         }
-        let client_cpu_s = crate::cpu::process_cpu_seconds() - cpu_before;
+        let client_cpu_s = procfs::self_cpu_seconds() - cpu_before;
         let answered = producer.context().answered.load(Ordering::Relaxed);
         // Dropping the producer purges what is still queued (their reports come with an error, or never).
         let acks = std::mem::take(&mut *producer.context().acks.lock().expect("acks lock"));

@@ -13,6 +13,7 @@ use rdkafka::producer::{BaseProducer, BaseRecord, FutureProducer, FutureRecord, 
 use rdkafka::types::RDKafkaErrorCode;
 use rdkafka::util::Timeout;
 use rdkafka::{Offset, TopicPartitionList};
+use streamlab_process::procfs;
 use streamlab_record::EnvDescriptor;
 use streamlab_record::applied::{self, Applied, AppliedBuilder};
 
@@ -56,7 +57,7 @@ impl KafkaDriver for Rdkafka {
         let producer: BaseProducer<Counting> =
             cfg.create_with_context(Counting::default()).context("cannot create the producer")?;
         let payload = contract::payload(knobs.payload_bytes);
-        let cpu_before = crate::cpu::process_cpu_seconds();
+        let cpu_before = procfs::self_cpu_seconds();
         let started = Instant::now();
         let (mut sent, mut queue_full) = (0u64, 0u64);
         while sent < knobs.count {
@@ -88,7 +89,7 @@ impl KafkaDriver for Rdkafka {
             acked: deliveries.acked(),
             failed: deliveries.failed(),
             elapsed,
-            client_cpu_s: crate::cpu::process_cpu_seconds() - cpu_before,
+            client_cpu_s: procfs::self_cpu_seconds() - cpu_before,
             queue_full: QueueFullSeen::Refusals(queue_full),
         };
         drop(producer);
@@ -116,7 +117,7 @@ impl KafkaDriver for Rdkafka {
             tpl.add_partition_offset(topic, p, Offset::Beginning)?;
         }
         consumer.assign(&tpl)?;
-        let cpu_before = crate::cpu::process_cpu_seconds();
+        let cpu_before = procfs::self_cpu_seconds();
         let (mut consumed, mut bytes) = (0u64, 0u64);
         let mut first: Option<Instant> = None;
         let mut last_progress = Instant::now();
@@ -138,7 +139,7 @@ impl KafkaDriver for Rdkafka {
             consumed,
             bytes,
             elapsed,
-            client_cpu_s: crate::cpu::process_cpu_seconds() - cpu_before,
+            client_cpu_s: procfs::self_cpu_seconds() - cpu_before,
             fetch_request_us: Vec::new(),
         };
         let asymmetries = Asymmetries {

@@ -11,6 +11,7 @@ use spate::config::PipelineConfig;
 use spate::ops::chain;
 use spate::pipeline::{ExitReport, ExitState, Pipeline, RuntimeOptions, SinkOptions};
 use spate::sink::KeyHashRouter;
+use streamlab_process::procfs;
 use streamlab_record::EnvDescriptor;
 
 use super::SAMPLE_EVERY;
@@ -142,7 +143,7 @@ fn observe_window<T>(
 ) -> Result<(Window, f64)> {
     let first_ack = wait_for_first_ack(observer, baseline, started, running)?;
     sleep_until(first_ack + Duration::from_secs_f64(knobs.warmup_s), running)?;
-    let cpu_open = crate::cpu::process_cpu_seconds();
+    let cpu_open = procfs::self_cpu_seconds();
     let sampler_open = streamlab_process::procfs::thread_cpu_seconds();
     let brokers = crate::cpu::BrokersCpu::start(env);
     // The broker's count at each edge, from the sampler's own client (this thread is not spate's).
@@ -162,7 +163,7 @@ fn observe_window<T>(
     }
     let hw_close = sampler.sample()?;
     let sampler_s = streamlab_process::procfs::thread_cpu_seconds() - sampler_open;
-    let client_cpu_s = crate::cpu::process_cpu_seconds() - cpu_open - sampler_s;
+    let client_cpu_s = procfs::self_cpu_seconds() - cpu_open - sampler_s;
     let brokers_cpu_s = brokers.spent();
     let watermarks = WatermarkWindow { open: hw_open, close: hw_close };
     let window = Window { open, samples, watermarks, client_cpu_s, brokers_cpu_s };
