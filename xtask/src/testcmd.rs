@@ -10,6 +10,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use streamlab_process::Cmd;
 use streamlab_record::descriptor::DESCRIPTOR_FILE;
+use streamlab_record::run_spec::Need;
+use streamlab_record::tools::Tool;
 
 use crate::env::backend::{Backend, EnvSpec};
 use crate::env::native::NativeBackend;
@@ -120,7 +122,7 @@ fn integration(t: &mut Tally) {
     // names one).
     let tools = repo_root().join("target/streamlab/tools.json");
     let prepared = crate::clients::redpanda_connect::from_env()
-        .and_then(|redpanda| crate::clients::prepare(&tools, &crate::clients::TOOL_NEEDS, redpanda));
+        .and_then(|redpanda| crate::clients::prepare(&tools, &[Need::Connect], &Tool::ALL.into(), redpanda));
     t.times.push(("shared environment and tools".into(), started.stop()));
     if let Err(e) = prepared {
         t.step("tools", || Err(e));

@@ -159,6 +159,8 @@ fn a_client_added_through_the_readme_s_files_runs_in_both_kafka_benches() {
         .output(RUN_TIMEOUT)
         .unwrap();
     assert!(run.status.success(), "the copy's lab run failed:\n{}", run.tail(40));
+    // The toy runs no program of its own, so the run builds none (the C tools, Java's, partitionline's bench).
+    assert!(!run.stderr.contains("==> tools:"), "tools prepared for a run that runs none:\n{}", run.stderr);
     let run_dir = std::fs::read_dir(&out).unwrap().filter_map(|e| e.ok()).map(|e| e.path()).next().unwrap();
     let clients = records(&run_dir, "clients");
     let workloads: Vec<&str> = clients.iter().map(|r| r.measurement.kind.as_str()).collect();

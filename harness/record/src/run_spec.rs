@@ -79,18 +79,14 @@ named_enum!(
 );
 
 named_enum!(
-    /// A service a matrix needs.
+    /// A service a matrix needs (the programs its arms run, each arm declares: `streamlab_record::tools::Tool`).
     Need, "service", {
         Kafka = "kafka",
         Mysql = "mysql",
-        /// The clients matrix's tools: rdkafka_performance builds and Kafka's Java perf tools.
-        ClientTools = "client_tools",
         /// Kafka Connect 4.1.0 with the Debezium plugins (pinned jars), and a Redpanda Connect binary if named.
         Connect = "connect",
         /// A cluster of three brokers (KRaft combined mode) instead of the single broker.
         KafkaCluster = "kafka_cluster",
-        /// The durability matrix's Java producer driver, compiled by javac against the pinned kafka-clients jar.
-        LedgerProducer = "ledger_producer",
     }
 );
 

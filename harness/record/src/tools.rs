@@ -10,6 +10,26 @@ use serde::{Deserialize, Serialize};
 /// The environment variable the runner sets to the tools file.
 pub const TOOLS_ENV: &str = "STREAMLAB_TOOLS";
 
+/// A program an arm runs that the lab builds or locates before the run: each arm declares its own
+/// (`harness arms --json`), and xtask prepares those of the arms a run has, no others.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Tool {
+    /// `rdkafka_performance`, built against each librdkafka version the C tool arms name.
+    RdkafkaPerformance,
+    /// Kafka's Java perf tools (ProducerPerformance, ConsumerPerformance) on the pinned jars.
+    JavaPerfTools,
+    /// partitionline's bench loops in seed 003's cargo profile.
+    PartitionlineBench,
+    /// The Java producer that writes a ledger, compiled by javac.
+    LedgerProducer,
+}
+
+impl Tool {
+    pub const ALL: [Tool; 4] =
+        [Tool::RdkafkaPerformance, Tool::JavaPerfTools, Tool::PartitionlineBench, Tool::LedgerProducer];
+}
+
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Tools {
     /// librdkafka version (`2.12.1`, `2.15.0`) -> its `rdkafka_performance` build.

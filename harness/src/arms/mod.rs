@@ -63,10 +63,26 @@ mod tests {
     #[test]
     fn the_registry_prints_as_the_json_xtask_reads() {
         let v: serde_json::Value = serde_json::from_str(&registry_json()).unwrap();
-        assert_eq!(v["schema"], 1);
+        assert_eq!(v["schema"], 2);
         let raw = v["arms"].as_array().unwrap().iter().find(|a| a["arm"] == "raw").unwrap();
         assert_eq!(raw["bench"], "kafka_sink");
         let warmup = raw["knobs"].as_array().unwrap().iter().find(|k| k["name"] == "warmup_s").unwrap();
         assert_eq!((warmup["type"].as_str(), warmup["required"].as_bool()), (Some("float"), Some(true)));
+    }
+
+    #[test]
+    fn each_arm_declares_the_programs_it_runs_and_a_client_s_depend_on_the_bench() {
+        let v: serde_json::Value = serde_json::from_str(&registry_json()).unwrap();
+        let tools = |bench: &str, arm: &str| {
+            let a = v["arms"].as_array().unwrap().iter().find(|a| a["bench"] == bench && a["arm"] == arm);
+            a.unwrap_or_else(|| panic!("no {bench}/{arm}"))["tools"].clone()
+        };
+        assert_eq!(tools("clients", "c_2_15"), serde_json::json!(["rdkafka_performance"]));
+        assert_eq!(tools("clients", "java"), serde_json::json!(["java_perf_tools"]));
+        assert_eq!(tools("durability", "java"), serde_json::json!(["ledger_producer"]));
+        assert_eq!(tools("clients", "partitionline"), serde_json::json!(["partitionline_bench"]));
+        assert_eq!(tools("durability", "partitionline"), serde_json::json!([]), "its ledger runs in the harness");
+        assert_eq!(tools("clients", "rdkafka"), serde_json::json!([]));
+        assert_eq!(tools("kafka_sink", "raw"), serde_json::json!([]));
     }
 }

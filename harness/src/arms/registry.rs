@@ -23,17 +23,19 @@ const OWN: &[&ArmSpec] = &[
 /// Every arm the harness can run.
 pub fn registry() -> Vec<ArmSpec> {
     let own = OWN.iter().map(|&&spec| spec);
-    let clients = DRIVERS.iter().map(|&d| ArmSpec::driver::<ClientKnobs>(clients::BENCH, d));
-    let ledgers = DRIVERS.iter().filter(|d| d.ledger().is_some());
-    let durability = ledgers.map(|&d| ArmSpec::driver::<durability::Knobs>(durability::BENCH, d));
+    let clients = DRIVERS.iter().map(|&d| ArmSpec::driver::<ClientKnobs>(clients::BENCH, d, d.tools()));
+    let ledgers = DRIVERS.iter().filter_map(|&d| Some((d, d.ledger()?.tools())));
+    let durability = ledgers.map(|(d, tools)| ArmSpec::driver::<durability::Knobs>(durability::BENCH, d, tools));
     own.chain(clients).chain(durability).collect()
 }
 
 /// What `harness arms --json` prints.
 pub fn registry_json() -> String {
-    let arms: Vec<serde_json::Value> =
-        registry().iter().map(|a| serde_json::json!({ "bench": a.bench, "arm": a.arm, "knobs": a.knobs() })).collect();
-    serde_json::json!({ "schema": 1, "arms": arms }).to_string()
+    let arms: Vec<serde_json::Value> = registry()
+        .iter()
+        .map(|a| serde_json::json!({ "bench": a.bench, "arm": a.arm, "knobs": a.knobs(), "tools": a.tools }))
+        .collect();
+    serde_json::json!({ "schema": 2, "arms": arms }).to_string()
 }
 
 pub fn find(bench: &str, arm: &str) -> Option<ArmSpec> {

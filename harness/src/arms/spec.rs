@@ -11,7 +11,7 @@ use streamlab_record::Measurement;
 pub use streamlab_record::arms::KnobType;
 
 use super::ArmContext;
-use crate::drivers::contract::KafkaDriver;
+use crate::drivers::contract::{KafkaDriver, Tool};
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct KnobSpec {
@@ -31,6 +31,8 @@ pub struct ArmSpec {
     pub bench: &'static str,
     pub arm: &'static str,
     pub runs: Runs,
+    /// The programs the arm runs, which xtask prepares before a run that has it.
+    pub tools: &'static [Tool],
     /// The schema of the arm's `Knobs` struct ([`knob_schema`]).
     schema: fn() -> Result<Vec<KnobSpec>, String>,
 }
@@ -50,12 +52,16 @@ impl ArmSpec {
         arm: &'static str,
         run: fn(&ArmContext) -> Result<Measurement>,
     ) -> Self {
-        ArmSpec { bench, arm, runs: Runs::Own(run), schema: knob_schema::<Knobs> }
+        ArmSpec { bench, arm, runs: Runs::Own(run), tools: &[], schema: knob_schema::<Knobs> }
     }
 
-    /// `driver`'s arm in `bench`, whose knobs are `Knobs`.
-    pub fn driver<Knobs: DeserializeOwned>(bench: &'static str, driver: &'static dyn KafkaDriver) -> Self {
-        ArmSpec { bench, arm: driver.name(), runs: Runs::Driver(driver), schema: knob_schema::<Knobs> }
+    /// `driver`'s arm in `bench`, whose knobs are `Knobs`, running `tools`.
+    pub fn driver<Knobs: DeserializeOwned>(
+        bench: &'static str,
+        driver: &'static dyn KafkaDriver,
+        tools: &'static [Tool],
+    ) -> Self {
+        ArmSpec { bench, arm: driver.name(), runs: Runs::Driver(driver), tools, schema: knob_schema::<Knobs> }
     }
 
     /// The knobs the arm reads (its registry test holds every registered arm to a schema that can be read).

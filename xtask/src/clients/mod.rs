@@ -1,9 +1,9 @@
-//! The programs the matrices run besides the harness's own crates: for the clients matrix (`Need::ClientTools`)
-//! `rdkafka_performance` built against two librdkafka versions and Kafka's Java perf tools on the pinned jars;
-//! for mysql_cdc (`Need::Connect`) Kafka Connect with the Debezium plugins and, if the user names one, a Redpanda
-//! Connect binary; for durability (`Need::LedgerProducer`) the Java ledger-writing producer, compiled by javac. Built
-//! or located once per run (cached across runs), described in one tools file whose path
-//! the harness gets as `STREAMLAB_TOOLS`.
+//! The programs the arms run besides the harness's own crates, each prepared only for a run that has an arm
+//! declaring it (`Tool`, in `harness arms --json`): `rdkafka_performance` built against two librdkafka versions,
+//! Kafka's Java perf tools on the pinned jars, partitionline-bench in seed 003's profile, the Java ledger-writing
+//! producer compiled by javac; and for mysql_cdc (`Need::Connect`) Kafka Connect with the Debezium plugins and, if
+//! the user names one, a Redpanda Connect binary. Built or located once per run (cached across runs), described in
+//! one tools file whose path the harness gets as `STREAMLAB_TOOLS`.
 
 pub mod connect;
 mod java;
@@ -13,31 +13,34 @@ mod partitionline_bench;
 mod rdkafka_performance;
 pub mod redpanda_connect;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use anyhow::Result;
 use streamlab_record::run_spec::Need;
-use streamlab_record::tools::{CTool, RedpandaConnect, Tools};
+use streamlab_record::tools::{CTool, RedpandaConnect, Tool, Tools};
 
-/// The needs [`prepare`] serves; a run with none of them writes no tools file.
-pub const TOOL_NEEDS: [Need; 3] = [Need::ClientTools, Need::Connect, Need::LedgerProducer];
-
-/// Build or locate the tools `needs` asks for and write the tools file to `path`. `redpanda_connect` is the
-/// user's binary, checked beforehand ([`redpanda_connect::from_env`]); it is recorded with Connect.
-pub fn prepare(path: &Path, needs: &[Need], redpanda_connect: Option<RedpandaConnect>) -> Result<Tools> {
+/// Build or locate the programs `wanted` names, and Connect if `needs` has it, and write the tools file to
+/// `path`. `redpanda_connect` is the user's binary, checked beforehand ([`redpanda_connect::from_env`]); it is
+/// recorded with Connect.
+pub fn prepare(
+    path: &Path,
+    needs: &[Need],
+    wanted: &BTreeSet<Tool>,
+    redpanda_connect: Option<RedpandaConnect>,
+) -> Result<Tools> {
     let mut tools = Tools::default();
-    if needs.contains(&Need::ClientTools) {
-        tools.rdkafka_performance = rdkafka_performance::build_all()?;
-        tools.java = Some(java::locate()?);
-        tools.partitionline_bench = Some(partitionline_bench::build()?);
+    for tool in wanted {
+        match tool {
+            Tool::RdkafkaPerformance => tools.rdkafka_performance = rdkafka_performance::build_all()?,
+            Tool::JavaPerfTools => tools.java = Some(java::locate()?),
+            Tool::PartitionlineBench => tools.partitionline_bench = Some(partitionline_bench::build()?),
+            Tool::LedgerProducer => tools.ledger_producer = Some(ledger_producer::prepare()?),
+        }
     }
     if needs.contains(&Need::Connect) {
         tools.connect = Some(connect::locate()?);
         tools.redpanda_connect = redpanda_connect;
-    }
-    if needs.contains(&Need::LedgerProducer) {
-        tools.ledger_producer = Some(ledger_producer::prepare()?);
     }
     tools.save(path)?;
     Ok(tools)
@@ -97,7 +100,7 @@ mod tests {
     #[ignore = "builds every tool into the cache (minutes when cold): writes target/streamlab/tools.json"]
     fn writes_the_tools_file_for_manual_runs() {
         let path = crate::paths::repo_root().join("target/streamlab/tools.json");
-        let tools = prepare(&path, &TOOL_NEEDS, redpanda_connect::from_env().unwrap()).unwrap();
+        let tools = prepare(&path, &[Need::Connect], &Tool::ALL.into(), redpanda_connect::from_env().unwrap()).unwrap();
         let written: Tools = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
         assert_eq!(written.rdkafka_performance.len(), tools.rdkafka_performance.len());
         let v = versions(&tools);

@@ -2,17 +2,19 @@
 //! every matrix is checked against it before anything is provisioned, so an unknown arm, a knob an arm
 //! does not read, a mistyped knob or a missing required one is refused with the file and the key.
 
+use std::collections::BTreeSet;
 use std::path::Path;
 use streamlab_process::Cmd;
 
 use anyhow::{Context, Result};
 use serde::Deserialize;
 use streamlab_record::arms::KnobType;
+use streamlab_record::tools::Tool;
 
 use super::matrix::Matrix;
 
 /// The only registry schema this build reads.
-pub const REGISTRY_SCHEMA: u32 = 1;
+pub const REGISTRY_SCHEMA: u32 = 2;
 
 #[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -27,6 +29,8 @@ pub struct ArmContract {
     pub bench: String,
     pub arm: String,
     pub knobs: Vec<KnobContract>,
+    /// The programs the arm runs, which the run prepares before its first task.
+    pub tools: Vec<Tool>,
 }
 
 #[derive(Debug, Clone, Deserialize)]
@@ -74,6 +78,11 @@ impl Registry {
 
     fn find(&self, bench: &str, arm: &str) -> Option<&ArmContract> {
         self.arms.iter().find(|a| a.bench == bench && a.arm == arm)
+    }
+
+    /// The programs the arms of `tasks` run, each once.
+    pub fn tools_of<'t>(&self, tasks: impl IntoIterator<Item = (&'t str, &'t str)>) -> BTreeSet<Tool> {
+        tasks.into_iter().filter_map(|(bench, arm)| self.find(bench, arm)).flat_map(|a| a.tools.clone()).collect()
     }
 }
 
@@ -224,8 +233,16 @@ mod tests {
     }
 
     #[test]
+    fn a_run_prepares_the_programs_its_arms_declare_and_no_others() {
+        let registry = fixture();
+        assert_eq!(registry.tools_of([("toy", "fast"), ("toy", "slow")]), BTreeSet::new());
+        assert_eq!(registry.tools_of([("toy", "fast"), ("other", "x")]), [Tool::RdkafkaPerformance].into());
+        assert_eq!(registry.tools_of([("toy", "nope")]), BTreeSet::new(), "an unknown arm is the check's to refuse");
+    }
+
+    #[test]
     fn a_registry_of_another_schema_is_refused() {
-        let err = Registry::parse(r#"{"schema": 2, "arms": []}"#).unwrap_err().to_string();
+        let err = Registry::parse(r#"{"schema": 1, "arms": []}"#).unwrap_err().to_string();
         assert!(err.contains("schema 2"), "{err}");
     }
 

@@ -1,7 +1,7 @@
 //! `lab run`: validate everything, bring the environment up, run every task as its own harness
 //! process, write each record as its task ends, and always bring the environment down.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -9,7 +9,7 @@ use anyhow::{Context, Result, bail};
 use streamlab_record::Record;
 use streamlab_record::descriptor::BackendKind;
 use streamlab_record::run_spec::{Need, RunSpec};
-use streamlab_record::tools::RedpandaConnect;
+use streamlab_record::tools::{RedpandaConnect, Tool};
 
 use super::RunArgs;
 use super::budget;
@@ -66,12 +66,15 @@ pub fn run(args: RunArgs) -> Result<()> {
         budget::host_limits_text(claims, &matrices, cores).iter().for_each(|l| println!("{l}"));
     }
     let harness = harness::build()?;
-    registry::check_all(&matrices, &Registry::from_harness(&harness)?)?;
+    let registry = Registry::from_harness(&harness)?;
+    registry::check_all(&matrices, &registry)?;
+    // Every task, not only those left: the precision target and the budget may add reps to any of them.
+    let wanted = registry.tools_of(tasks.iter().filter(|t| t.not_run.is_none()).map(|t| (&*t.bench, &*t.arm)));
     phase("fetch", &backend.prepare_what());
     backend.prepare()?;
     let logs = paths::repo_root().join("target/streamlab/runs").join(&run_id);
     std::fs::create_dir_all(&logs)?;
-    let tools = prepare_tools(&needs, redpanda_connect, &logs)?;
+    let tools = prepare_tools(&needs, &wanted, redpanda_connect, &logs)?;
     let first_shape = match todo.iter().find(|t| t.not_run.is_none()) {
         Some(t) => t.shape()?,
         None => EnvShape { brokers: EnvShape::brokers_for(&needs), kafka: pins::default_pin() },
@@ -376,13 +379,14 @@ fn needs_of(matrices: &[Matrix]) -> Vec<Need> {
 /// with the tools' versions; `None` when they need none.
 fn prepare_tools(
     needs: &[Need],
+    wanted: &BTreeSet<Tool>,
     redpanda_connect: Option<RedpandaConnect>,
     logs: &Path,
 ) -> Result<Option<(PathBuf, BTreeMap<String, String>)>> {
-    let Some(what) = ui::tools_phase(needs, redpanda_connect.as_ref()) else { return Ok(None) };
+    let Some(what) = ui::tools_phase(needs, wanted, redpanda_connect.as_ref()) else { return Ok(None) };
     phase("tools", &what);
     let path = logs.join("tools.json");
-    let tools = crate::clients::prepare(&path, needs, redpanda_connect)?;
+    let tools = crate::clients::prepare(&path, needs, wanted, redpanda_connect)?;
     Ok(Some((path, crate::clients::versions(&tools))))
 }
 

@@ -23,7 +23,7 @@ use streamlab_record::applied;
 
 use self::command::{Invocation, SecurityFile};
 use super::contract::{
-    self, Asymmetries, CTool, ClientInfo, ClientKnobs, Fetched, KafkaDriver, Produced, QueueFullSeen, Ran, Tools,
+    self, Asymmetries, CTool, ClientInfo, ClientKnobs, Fetched, KafkaDriver, Produced, QueueFullSeen, Ran, Tool, Tools,
     applied as client_applied,
 };
 use super::rdkafka::{fetch_properties, producer_properties};
@@ -59,6 +59,10 @@ impl KafkaDriver for RdkafkaPerformance {
 
     fn no_latency(&self) -> Option<&'static str> {
         Some(LATENCY_NOT_RUNNABLE)
+    }
+
+    fn tools(&self) -> &'static [Tool] {
+        &[Tool::RdkafkaPerformance]
     }
 
     fn refuse(&self, knobs: &ClientKnobs) -> Result<()> {

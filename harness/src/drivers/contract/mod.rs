@@ -20,7 +20,7 @@ use streamlab_record::{EnvDescriptor, Metric};
 
 pub use self::ledger::{FirstSend, LedgerProduced, LedgerWork};
 pub use streamlab_record::arms::NotRunnable;
-pub use streamlab_record::tools::{CTool, JavaTools, Tools};
+pub use streamlab_record::tools::{CTool, JavaTools, Tool, Tools};
 
 /// One Kafka client, as every Kafka bench drives it. `produce`, `fetch` and `latency` serve the clients bench;
 /// [`KafkaDriver::ledger`] the durability bench, for a client that can keep a ledger.
@@ -36,6 +36,11 @@ pub trait KafkaDriver: Sync {
     /// Why the client has no sequential produce -> ack round trip, if it has none.
     fn no_latency(&self) -> Option<&'static str> {
         None
+    }
+
+    /// The programs it runs in the clients bench, which the lab builds or locates before a run that has its arm.
+    fn tools(&self) -> &'static [Tool] {
+        &[]
     }
 
     /// `knobs.count` records of `knobs.payload_bytes` into `topic`.
@@ -58,6 +63,11 @@ pub trait KafkaDriver: Sync {
 
 /// A producer that records, for every record it sent, what became of it.
 pub trait LedgerProducer {
+    /// The programs it runs, which the lab builds or locates before a run that has its durability arm.
+    fn tools(&self) -> &'static [Tool] {
+        &[]
+    }
+
     /// Produce to `topic` for `work.run_time`, marking the first send in `first`, keeping a ledger.
     fn produce_with_ledger(
         &self,

@@ -16,7 +16,7 @@ use streamlab_record::EnvDescriptor;
 
 use super::Java;
 use crate::drivers::contract::ledger::{Ack, Entry, Ledger};
-use crate::drivers::contract::{FirstSend, LedgerProduced, LedgerProducer, LedgerWork};
+use crate::drivers::contract::{FirstSend, LedgerProduced, LedgerProducer, LedgerWork, Tool};
 use crate::kafka::java_props::Properties;
 use crate::kafka::java_tools::{TOOLS_LOG_CONFIG, config_values};
 
@@ -43,6 +43,10 @@ fn heap_limit(max_records: u64) -> String {
 }
 
 impl LedgerProducer for Java {
+    fn tools(&self) -> &'static [Tool] {
+        &[Tool::LedgerProducer]
+    }
+
     fn produce_with_ledger(
         &self,
         env: &EnvDescriptor,

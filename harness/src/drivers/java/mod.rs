@@ -22,7 +22,7 @@ use self::jvm::{Jvm, ToolRun};
 use self::output::{ConsumerTotal, ProducerTotal};
 use super::contract::{
     self, Asymmetries, ClientInfo, ClientKnobs, Compression, Fetched, JavaTools, KafkaDriver, LedgerProducer,
-    NotRunnable, Payload, Produced, QueueFullSeen, Ran, Tools, Workload, applied as client_applied,
+    NotRunnable, Payload, Produced, QueueFullSeen, Ran, Tool, Tools, Workload, applied as client_applied,
 };
 use crate::kafka::java_props::Properties;
 use crate::kafka::java_tools::config_values;
@@ -60,6 +60,10 @@ impl KafkaDriver for Java {
 
     fn ledger(&self) -> Option<&dyn LedgerProducer> {
         Some(self)
+    }
+
+    fn tools(&self) -> &'static [Tool] {
+        &[Tool::JavaPerfTools]
     }
 
     fn no_latency(&self) -> Option<&'static str> {

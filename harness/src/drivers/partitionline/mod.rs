@@ -20,7 +20,7 @@ pub(crate) mod config;
 use self::config::{compression, consumer_applied, describe_producer, producer_applied, queue_cap, settings};
 use super::contract::{
     self, Asymmetries, ClientInfo, ClientKnobs, Fetched, KafkaDriver, LedgerProducer, Produced, QueueFullSeen, Ran,
-    Workload, applied as client_applied,
+    Tool, Workload, applied as client_applied,
 };
 
 pub mod ledger;
@@ -47,6 +47,10 @@ impl KafkaDriver for Partitionline {
 
     fn ledger(&self) -> Option<&dyn LedgerProducer> {
         Some(self)
+    }
+
+    fn tools(&self) -> &'static [Tool] {
+        &[Tool::PartitionlineBench]
     }
 
     fn produce(&self, env: &EnvDescriptor, knobs: &ClientKnobs, topic: &str) -> Result<Ran<Produced>> {
