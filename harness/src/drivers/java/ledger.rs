@@ -23,14 +23,12 @@ use crate::kafka::java_tools::{TOOLS_LOG_CONFIG, config_values};
 /// The listener's security settings and the knobs, as the driver's `producer.properties`.
 fn properties(env: &EnvDescriptor, work: &LedgerWork) -> Result<Properties> {
     let mut p = Properties::for_default_listener(env)?;
-    for (key, value) in [
-        ("acks", if work.producer.acks == -1 { "all".into() } else { work.producer.acks.to_string() }),
-        ("enable.idempotence", work.producer.idempotence.to_string()),
-        ("linger.ms", work.producer.linger_ms.to_string()),
+    let own = [
         ("max.in.flight.requests.per.connection", work.max_in_flight.to_string()),
         ("delivery.timeout.ms", work.delivery_timeout_ms.to_string()),
         ("compression.type", "none".into()),
-    ] {
+    ];
+    for (key, value) in super::props::settings(&work.producer).into_iter().chain(own) {
         p.set(key, &value);
     }
     Ok(p)
