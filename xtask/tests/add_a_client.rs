@@ -3,7 +3,7 @@
 //! as `lab run` builds the harness, and run in both Kafka benches at the quick profile.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use streamlab_process::Cmd;
 use streamlab_record::{IntegrityStatus, Record, Status};
@@ -87,14 +87,27 @@ fn copy_tree(to: &Path) {
 
 const TIMEOUT: Duration = Duration::from_secs(300);
 
+fn modified(path: &Path) -> SystemTime {
+    std::fs::metadata(path).unwrap().modified().unwrap()
+}
+
 /// The recipe's edits, each to the file it names; returns the files written.
 fn add_the_toy_client(copy: &Path) -> Vec<String> {
     let write = |file: &str, text: String| std::fs::write(copy.join(file), text).unwrap();
     let read = |file: &str| std::fs::read_to_string(copy.join(file)).unwrap();
-    write("harness/src/drivers/toy.rs", DRIVER.to_owned());
-    let registry = read("harness/src/drivers/mod.rs").replacen("pub mod rdkafka;", "pub mod rdkafka;\npub mod toy;", 1);
+    let (registry_file, driver_file) = ("harness/src/drivers/mod.rs", "harness/src/drivers/toy.rs");
+    // Each Rust file the recipe writes gets the newest mtime of what its content comes from, so that cargo rebuilds
+    // the copy's harness when this tree or this test changed since its last build, and not merely because the test
+    // wrote the same bytes again.
+    let derived_from = [modified(&copy.join(registry_file)), modified(&copy.join("xtask/tests/add_a_client.rs"))];
+    let newest = derived_from.into_iter().max().unwrap();
+    write(driver_file, DRIVER.to_owned());
+    let registry = read(registry_file).replacen("pub mod rdkafka;", "pub mod rdkafka;\npub mod toy;", 1);
     let end = registry.find("pub const DRIVERS").and_then(|at| registry[at..].find("];").map(|e| at + e)).unwrap();
-    write("harness/src/drivers/mod.rs", format!("{}, &toy::Toy{}", &registry[..end], &registry[end..]));
+    write(registry_file, format!("{}, &toy::Toy{}", &registry[..end], &registry[end..]));
+    for file in [registry_file, driver_file] {
+        std::fs::File::options().write(true).open(copy.join(file)).unwrap().set_modified(newest).unwrap();
+    }
     let arm = format!("\n[[arms]]\nname = \"toy\"\ntitle = \"{TITLE}\"\ndescription = \"rust-rdkafka, renamed.\"\n");
     for matrix in ["harness/matrices/clients.toml", "harness/matrices/durability.toml"] {
         write(matrix, read(matrix) + &arm);
