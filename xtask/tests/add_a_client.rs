@@ -2,9 +2,11 @@
 //! this tree through exactly the files the recipe lists for a client whose crate is already in the workspace, built
 //! as `lab run` builds the harness, and run in both Kafka benches at the quick profile.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
+use sha2::{Digest, Sha256};
 use streamlab_process::Cmd;
 use streamlab_record::{IntegrityStatus, Record, Status};
 
@@ -87,27 +89,15 @@ fn copy_tree(to: &Path) {
 
 const TIMEOUT: Duration = Duration::from_secs(300);
 
-fn modified(path: &Path) -> SystemTime {
-    std::fs::metadata(path).unwrap().modified().unwrap()
-}
-
 /// The recipe's edits, each to the file it names; returns the files written.
 fn add_the_toy_client(copy: &Path) -> Vec<String> {
     let write = |file: &str, text: String| std::fs::write(copy.join(file), text).unwrap();
     let read = |file: &str| std::fs::read_to_string(copy.join(file)).unwrap();
     let (registry_file, driver_file) = ("harness/src/drivers/mod.rs", "harness/src/drivers/toy.rs");
-    // Each Rust file the recipe writes gets the newest mtime of what its content comes from, so that cargo rebuilds
-    // the copy's harness when this tree or this test changed since its last build, and not merely because the test
-    // wrote the same bytes again.
-    let derived_from = [modified(&copy.join(registry_file)), modified(&copy.join("xtask/tests/add_a_client.rs"))];
-    let newest = derived_from.into_iter().max().unwrap();
     write(driver_file, DRIVER.to_owned());
     let registry = read(registry_file).replacen("pub mod rdkafka;", "pub mod rdkafka;\npub mod toy;", 1);
     let end = registry.find("pub const DRIVERS").and_then(|at| registry[at..].find("];").map(|e| at + e)).unwrap();
     write(registry_file, format!("{}, &toy::Toy{}", &registry[..end], &registry[end..]));
-    for file in [registry_file, driver_file] {
-        std::fs::File::options().write(true).open(copy.join(file)).unwrap().set_modified(newest).unwrap();
-    }
     let arm = format!("\n[[arms]]\nname = \"toy\"\ntitle = \"{TITLE}\"\ndescription = \"rust-rdkafka, renamed.\"\n");
     for matrix in ["harness/matrices/clients.toml", "harness/matrices/durability.toml"] {
         write(matrix, read(matrix) + &arm);
@@ -121,18 +111,72 @@ fn add_the_toy_client(copy: &Path) -> Vec<String> {
 
 /// Where the copy builds. Never this build's own target dir: the copy's harness would replace the binary the other
 /// tests run. Seeded once from this build's release and seed-003 outputs, so that only what the recipe changed
-/// compiles (a fresh one would build the whole workspace again).
-fn copy_target() -> PathBuf {
+/// compiles (a fresh one would build the whole workspace again); whether it was seeded just now.
+fn copy_target() -> (PathBuf, bool) {
     let ours = std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| repo_root().join("target"), PathBuf::from);
     let theirs = ours.join("add-a-client");
+    let mut seeded = false;
     for profile in ["release", "seed-003"] {
         if !theirs.join(profile).exists() && ours.join(profile).exists() {
             std::fs::create_dir_all(&theirs).unwrap();
             let out = Cmd::new("cp").arg("-a").arg(ours.join(profile)).arg(&theirs).output(TIMEOUT).unwrap();
             assert!(out.status.success(), "seeding {} failed:\n{}", theirs.display(), out.tail(10));
+            seeded = true;
         }
     }
-    theirs
+    (theirs, seeded)
+}
+
+/// What the copy's target dir last built from: every file's content hash, written once a build of the copy
+/// succeeded.
+const BUILT_SOURCES: &str = "built-sources";
+
+/// Every file of the copy (results/ aside) by path, with its content's hash.
+fn content(copy: &Path) -> BTreeMap<String, String> {
+    let mut files = BTreeMap::new();
+    let mut dirs = vec![copy.to_owned()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().map(Result::unwrap) {
+            let path = entry.path();
+            let rel = path.strip_prefix(copy).unwrap().to_string_lossy().into_owned();
+            if entry.file_type().unwrap().is_dir() {
+                if rel != "results" {
+                    dirs.push(path);
+                }
+            } else {
+                files.insert(rel, hex::encode(Sha256::digest(std::fs::read(&path).unwrap())));
+            }
+        }
+    }
+    files
+}
+
+/// Cargo judges a crate's freshness by its files' mtimes, and the copy's target dir is shared by trees of other
+/// contents (every CI clone, a developer's checkout): a file older than the last build would pass for built even
+/// if that build read other bytes. So each file gets an old mtime if the last build read exactly its content, and
+/// the current time if not. Right after seeding, the copy's own mtimes stand: the seed was built from this tree.
+fn set_mtimes_by_content(copy: &Path, target: &Path, seeded: bool) -> BTreeMap<String, String> {
+    let files = content(copy);
+    let manifest = target.join(BUILT_SOURCES);
+    let built: BTreeMap<String, String> = std::fs::read_to_string(&manifest)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|l| l.split_once("  ").map(|(hash, path)| (path.to_owned(), hash.to_owned())))
+        .collect();
+    let _ = std::fs::remove_file(&manifest);
+    if !seeded {
+        let long_ago = SystemTime::UNIX_EPOCH + Duration::from_secs(946_684_800);
+        for (path, hash) in &files {
+            let when = if built.get(path) == Some(hash) { long_ago } else { SystemTime::now() };
+            std::fs::File::options().write(true).open(copy.join(path)).unwrap().set_modified(when).unwrap();
+        }
+    }
+    files
+}
+
+fn write_built_sources(target: &Path, files: &BTreeMap<String, String>) {
+    let text: String = files.iter().map(|(path, hash)| format!("{hash}  {path}\n")).collect();
+    std::fs::write(target.join(BUILT_SOURCES), text).unwrap();
 }
 
 fn records(run: &Path, matrix: &str) -> Vec<Record> {
@@ -156,11 +200,13 @@ fn a_client_added_through_the_readme_s_files_runs_in_both_kafka_benches() {
     let config = dir.path().join("client.properties");
     let bootstrap = &broker.descriptor.kafka.listeners["plaintext"].bootstrap;
     std::fs::write(&config, format!("bootstrap.servers={bootstrap}\nsecurity.protocol=PLAINTEXT\n")).unwrap();
+    let (target, seeded) = copy_target();
+    let sources = set_mtimes_by_content(&copy, &target, seeded);
     let out = dir.path().join("results");
     let points = [format!("idempotent={TITLE}"), format!("fetch={TITLE}"), "rf_acks_1=RF 1".to_owned()];
     let run = xtask()
         .env("CARGO_MANIFEST_DIR", copy.join("xtask"))
-        .env("CARGO_TARGET_DIR", copy_target())
+        .env("CARGO_TARGET_DIR", &target)
         .args(["lab", "run", "--kafka-config"])
         .arg(&config)
         .args(["--profile", "quick", "--matrix", "clients", "--matrix", "durability", "--arm", "toy"])
@@ -172,6 +218,7 @@ fn a_client_added_through_the_readme_s_files_runs_in_both_kafka_benches() {
         .output(RUN_TIMEOUT)
         .unwrap();
     assert!(run.status.success(), "the copy's lab run failed:\n{}", run.tail(40));
+    write_built_sources(&target, &sources);
     // The toy runs no program of its own, so the run builds none (the C tools, Java's, partitionline's bench).
     assert!(!run.stderr.contains("==> tools:"), "tools prepared for a run that runs none:\n{}", run.stderr);
     let run_dir = std::fs::read_dir(&out).unwrap().filter_map(|e| e.ok()).map(|e| e.path()).next().unwrap();
