@@ -167,7 +167,8 @@ fn set_mtimes_by_content(copy: &Path, target: &Path, seeded: bool) -> BTreeMap<S
     if !seeded {
         let long_ago = SystemTime::UNIX_EPOCH + Duration::from_secs(946_684_800);
         for (path, hash) in &files {
-            let when = if built.get(path) == Some(hash) { long_ago } else { SystemTime::now() };
+            let now = SystemTime::UNIX_EPOCH + Duration::from_millis(streamlab_process::clock::now_ms());
+            let when = if built.get(path) == Some(hash) { long_ago } else { now };
             std::fs::File::options().write(true).open(copy.join(path)).unwrap().set_modified(when).unwrap();
         }
     }
