@@ -85,8 +85,8 @@ pub struct Ran<T> {
     pub info: ClientInfo,
 }
 
-/// The producer settings both Kafka benches set, each under one name, so that a driver can translate them once for
-/// both (rdkafka and Java do; partitionline's clients settings still travel to its bench binary on their own).
+/// The producer settings both Kafka benches set, each under one name, so that a driver translates them once for
+/// both.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ProducerSettings {
     /// 1 (leader) or -1 (all).

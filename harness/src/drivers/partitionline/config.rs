@@ -7,7 +7,7 @@ use partitionline::{ConsumerConfig, ProducerConfig, Sasl};
 use streamlab_partitionline::{Security, Settings};
 use streamlab_record::descriptor::Listener;
 
-use crate::drivers::contract::{ClientKnobs, Compression, NotRunnable};
+use crate::drivers::contract::{ClientKnobs, Compression, NotRunnable, ProducerSettings};
 
 /// The crate's codec name for the knob; zstd does not exist in partitionline 0.1.0.
 pub(super) fn compression(c: Compression) -> Result<&'static str> {
@@ -23,23 +23,44 @@ pub(super) fn compression(c: Compression) -> Result<&'static str> {
     }
 }
 
-/// The knobs where the crate has them (0 keeps its default: 8 connections per broker, as the seed ran; 16 in
-/// flight per connection), for `listener`.
-pub(super) fn settings(knobs: &ClientKnobs, listener: &Listener, password: Option<String>) -> Result<Settings> {
+/// The settings both Kafka benches share, as the crate's `Settings`: the one place acks, linger, idempotence and
+/// the payload become partitionline's. Everything else is left to the crate (0 keeps its default: 8 connections
+/// per broker, as the seed ran; its batches; no codec); a bench sets what it has a knob or a rule for.
+pub(super) fn shared_settings(
+    producer: &ProducerSettings,
+    listener: &Listener,
+    password: Option<String>,
+) -> Result<Settings> {
     Ok(Settings {
         listener: listener.clone(),
         password,
-        acks: i16::try_from(knobs.acks).with_context(|| format!("acks {} is not 0, 1 or -1", knobs.acks))?,
-        linger_ms: knobs.linger_ms,
+        acks: i16::try_from(producer.acks).with_context(|| format!("acks {} is not 0, 1 or -1", producer.acks))?,
+        linger_ms: producer.linger_ms,
+        idempotence: producer.idempotence,
+        payload_bytes: producer.payload_bytes,
+        compression: "none".to_owned(),
+        connections: 0,
+        batch_records: 0,
+        batch_bytes: 0,
+        // A producer never reads these; the clients bench's fetch sets them from its knobs.
+        fetch_max_wait_ms: 0,
+        fetch_min_bytes: 0,
+        fetch_max_bytes: 0,
+    })
+}
+
+/// The clients bench's settings: the shared ones, and its knobs where the crate has them (16 in flight per
+/// connection stays the crate's), for `listener`.
+pub(super) fn settings(knobs: &ClientKnobs, listener: &Listener, password: Option<String>) -> Result<Settings> {
+    Ok(Settings {
         compression: compression(knobs.compression)?.to_owned(),
-        idempotence: knobs.idempotence,
         connections: usize::try_from(knobs.connections)?,
         batch_records: usize::try_from(knobs.batch_messages)?,
         batch_bytes: usize::try_from(knobs.batch_bytes)?,
-        payload_bytes: knobs.payload_bytes,
         fetch_max_wait_ms: i32::try_from(knobs.fetch_max_wait_ms).context("fetch_max_wait_ms")?,
         fetch_min_bytes: i32::try_from(knobs.fetch_min_bytes).context("fetch_min_bytes")?,
         fetch_max_bytes: i32::try_from(knobs.fetch_max_bytes).context("fetch_max_bytes")?,
+        ..shared_settings(&knobs.producer(), listener, password)?
     })
 }
 
@@ -64,20 +85,26 @@ pub(super) fn security_applied(security: &Security) -> Vec<(&'static str, String
     out
 }
 
-/// The producer settings as the crate runs them: `Producer::new` forces acks=-1 and at most 5 requests in
-/// flight per connection on an idempotent producer (partitionline 0.1.0 src/producer.rs, `Producer::new`).
-pub(super) fn producer_applied(cfg: &ProducerConfig, security: &Security) -> Vec<(&'static str, String)> {
+/// The producer settings both Kafka benches record, as the crate runs them: `Producer::new` forces acks=-1 and at
+/// most 5 requests in flight per connection on an idempotent producer (partitionline 0.1.0 src/producer.rs,
+/// `Producer::new`). The crate has no read-back; these are its fields, after what idempotence forces.
+pub(super) fn producer_settings_applied(cfg: &ProducerConfig) -> Vec<(&'static str, String)> {
     let (acks, in_flight) =
         if cfg.enable_idempotence { (-1, cfg.max_in_flight.min(5)) } else { (cfg.acks, cfg.max_in_flight) };
-    let mut out = vec![
+    vec![
         ("acks", acks.to_string()),
         ("enable.idempotence", cfg.enable_idempotence.to_string()),
         ("compression.type", cfg.compression.as_str().to_owned()),
         ("linger.ms", cfg.linger.as_millis().to_string()),
         ("batch.size", cfg.batch_bytes.to_string()),
         ("max.in.flight.requests.per.connection", in_flight.to_string()),
-        ("partitioner.class", crate::drivers::contract::applied::PARTITIONLINE_PARTITIONER.to_owned()),
-    ];
+    ]
+}
+
+/// The clients bench's producer as the crate runs it: the shared settings, its partitioner and its security.
+pub(super) fn producer_applied(cfg: &ProducerConfig, security: &Security) -> Vec<(&'static str, String)> {
+    let mut out = producer_settings_applied(cfg);
+    out.push(("partitioner.class", crate::drivers::contract::applied::PARTITIONLINE_PARTITIONER.to_owned()));
     out.extend(security_applied(security));
     out
 }

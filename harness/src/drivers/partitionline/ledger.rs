@@ -7,8 +7,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
-use partitionline::{Acks, ProduceRecord, ProducerConfig};
-use streamlab_partitionline::{Security, new_producer};
+use partitionline::{ProduceRecord, ProducerConfig};
+use streamlab_partitionline::{Settings, new_producer};
 use streamlab_process::clock::now_us;
 use streamlab_process::procfs;
 use tokio::task::JoinSet;
@@ -16,9 +16,9 @@ use tokio::task::JoinSet;
 use streamlab_record::EnvDescriptor;
 
 use super::Partitionline;
+use super::config::{producer_settings_applied, shared_settings};
 use crate::drivers::contract::ledger::{Ack, Entry, Ledger, payload};
 use crate::drivers::contract::{FirstSend, LedgerProduced, LedgerProducer, LedgerWork};
-use crate::kafka::config::servers;
 
 /// Records sent and not yet answered, at most (the crate's buffer_memory, 32 MiB, bounds it too).
 const MAX_OUTSTANDING: usize = 50_000;
@@ -26,35 +26,15 @@ const MAX_OUTSTANDING: usize = 50_000;
 /// One answer: the record's sequence number, its partition and offset or the error, when it came.
 type Answer = (usize, Result<(i32, i64), String>, u64);
 
+/// The shared settings as the clients bench translates them, on one connection per broker, with the ledger's
+/// requests in flight and delivery timeout.
 fn producer_config(env: &EnvDescriptor, work: &LedgerWork) -> Result<ProducerConfig> {
     let listener = env.listener(env.default_listener()).context("the environment has no default listener")?;
-    let password = listener.password()?;
-    let security = Security::of(listener, password)?;
-    let acks = i16::try_from(work.producer.acks).ok().and_then(Acks::from_i16).context("acks is not 0, 1 or -1")?;
-    let cfg = ProducerConfig::bootstrap(servers(&listener.bootstrap))
-        .acks(acks)
-        .linger(Duration::from_millis(work.producer.linger_ms))
-        .idempotent(work.producer.idempotence)
-        .connections(1)
+    let settings = Settings { connections: 1, ..shared_settings(&work.producer, listener, listener.password()?)? };
+    Ok(settings
+        .producer()?
         .max_in_flight(usize::try_from(work.max_in_flight)?)
-        .delivery_timeout(Duration::from_millis(work.delivery_timeout_ms));
-    Ok(security.apply_producer(cfg))
-}
-
-/// The settings as the crate runs them (it has no read-back; these are its fields, after what idempotence forces).
-fn settings(cfg: &ProducerConfig) -> Vec<(&'static str, String)> {
-    let idem = cfg.enable_idempotence;
-    vec![
-        ("acks", if idem { "-1".to_owned() } else { cfg.acks.to_string() }),
-        ("enable.idempotence", idem.to_string()),
-        ("compression.type", cfg.compression.as_str().to_owned()),
-        ("linger.ms", cfg.linger.as_millis().to_string()),
-        ("batch.size", cfg.batch_bytes.to_string()),
-        (
-            "max.in.flight.requests.per.connection",
-            (if idem { cfg.max_in_flight.min(5) } else { cfg.max_in_flight }).to_string(),
-        ),
-    ]
+        .delivery_timeout(Duration::from_millis(work.delivery_timeout_ms)))
 }
 
 impl LedgerProducer for Partitionline {
@@ -66,7 +46,7 @@ impl LedgerProducer for Partitionline {
         first: &FirstSend,
     ) -> Result<LedgerProduced> {
         let cfg = producer_config(env, work)?;
-        let settings = settings(&cfg);
+        let settings = producer_settings_applied(&cfg);
         let rt =
             tokio::runtime::Builder::new_multi_thread().enable_io().enable_time().build().context("tokio runtime")?;
         let cpu_before = procfs::self_cpu_seconds();
