@@ -215,7 +215,8 @@ mod tests {
     fn a_crate_added_to_the_harness_manifest_is_recorded_at_its_locked_version() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::create_dir(dir.path().join("harness")).unwrap();
-        let manifest = "[dependencies]\nnewclient.workspace = true\nbase64.workspace = true\nlocal.workspace = true\n";
+        // A client crate is pinned in the harness's own manifest; the others come from the workspace's.
+        let manifest = "[dependencies]\nnewclient = \"=2.3.4\"\nbase64.workspace = true\nlocal.workspace = true\n";
         std::fs::write(dir.path().join("harness/Cargo.toml"), manifest).unwrap();
         let registry = "source = \"registry+https://github.com/rust-lang/crates.io-index\"";
         let lock = format!(

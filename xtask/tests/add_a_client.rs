@@ -1,6 +1,6 @@
-//! The README's "Add a client" recipe, followed: a toy client (rust-rdkafka under another name) added to a copy of
-//! this tree through exactly the files the recipe lists for a client whose crate is already in the workspace, built
-//! as `lab run` builds the harness, and run in both Kafka benches at the quick profile.
+//! The README's "Add a client" recipe, followed: a toy client (rust-rdkafka under another name, bringing a crate of
+//! its own) added to a copy of this tree through exactly the files the recipe lists, built as `lab run` builds the
+//! harness, and run in both Kafka benches at the quick profile.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -14,6 +14,10 @@ mod common;
 use common::*;
 
 const TITLE: &str = "toy client (rust-rdkafka under another name)";
+
+/// The toy's own crate, standing for a client's: one the lock already holds (serde_json's), so that pinning it
+/// downloads nothing, and one the harness does not link yet.
+const TOY_CRATE: &str = "itoa";
 
 const DRIVER: &str = r#"//! A toy client: rust-rdkafka under another name.
 
@@ -102,11 +106,26 @@ fn add_the_toy_client(copy: &Path) -> Vec<String> {
     for matrix in ["harness/matrices/clients.toml", "harness/matrices/durability.toml"] {
         write(matrix, read(matrix) + &arm);
     }
-    ["harness/src/drivers/toy.rs", "harness/src/drivers/mod.rs", "harness/matrices/clients.toml"]
-        .into_iter()
-        .chain(["harness/matrices/durability.toml"])
+    let manifest = "harness/Cargo.toml";
+    write(
+        manifest,
+        read(manifest).replacen(
+            "\n[dev-dependencies]",
+            &format!("{TOY_CRATE} = \"={}\"\n\n[dev-dependencies]", locked_version(copy, TOY_CRATE)),
+            1,
+        ),
+    );
+    [driver_file, registry_file, "harness/matrices/clients.toml", "harness/matrices/durability.toml", manifest]
         .map(str::to_owned)
-        .collect()
+        .to_vec()
+}
+
+/// The version of `name` the tree's Cargo.lock holds.
+fn locked_version(tree: &Path, name: &str) -> String {
+    let lock: toml::Table = std::fs::read_to_string(tree.join("Cargo.lock")).unwrap().parse().unwrap();
+    let packages = lock["package"].as_array().unwrap();
+    let package = packages.iter().find(|p| p["name"].as_str() == Some(name)).expect("the lock holds the toy's crate");
+    package["version"].as_str().unwrap().to_owned()
 }
 
 /// Where the copy builds. Never this build's own target dir: the copy's harness would replace the binary the other
@@ -193,9 +212,8 @@ fn a_client_added_through_the_readme_s_files_runs_in_both_kafka_benches() {
     copy_tree(&copy);
     let written = add_the_toy_client(&copy);
     let listed = recipe_files();
-    assert!(listed.len() <= 6, "the recipe lists {} files: {listed:?}", listed.len());
-    assert_eq!(written, listed[..4], "the toy touches exactly the recipe's first four files, its crate being in");
-    assert!(listed[4..].iter().all(|f| f.ends_with("Cargo.toml")), "the rest are the crate's pins: {listed:?}");
+    assert!(listed.len() <= 5, "the recipe lists {} files: {listed:?}", listed.len());
+    assert_eq!(written, listed, "the toy touches exactly the recipe's files");
 
     let broker = HandMadeCluster::up(1);
     let config = dir.path().join("client.properties");
@@ -233,6 +251,13 @@ fn a_client_added_through_the_readme_s_files_runs_in_both_kafka_benches() {
         assert_eq!((r.status, r.measurement.integrity.status), (Status::Ok, IntegrityStatus::Verified), "{r:#?}");
         assert!(r.measurement.versions.contains_key("librdkafka"), "the wrapped client's versions: {r:#?}");
     }
+    let provenance = streamlab_record::provenance::Provenance::load(&run_dir.join("provenance.json")).unwrap();
+    let pinned = provenance.versions.get(&format!("crate:{TOY_CRATE}"));
+    assert_eq!(
+        pinned,
+        Some(&locked_version(&copy, TOY_CRATE)),
+        "the toy's crate at its locked version: {provenance:#?}"
+    );
     assert!(clients[0].measurement.metrics["records_per_s"].value > 0.0);
     assert!(durability[0].measurement.metrics["acked"].value > 0.0, "{:?}", durability[0].measurement.metrics);
 }

@@ -2,7 +2,7 @@
 //! README names exists; child processes, the OS and the wall clock are reached only through the process layer
 //! (harness/process), and so are raw TCP and temp-file writes (with a commented allow-list); no checkout's path is
 //! compiled in; `--help` and the README agree on defaults; no crate has an import cycle among its modules or its
-//! folders ([`imports`]). How long a file or a function may grow is a reviewer's question (README, "Review
+//! folders ([`imports`]); every version is pinned once, a client crate's only in the harness. How long a file or a function may grow is a reviewer's question (README, "Review
 //! questions"), not a count a test holds.
 
 #[cfg(test)]
@@ -157,6 +157,62 @@ mod tests {
 
     /// Repository paths the README names: code spans that look like a path (a `/` and no spaces), up to the
     /// first placeholder (`<run-id>`) or glob.
+    /// Every dependency each workspace member's manifest names: (manifest, crate, its entry).
+    fn member_dependencies() -> Vec<(String, String, toml::Value)> {
+        let read = |rel: &str| std::fs::read_to_string(repo_root().join(rel)).unwrap().parse::<toml::Table>().unwrap();
+        let members = read("Cargo.toml")["workspace"]["members"].as_array().unwrap().clone();
+        let mut out = Vec::new();
+        for member in members.iter().map(|m| m.as_str().unwrap()) {
+            let manifest = format!("{member}/Cargo.toml");
+            let table = read(&manifest);
+            for kind in ["dependencies", "dev-dependencies", "build-dependencies"] {
+                for (name, entry) in table.get(kind).and_then(|t| t.as_table()).into_iter().flatten() {
+                    out.push((manifest.clone(), name.clone(), entry.clone()));
+                }
+            }
+        }
+        assert!(out.len() > 30, "the manifests were read: {out:?}");
+        out
+    }
+
+    /// The version a member's own manifest pins (not `workspace = true`, not a path), if any.
+    fn own_pin(entry: &toml::Value) -> Option<String> {
+        match entry {
+            toml::Value::String(version) => Some(version.clone()),
+            toml::Value::Table(t) if t.contains_key("workspace") || t.contains_key("path") => None,
+            toml::Value::Table(t) => t.get("version").and_then(|v| v.as_str()).map(str::to_owned),
+            _ => None,
+        }
+    }
+
+    /// Versions are pinned once: in `[workspace.dependencies]`, or, for a client crate only the harness links,
+    /// exactly and only in harness/Cargo.toml, so that xtask can never link one (DESIGN: the record type must not
+    /// drag the client crates into xtask's build) and a client's recipe edits one manifest.
+    #[test]
+    fn every_version_is_pinned_once_and_a_client_crate_only_in_the_harness() {
+        let root: toml::Table = std::fs::read_to_string(repo_root().join("Cargo.toml")).unwrap().parse().unwrap();
+        let workspace_pins = root["workspace"]["dependencies"].as_table().unwrap();
+        let deps = member_dependencies();
+        let mut wrong = Vec::new();
+        for (manifest, name, entry) in &deps {
+            let Some(version) = own_pin(entry) else { continue };
+            if manifest != "harness/Cargo.toml" {
+                wrong.push(format!("{manifest}: {name} is pinned here; pin it in [workspace.dependencies]"));
+            } else if workspace_pins.contains_key(name) {
+                wrong.push(format!("{manifest}: {name} is pinned here and in the workspace's Cargo.toml"));
+            } else if !version.starts_with('=') {
+                wrong.push(format!(
+                    "{manifest}: {name} = {version:?}: a client crate is pinned exactly (\"={version}\")"
+                ));
+            } else if let Some((other, ..)) = deps.iter().find(|(m, n, _)| n == name && m != manifest) {
+                wrong.push(format!("{other} names {name}, a client crate only the harness may link"));
+            }
+        }
+        assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+        let harness_own = deps.iter().filter(|(m, _, e)| m == "harness/Cargo.toml" && own_pin(e).is_some()).count();
+        assert!(harness_own >= 3, "the harness pins its client crates itself ({harness_own} found)");
+    }
+
     fn readme_paths(text: &str) -> Vec<String> {
         let mut paths = Vec::new();
         for span in text.split('`').skip(1).step_by(2) {
