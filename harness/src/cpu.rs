@@ -40,6 +40,12 @@ impl BrokersCpu {
     }
 }
 
+/// `cpu` seconds as a reading of a span that handled `records`: none if it is not finite (the reading failed), or
+/// if it is 0 s while records moved (the kernel counts CPU in 10 ms ticks, so a short span reads 0 whatever it did).
+pub fn reading(cpu: f64, records: u64) -> Option<f64> {
+    (cpu.is_finite() && (cpu > 0.0 || (cpu == 0.0 && records == 0))).then_some(cpu)
+}
+
 /// The CPU metrics of `records` handled with `client_cpu_s` by the client and `broker_cpu_s` by the brokers: each
 /// side's seconds and per million records, both together per million records, and records per CPU second of every
 /// process. A side without a reading (an external cluster's brokers are not read; a client reading that failed is
@@ -47,9 +53,8 @@ impl BrokersCpu {
 /// records moved: the kernel counts CPU in 10 ms ticks, so a span shorter than one reads 0 whatever was done.
 pub fn add_cpu(metrics: &mut BTreeMap<String, Metric>, records: u64, client_cpu_s: f64, broker_cpu_s: Option<f64>) {
     let millions = (records > 0).then_some(records as f64 / 1e6);
-    let read = |cpu: &f64| cpu.is_finite() && (*cpu > 0.0 || (*cpu == 0.0 && records == 0));
-    let client = Some(client_cpu_s).filter(read);
-    let broker = broker_cpu_s.filter(read);
+    let client = reading(client_cpu_s, records);
+    let broker = broker_cpu_s.and_then(|cpu| reading(cpu, records));
     for (side, cpu) in [("client", client), ("broker", broker)] {
         let Some(cpu) = cpu else { continue };
         metrics.insert(format!("{side}_cpu_s"), Metric::new(cpu, "CPU s", false));

@@ -114,7 +114,7 @@ fn run() -> Result<()> {
         .init();
     let cli = Cli::parse();
     match cli.command {
-        Command::Lab(LabCommand::Run(args)) => lab::run(*args),
+        Command::Lab(LabCommand::Run(args)) => lab::runner::run(*args),
         Command::Lab(LabCommand::List(args)) => lab::list(args),
         Command::Lab(LabCommand::Compare(args)) => lab::compare::compare_cmd(args),
         Command::Lab(LabCommand::Verdicts(args)) => lab::verdicts::verdicts_cmd(args),

@@ -100,10 +100,6 @@ fn socket_path(dir: &Path) -> PathBuf {
     std::env::temp_dir().join(format!("streamlab-{:08x}.sock", rand::random::<u32>()))
 }
 
-fn running_as_root() -> bool {
-    streamlab_process::os::is_root()
-}
-
 fn render_my_cnf(dir: &Path, socket: &Path, port: u16, flavour: &str) -> Result<String> {
     let path = |name: &str| dir.join(name).display().to_string();
     templates::render(
@@ -113,7 +109,7 @@ fn render_my_cnf(dir: &Path, socket: &Path, port: u16, flavour: &str) -> Result<
             data_dir => path("data"),
             port => port,
             socket => socket.display().to_string(),
-            as_root => running_as_root(),
+            as_root => streamlab_process::os::is_root(),
             pid_file => path("mysqld.pid"),
             error_log => path("error.log"),
             flavour => flavour,
@@ -127,14 +123,14 @@ fn initialize_datadir(host: &dyn ServiceHost, server: &Server, dir: &Path, cnf: 
         let cmd = Cmd::new("mariadb-install-db")
             .arg(format!("--defaults-file={}", cnf.display()))
             .arg(format!("--datadir={}", data.display()))
-            .args(running_as_root().then_some("--user=root"))
+            .args(streamlab_process::os::is_root().then_some("--user=root"))
             .args(["--auth-root-authentication-method=normal", "--skip-test-db"]);
         host.output(Role::Mysql, cmd).context("cannot run mariadb-install-db (apt-get install mariadb-server)")?
     } else {
         let cmd = Cmd::new(&server.binary)
             .arg(format!("--defaults-file={}", cnf.display()))
             .arg("--initialize-insecure")
-            .args(running_as_root().then_some("--user=root"));
+            .args(streamlab_process::os::is_root().then_some("--user=root"));
         host.output(Role::Mysql, cmd).context("cannot run mysqld --initialize-insecure")?
     };
     if !output.status.success() {

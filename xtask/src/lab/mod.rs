@@ -135,10 +135,6 @@ pub struct ListArgs {
     pub json: bool,
 }
 
-pub fn run(args: RunArgs) -> Result<()> {
-    runner::run(args)
-}
-
 /// `lab list`: matrices, arms and sweeps, as data.
 pub fn list(args: ListArgs) -> Result<()> {
     let matrices = matrix::load_all(&crate::paths::matrices_dir())?;

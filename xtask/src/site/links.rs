@@ -67,5 +67,10 @@ pub(crate) fn short_commit(c: &str) -> String {
 /// `cpu · commit · date`, under every chart.
 pub(crate) fn footer(p: &Provenance) -> String {
     let dirty = if p.git.dirty { " (dirty)" } else { "" };
-    format!("{} · commit {}{dirty} · {}", p.host.cpu_brand, short_commit(&p.git.commit), format::date(p.started_ts_ms))
+    format!(
+        "{} · commit {}{dirty} · {}",
+        p.host.cpu_brand,
+        short_commit(&p.git.commit),
+        crate::clock::date_utc(p.started_ts_ms)
+    )
 }

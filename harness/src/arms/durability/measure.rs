@@ -35,10 +35,6 @@ pub struct Inputs<'a> {
     pub brokers_cpu: BTreeMap<u32, f64>,
 }
 
-fn metric(value: f64, unit: &str, higher_is_better: bool) -> Metric {
-    Metric::new(value, unit, higher_is_better)
-}
-
 fn count(value: u64) -> Metric {
     Metric::new(value as f64, "records", false)
 }
@@ -57,10 +53,10 @@ pub fn measurement(i: Inputs) -> Result<Measurement> {
     }
     let c = compare(ledger, i.logs);
     let mut m = BTreeMap::from([
-        ("records_per_s".to_owned(), metric(t.records_per_s, "records/s", true)),
-        ("mb_per_s".to_owned(), metric(t.records_per_s * k.payload_bytes as f64 / 1e6, "MB/s", true)),
-        ("acked_in_window".to_owned(), metric(t.acked_in_window as f64, "records", true)),
-        ("window_s".to_owned(), metric(window.secs(), "s", true)),
+        ("records_per_s".to_owned(), Metric::new(t.records_per_s, "records/s", true)),
+        ("mb_per_s".to_owned(), Metric::new(t.records_per_s * k.payload_bytes as f64 / 1e6, "MB/s", true)),
+        ("acked_in_window".to_owned(), Metric::new(t.acked_in_window as f64, "records", true)),
+        ("window_s".to_owned(), Metric::new(window.secs(), "s", true)),
         ("sent".to_owned(), count(c.sent)),
         ("acked".to_owned(), count(c.acked)),
         ("failed".to_owned(), count(c.failed)),
@@ -72,13 +68,13 @@ pub fn measurement(i: Inputs) -> Result<Measurement> {
         ("reordered".to_owned(), count(c.reordered)),
         ("unacked_present".to_owned(), count(c.unacked_present)),
         ("unknown".to_owned(), count(c.unknown)),
-        ("bytes_per_record".to_owned(), metric(k.payload_bytes.max(8) as f64, "B", false)),
-        ("key_bytes_per_record".to_owned(), metric(0.0, "B", false)),
+        ("bytes_per_record".to_owned(), Metric::new(k.payload_bytes.max(8) as f64, "B", false)),
+        ("key_bytes_per_record".to_owned(), Metric::new(0.0, "B", false)),
     ]);
     latency_metrics(&t.latencies_ms, &mut m);
-    m.insert("max_ack_gap_ms".into(), metric(t.max_gap.ms, "ms", false));
-    m.insert("max_ack_gap_p0_ms".into(), metric(t.max_gap_p0.ms, "ms", false));
-    add_cpu(&mut m, c.acked, i.produced.client_cpu_s, &i.brokers_cpu);
+    m.insert("max_ack_gap_ms".into(), Metric::new(t.max_gap.ms, "ms", false));
+    m.insert("max_ack_gap_p0_ms".into(), Metric::new(t.max_gap_p0.ms, "ms", false));
+    add_cpu_per_m_acked(&mut m, c.acked, i.produced.client_cpu_s, &i.brokers_cpu);
     let mut details = BTreeMap::from([
         ("command".to_owned(), i.produced.command.clone()),
         ("connections".to_owned(), i.produced.connections.clone()),
@@ -145,19 +141,29 @@ fn measured_window(ledger: &Ledger, k: &Knobs) -> Result<(Window, Option<f64>)> 
     Ok((window, capped))
 }
 
-/// CPU seconds per million acknowledged records: the client's, all brokers' and each broker's.
-fn add_cpu(m: &mut BTreeMap<String, Metric>, acked: u64, client_cpu_s: f64, brokers_cpu: &BTreeMap<u32, f64>) {
+/// CPU seconds per million acknowledged records: the client's, all brokers' and each broker's, each where it is a
+/// reading ([`crate::cpu::reading`]; the brokers' total only when every broker's is).
+fn add_cpu_per_m_acked(
+    m: &mut BTreeMap<String, Metric>,
+    acked: u64,
+    client_cpu_s: f64,
+    brokers_cpu: &BTreeMap<u32, f64>,
+) {
     let acked_m = acked as f64 / 1e6;
     if acked_m <= 0.0 {
         return;
     }
-    m.insert("client_cpu_s_per_m_records".into(), metric(client_cpu_s / acked_m, "CPU s / 1M records", false));
-    if !brokers_cpu.is_empty() {
-        let total: f64 = brokers_cpu.values().sum();
-        m.insert("broker_cpu_s_per_m_records".into(), metric(total / acked_m, "CPU s / 1M records", false));
-        for (node, cpu) in brokers_cpu {
-            m.insert(format!("broker_{node}_cpu_s_per_m_records"), metric(cpu / acked_m, "CPU s / 1M records", false));
-        }
+    let per_m = |cpu: f64| Metric::new(cpu / acked_m, "CPU s / 1M records", false);
+    if let Some(client) = crate::cpu::reading(client_cpu_s, acked) {
+        m.insert("client_cpu_s_per_m_records".into(), per_m(client));
+    }
+    let brokers: BTreeMap<u32, f64> =
+        brokers_cpu.iter().filter_map(|(node, &cpu)| Some((*node, crate::cpu::reading(cpu, acked)?))).collect();
+    if !brokers.is_empty() && brokers.len() == brokers_cpu.len() {
+        m.insert("broker_cpu_s_per_m_records".into(), per_m(brokers.values().sum()));
+    }
+    for (node, cpu) in brokers {
+        m.insert(format!("broker_{node}_cpu_s_per_m_records"), per_m(cpu));
     }
 }
 
@@ -169,15 +175,15 @@ fn add_fault(
     k: &Knobs,
 ) {
     let offset = super::fault::offset_s(k.fault_seed, k.window_s);
-    m.insert("fault_offset_s".into(), metric(offset, "s", false));
+    m.insert("fault_offset_s".into(), Metric::new(offset, "s", false));
     if let Some(start_ms) = h.result.started_ms() {
         let at_ms = (start_ms * 1000).saturating_sub(w.start_us) as f64 / 1e3;
-        m.insert("fault_at_ms".into(), metric(at_ms, "ms into the window", false));
+        m.insert("fault_at_ms".into(), Metric::new(at_ms, "ms into the window", false));
         details.insert("fault_at_ms".into(), format!("{at_ms:.0}"));
     }
     let isr = match h.isr {
         Isr::Refilled(d) => {
-            m.insert("isr_full_after_ms".into(), metric(d.as_secs_f64() * 1e3, "ms", false));
+            m.insert("isr_full_after_ms".into(), Metric::new(d.as_secs_f64() * 1e3, "ms", false));
             format!("a replica left the ISR; every partition's ISR was full again {} ms after the fault", d.as_millis())
         }
         Isr::NotRefilled => format!(
@@ -425,6 +431,27 @@ mod tests {
                 k.warmup_s
             )
         );
+    }
+
+    #[test]
+    fn cpu_per_million_acked_counts_only_readings_and_totals_the_brokers_only_when_each_is_one() {
+        let mut m = BTreeMap::new();
+        add_cpu_per_m_acked(&mut m, 2_000_000, 3.0, &BTreeMap::from([(1, 4.0), (2, 6.0)]));
+        let got = |m: &BTreeMap<String, Metric>, k: &str| m.get(k).map(|x| x.value);
+        assert_eq!(got(&m, "client_cpu_s_per_m_records"), Some(1.5));
+        assert_eq!(
+            (got(&m, "broker_cpu_s_per_m_records"), got(&m, "broker_2_cpu_s_per_m_records")),
+            (Some(5.0), Some(3.0))
+        );
+        // 0 s while two million records moved is a span shorter than a tick, not a free broker; NaN a failed read.
+        let mut m = BTreeMap::new();
+        add_cpu_per_m_acked(&mut m, 2_000_000, f64::NAN, &BTreeMap::from([(1, 4.0), (2, 0.0)]));
+        assert_eq!(got(&m, "client_cpu_s_per_m_records"), None);
+        assert_eq!(got(&m, "broker_1_cpu_s_per_m_records"), Some(2.0));
+        assert_eq!((got(&m, "broker_2_cpu_s_per_m_records"), got(&m, "broker_cpu_s_per_m_records")), (None, None));
+        let mut none = BTreeMap::new();
+        add_cpu_per_m_acked(&mut none, 0, 3.0, &BTreeMap::from([(1, 4.0)]));
+        assert!(none.is_empty(), "nothing acknowledged, nothing per record: {none:?}");
     }
 
     #[test]

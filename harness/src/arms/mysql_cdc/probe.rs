@@ -10,6 +10,7 @@ use anyhow::{Context, Result};
 use mysql_async::prelude::Queryable;
 use rdkafka::ClientConfig;
 use rdkafka::consumer::{BaseConsumer, Consumer};
+use streamlab_process::clock::now_ms_f64;
 use tokio::task::JoinHandle;
 
 use super::BinlogPosition;
@@ -21,11 +22,6 @@ pub const TOPIC_POLL: Duration = Duration::from_millis(50);
 pub const SINK_POLL: Duration = Duration::from_millis(20);
 /// How often rig C's commit clock asks for the newest visible id.
 pub const COMMIT_POLL: Duration = Duration::from_millis(5);
-
-/// Wall-clock milliseconds since the epoch (the clock Kafka's LogAppendTime uses).
-pub fn now_ms() -> f64 {
-    streamlab_process::clock::now_ms_f64()
-}
 
 /// A topic's high-watermark sum, read through one long-lived client.
 pub struct TopicWatch {
@@ -98,7 +94,7 @@ impl CommitClock {
             tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
             while !flag.load(Ordering::Relaxed) {
                 tick.tick().await;
-                let at = now_ms();
+                let at = now_ms_f64();
                 let max: Option<i64> = conn.query_first(&sql).await?;
                 seen.push((at, max.unwrap_or(0)));
             }
@@ -161,9 +157,9 @@ impl Inserter {
     pub fn start(db: &Db, statement: String) -> Result<Self> {
         let mut conn = db.conn()?;
         let task = db.runtime().spawn(async move {
-            let began_ms = now_ms();
+            let began_ms = now_ms_f64();
             conn.query_drop(&statement).await.with_context(|| format!("{statement} failed"))?;
-            Ok(Inserted { began_ms, ended_ms: now_ms(), pacing: None })
+            Ok(Inserted { began_ms, ended_ms: now_ms_f64(), pacing: None })
         });
         Ok(Inserter { task })
     }
@@ -176,7 +172,7 @@ impl Inserter {
         let mut conn = db.conn()?;
         let commit = paced_commit_rows(rate);
         let task = db.runtime().spawn(async move {
-            let began_ms = now_ms();
+            let began_ms = now_ms_f64();
             let start = tokio::time::Instant::now();
             let (mut done, mut behind) = (0u64, Duration::ZERO);
             while done < rows {
@@ -197,7 +193,7 @@ impl Inserter {
                  when its last row was due; the session fell at most {} ms behind that schedule",
                 behind.as_millis()
             );
-            Ok(Inserted { began_ms, ended_ms: now_ms(), pacing: Some(pacing) })
+            Ok(Inserted { began_ms, ended_ms: now_ms_f64(), pacing: Some(pacing) })
         });
         Ok(Inserter { task })
     }

@@ -5,12 +5,13 @@ use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use streamlab_process::clock::now_ms_f64;
 use streamlab_record::descriptor::BackendKind;
 use streamlab_record::{EnvDescriptor, Integrity, IntegrityStatus, Measurement, Metric};
 
 use super::data::{self, Loaded};
 use super::db::Db;
-use super::probe::{self, CommitClock, Inserter, SinkWatch, TopicWatch, now_ms};
+use super::probe::{self, CommitClock, Inserter, SinkWatch, TopicWatch};
 use super::procs::{CpuReading, CpuRoles};
 use super::streams;
 use super::verify::{self, Landed};
@@ -68,7 +69,19 @@ pub fn run_with(
     let src = data::source(rig);
     let (topic_prefix, topic) = topics(arm, knobs, &src);
 
-    let (loaded, start_at) = load(&db, &admin, (env, knobs, arm), &topic)?;
+    let loaded = prepare(&db, &admin, knobs, arm, &topic)?;
+    // Only on the lab's own server: an existing one (--mysql-dsn) may have replicas that need its binlogs.
+    if env.backend != BackendKind::External {
+        db.purge_binlogs()?;
+    }
+    // A backlog is inserted after the purge (the arm reads it from the binlog) and before the arm starts, from
+    // a position recorded first: every arm streams from that same position.
+    let (loaded, start_at) = if rig == Rig::CdcKafka && knobs.cdc_load == CdcLoad::Backlog {
+        let at = probe::binlog_position(&db)?;
+        (data::insert_backlog(&db, knobs.rows)?, Some(at))
+    } else {
+        (loaded, None)
+    };
     let job = Job {
         rig,
         knobs: knobs.clone(),
@@ -92,7 +105,7 @@ pub fn run_with(
     };
     let statements = (rig == Rig::KafkaToMysql).then(|| verify::StatementCounts::read(&db)).transpose()?;
 
-    let mut watched = Watched { started_ms: now_ms(), ..Default::default() };
+    let mut watched = Watched { started_ms: now_ms_f64(), ..Default::default() };
     let mut running = arm.start(&job)?;
     let roles = roles.with("arm", running.pids());
     let plan = Watch { db: &db, admin: &admin, knobs, topic: &topic, sessions_before: &sessions_before, roles: &roles };
@@ -145,27 +158,6 @@ fn topics(arm: &dyn CdcArm, knobs: &Knobs, src: &super::Source) -> (String, Stri
     (prefix, topic)
 }
 
-/// The rows the arm reads, loaded before it starts, and the binlog position a backlog's stream starts from.
-fn load(
-    db: &Db,
-    admin: &rdkafka::ClientConfig,
-    (env, knobs, arm): (&EnvDescriptor, &Knobs, &dyn CdcArm),
-    topic: &str,
-) -> Result<(Loaded, Option<super::BinlogPosition>)> {
-    let loaded = prepare(db, admin, knobs, arm, topic)?;
-    // Only on the lab's own server: an existing one (--mysql-dsn) may have replicas that need its binlogs.
-    if env.backend != BackendKind::External {
-        db.purge_binlogs()?;
-    }
-    // A backlog is inserted after the purge (the arm reads it from the binlog) and before the arm starts, from
-    // a position recorded first: every arm streams from that same position.
-    if knobs.rig == Rig::CdcKafka && knobs.cdc_load == CdcLoad::Backlog {
-        let at = probe::binlog_position(db)?;
-        return Ok((data::insert_backlog(db, knobs.rows)?, Some(at)));
-    }
-    Ok((loaded, None))
-}
-
 /// CPU seconds per role from the first record to the last (`<role>`), and what the arm spent before its first
 /// record (`arm_startup`): a JVM's start-up is reported, not spread over the rows. Without a first-record
 /// reading (the drop rig counts in-process) the whole run is the window.
@@ -215,7 +207,6 @@ fn prepare(db: &Db, admin: &rdkafka::ClientConfig, knobs: &Knobs, arm: &dyn CdcA
     Ok(loaded)
 }
 
-/// Watch the arm until every expected record has landed (then [`SETTLE`] more), it fails, or the timeout.
 /// What the watch loop looks at.
 struct Watch<'a> {
     db: &'a Db,
@@ -227,6 +218,7 @@ struct Watch<'a> {
     roles: &'a CpuRoles,
 }
 
+/// Watch the arm until every expected record has landed (then [`SETTLE`] more), it fails, or the timeout.
 fn watch(plan: &Watch, running: &mut dyn super::Running, w: &mut Watched) -> Result<()> {
     let Watch { db, admin, knobs, topic, sessions_before, roles } = *plan;
     let started = Instant::now();
@@ -258,7 +250,7 @@ fn watch(plan: &Watch, running: &mut dyn super::Running, w: &mut Watched) -> Res
         if let Err(e) = running.check() {
             break Err(e);
         }
-        let at = now_ms();
+        let at = now_ms_f64();
         let landed = match (&topic_watch, &sink_watch) {
             (Some(t), _) => t.count()?,
             (_, Some(s)) => s.count(db)?,
@@ -302,10 +294,6 @@ fn watch(plan: &Watch, running: &mut dyn super::Running, w: &mut Watched) -> Res
     Ok(())
 }
 
-fn metric(value: f64, unit: &str, higher_is_better: bool) -> Metric {
-    Metric::new(value, unit, higher_is_better)
-}
-
 fn measurement(
     knobs: &Knobs,
     loaded: &Loaded,
@@ -316,45 +304,48 @@ fn measurement(
     versions: BTreeMap<String, String>,
 ) -> Measurement {
     let mut metrics = BTreeMap::from([
-        ("rows".into(), metric(knobs.rows as f64, "rows", true)),
-        ("landed".into(), metric(landed.messages as f64, "records", true)),
+        ("rows".into(), Metric::new(knobs.rows as f64, "rows", true)),
+        ("landed".into(), Metric::new(landed.messages as f64, "records", true)),
     ]);
     if !loaded.reused && loaded.rows > 0 {
-        metrics.insert("load_s".into(), metric(loaded.elapsed.as_secs_f64(), "s", false));
+        metrics.insert("load_s".into(), Metric::new(loaded.elapsed.as_secs_f64(), "s", false));
     }
     let window_s = match (landed.first_ms, landed.last_ms) {
         (Some(f), Some(l)) if l > f => Some((l - f) / 1e3),
         _ => None,
     };
     if let Some(first) = landed.first_ms {
-        metrics.insert("startup_s".into(), metric((first - w.started_ms).max(0.0) / 1e3, "s", false));
+        metrics.insert("startup_s".into(), Metric::new((first - w.started_ms).max(0.0) / 1e3, "s", false));
     }
     if let (Some(done), Some(last)) = (w.done_ms, landed.last_ms) {
-        metrics.insert("idle_tail_s".into(), metric((done - last).max(0.0) / 1e3, "s", false));
+        metrics.insert("idle_tail_s".into(), Metric::new((done - last).max(0.0) / 1e3, "s", false));
     }
     // A window with nothing in it is a failed measurement, never a rate of zero.
     if let Some(secs) = window_s.filter(|_| landed.messages > 0) {
-        metrics.insert("window_s".into(), metric(secs, "s", false));
-        metrics.insert("records_per_s".into(), metric(landed.messages as f64 / secs, "rows/s", true));
+        metrics.insert("window_s".into(), Metric::new(secs, "s", false));
+        metrics.insert("records_per_s".into(), Metric::new(landed.messages as f64 / secs, "rows/s", true));
         // Bytes written per second; the sink rig writes rows, and the bytes it states are of what it read.
         if landed.bytes > 0 && knobs.rig != Rig::KafkaToMysql {
-            metrics.insert("mb_per_s".into(), metric(landed.bytes as f64 / 1e6 / secs, "MB/s", true));
+            metrics.insert("mb_per_s".into(), Metric::new(landed.bytes as f64 / 1e6 / secs, "MB/s", true));
         }
     }
     // What each record weighs needs no clock.
     if landed.messages > 0 {
-        let per = |bytes: u64| metric(bytes as f64 / landed.messages as f64, "B", false);
+        let per = |bytes: u64| Metric::new(bytes as f64 / landed.messages as f64, "B", false);
         if landed.bytes > 0 {
             metrics.insert("bytes_per_record".into(), per(landed.bytes));
             // Where the values were weighed, so were the keys: a keyless record's is 0 B, stated for parity.
             metrics.insert("key_bytes_per_record".into(), per(landed.key_bytes));
         }
     }
-    add_cpu(&mut metrics, knobs.rows, cpu);
+    add_role_cpu(&mut metrics, knobs.rows, cpu);
     if let Some((began, ended)) = w.inserts
         && ended > began
     {
-        metrics.insert("insert_rows_per_s".into(), metric(knobs.rows as f64 / ((ended - began) / 1e3), "rows/s", true));
+        metrics.insert(
+            "insert_rows_per_s".into(),
+            Metric::new(knobs.rows as f64 / ((ended - began) / 1e3), "rows/s", true),
+        );
     }
     add_lag(&mut metrics, &landed.lags_ms);
 
@@ -386,18 +377,18 @@ fn measurement(
 
 /// CPU seconds per role (arm, server, broker, ...), their total over the roles that did the work, and per million
 /// rows.
-fn add_cpu(metrics: &mut BTreeMap<String, Metric>, rows: u64, cpu: &BTreeMap<&'static str, f64>) {
+fn add_role_cpu(metrics: &mut BTreeMap<String, Metric>, rows: u64, cpu: &BTreeMap<&'static str, f64>) {
     for (role, secs) in cpu {
-        metrics.insert(format!("{role}_cpu_s"), metric(*secs, "CPU s", false));
+        metrics.insert(format!("{role}_cpu_s"), Metric::new(*secs, "CPU s", false));
     }
     let total: f64 = ["arm", "server", "broker"].iter().filter_map(|r| cpu.get(r)).sum();
-    metrics.insert("total_cpu_s".into(), metric(total, "CPU s", false));
+    metrics.insert("total_cpu_s".into(), Metric::new(total, "CPU s", false));
     let millions = rows as f64 / 1e6;
     if millions > 0.0 {
         if let Some(a) = cpu.get("arm") {
-            metrics.insert("arm_cpu_s_per_m_rows".into(), metric(a / millions, "CPU s / 1M rows", false));
+            metrics.insert("arm_cpu_s_per_m_rows".into(), Metric::new(a / millions, "CPU s / 1M rows", false));
         }
-        metrics.insert("total_cpu_s_per_m_rows".into(), metric(total / millions, "CPU s / 1M rows", false));
+        metrics.insert("total_cpu_s_per_m_rows".into(), Metric::new(total / millions, "CPU s / 1M rows", false));
     }
 }
 
@@ -438,7 +429,7 @@ fn add_lag(metrics: &mut BTreeMap<String, Metric>, lags_ms: &[f64]) {
     sorted.sort_by(f64::total_cmp);
     for (suffix, p) in [("p50", 50.0), ("p99", 99.0), ("max", 100.0)] {
         if let Some(v) = streamlab_record::stats::percentile(&sorted, p) {
-            metrics.insert(format!("lag_{suffix}_ms"), metric(v, "ms", false));
+            metrics.insert(format!("lag_{suffix}_ms"), Metric::new(v, "ms", false));
         }
     }
 }

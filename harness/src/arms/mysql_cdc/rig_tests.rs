@@ -88,8 +88,8 @@ impl CdcArm for Faulty {
             let claimed = job.knobs.rows;
             let mut count = SelfCount { rows: claimed, ids: IdSet::new(claimed), done: true, ..Default::default() };
             (1..=claimed as i64).for_each(|id| count.ids.insert(id));
-            count.first_ms = Some(now_ms() - 10.0);
-            count.last_ms = Some(now_ms());
+            count.first_ms = Some(now_ms_f64() - 10.0);
+            count.last_ms = Some(now_ms_f64());
             count.sample = rows
                 .into_iter()
                 .filter(|(id, _)| is_sampled(*id, claimed))

@@ -277,11 +277,6 @@ fn create_body(spec: &Spec) -> ContainerCreateBody {
     }
 }
 
-/// The `uid:gid` of this process, for files written into bind mounts.
-pub fn current_user() -> String {
-    streamlab_process::os::uid_gid()
-}
-
 /// A writable bind of `path`, created first (the engine would create it as root otherwise).
 pub fn bind_dir(path: &Path) -> Result<(PathBuf, bool)> {
     std::fs::create_dir_all(path).with_context(|| format!("cannot create {}", path.display()))?;

@@ -91,7 +91,8 @@ impl DockerHost {
             cmd: argv,
             env,
             binds: self.binds.clone(),
-            user: Some(engine::current_user()),
+            // This process's uid:gid, so that files written into bind mounts are ours.
+            user: Some(streamlab_process::os::uid_gid()),
             env_id: self.env_id.clone(),
             labels: vec![
                 (OWNER_LABEL.into(), std::process::id().to_string()),

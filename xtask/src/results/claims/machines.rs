@@ -7,7 +7,6 @@ use streamlab_record::provenance::HOSTED_RUNNER;
 
 use super::{ClaimVerdict, Kind, verdicts};
 use crate::results::declared::Claim;
-use crate::results::format;
 use crate::results::load::Run;
 
 /// One machine's verdicts.
@@ -56,7 +55,7 @@ pub fn by_machine(runs: &[Run], claims: &[Claim]) -> Vec<MachineVerdicts> {
 fn on_machine(runs: &[Run], claims: &[Claim], key: &str, hosted: bool) -> MachineVerdicts {
     let mine: Vec<Run> = runs.iter().filter(|r| r.provenance.machine_key() == key).cloned().collect();
     let (seeds, lab): (Vec<Claim>, Vec<Claim>) = claims.iter().cloned().partition(|c| !c.beside);
-    let date = |run: Option<&Run>| run.map_or_else(String::new, |r| format::date(r.provenance.started_ts_ms));
+    let date = |run: Option<&Run>| run.map_or_else(String::new, |r| crate::clock::date_utc(r.provenance.started_ts_ms));
     let named = |mut vs: Vec<ClaimVerdict>| {
         // Every verdict names its machine, a claim this machine never ran included.
         vs.iter_mut().for_each(|v| v.machine = Some(key.to_owned()));

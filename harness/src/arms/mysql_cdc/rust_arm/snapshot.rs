@@ -11,10 +11,10 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail, ensure};
 use mysql_async::prelude::Queryable;
 use mysql_async::{Conn, Row};
+use streamlab_process::clock::now_ms_f64;
 use tokio::sync::{Semaphore, mpsc};
 
 use super::super::ids::IdSet;
-use super::super::probe::now_ms;
 use super::super::{Format, Job, Rig, SelfCount};
 use super::Shared;
 use super::columns;
@@ -130,7 +130,7 @@ pub fn run(job: &Job, shared: &Arc<Shared>, rt: &tokio::runtime::Runtime) -> Res
     let (conn, position, columns) = rt.block_on(open_snapshot(opts, format, database, table))?;
     shared.detail("snapshot position", position.to_string());
     // Debezium's snapshot rows carry the snapshot's start in whole seconds.
-    let snapshot_ms = (now_ms() / 1000.0).floor() as i64 * 1000;
+    let snapshot_ms = (now_ms_f64() / 1000.0).floor() as i64 * 1000;
     let mut output = columns.as_deref().map(|c| Output::debezium(format, c, job)).transpose()?;
     let (tx, mut rx) = mpsc::channel(PAGES_AHEAD);
     let reader = rt.spawn(async move { read_pages(conn, database, table, batch, tx).await });
@@ -158,7 +158,7 @@ pub fn run(job: &Job, shared: &Arc<Shared>, rt: &tokio::runtime::Runtime) -> Res
                 }
                 None => output.insert(Output::seed(encoder_for(first))),
             };
-            count.first_ms.get_or_insert_with(now_ms);
+            count.first_ms.get_or_insert_with(now_ms_f64);
             for row in &page.rows {
                 let mark = if count.rows == 0 { Snapshot::First } else { Snapshot::True };
                 let source = || Source {
@@ -191,7 +191,7 @@ pub fn run(job: &Job, shared: &Arc<Shared>, rt: &tokio::runtime::Runtime) -> Res
     let read = rt.block_on(reader).context("the snapshot task panicked")?;
     encoded?;
     let read = read?;
-    count.last_ms = Some(now_ms());
+    count.last_ms = Some(now_ms_f64());
     if let Some(s) = &sink {
         s.flush(FLUSH_TIMEOUT)?;
     }

@@ -103,12 +103,6 @@ pub fn event_format(knobs: &Knobs) -> EventFormat {
     }
 }
 
-/// How a batch is written, for the record's `applied.sink`: in the same words as the JDBC sink's bulk batch,
-/// the same work (one INSERT of every row of the batch in one round trip, one transaction).
-pub fn sink_description(batch: u64) -> String {
-    super::super::data::one_insert_per_batch(batch)
-}
-
 /// The writer's configuration as the record shows it.
 pub fn describe(knobs: &Knobs) -> String {
     let consumer = CONSUMER.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>().join(" ");
@@ -306,7 +300,9 @@ fn subscribed_consumer(job: &Job, shared: &Shared, (tasks, batch): (usize, u64))
         config.set(*k, *v);
     }
     let mut applied = applied_consumer(&config, tasks)?;
-    applied.insert(applied::SINK.into(), sink_description(batch));
+    // In the same words as the JDBC sink's bulk batch: the same work (one INSERT of every row of the batch in one
+    // round trip, one transaction).
+    applied.insert(applied::SINK.into(), super::super::data::one_insert_per_batch(batch));
     shared.set_applied(applied);
     let consumer: BaseConsumer = config.create().context("creating the writer's consumer")?;
     consumer.subscribe(&[&job.topic]).with_context(|| format!("subscribing to {}", job.topic))?;
