@@ -37,11 +37,15 @@ impl Brokers {
 }
 
 impl Finished {
-    /// CPU seconds per node id; the faulted broker's old process up to its end plus its new one so far.
-    pub fn with_fault(self, fault: Option<&FaultResult>) -> BTreeMap<u32, f64> {
+    /// CPU seconds per node id, `None` where a reading failed (so that no total passes for every broker's); the
+    /// faulted broker's old process up to its end plus its new one so far.
+    pub fn with_fault(self, fault: Option<&FaultResult>) -> BTreeMap<u32, Option<f64>> {
         let mut out = BTreeMap::new();
         for (node, pid, before) in self.start {
-            let Some(before) = before else { continue };
+            let Some(before) = before else {
+                out.insert(node, None);
+                continue;
+            };
             let replaced = fault.filter(|f| f.old_pid == Some(pid) && f.old_cpu_s.is_some());
             let used = match replaced {
                 Some(f) => {
@@ -51,9 +55,7 @@ impl Finished {
                 }
                 None => self.end.get(&pid).copied().flatten().map(|after| after - before),
             };
-            if let Some(used) = used {
-                out.insert(node, used);
-            }
+            out.insert(node, used);
         }
         out
     }
@@ -66,7 +68,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_replaced_broker_counts_its_old_process_to_its_end_and_a_gone_one_is_left_out() {
+    fn a_replaced_broker_counts_its_old_process_to_its_end_and_an_unread_one_is_none() {
         let me = std::process::id();
         let finished = Finished {
             start: vec![(1, me, Some(1.0)), (2, u32::MAX, Some(5.0)), (3, u32::MAX - 1, None)],
@@ -77,8 +79,8 @@ mod tests {
         fault.old_cpu_s = Some(7.5);
         fault.new_pid = Some(u32::MAX - 2);
         let cpu = finished.with_fault(Some(&fault));
-        assert_eq!(cpu.get(&1), Some(&2.0));
-        assert_eq!(cpu.get(&2), Some(&2.5), "7.5 - 5.0 before the kill, the new process unreadable: 0");
-        assert!(!cpu.contains_key(&3));
+        assert_eq!(cpu.get(&1), Some(&Some(2.0)));
+        assert_eq!(cpu.get(&2), Some(&Some(2.5)), "7.5 - 5.0 before the kill, the new process unreadable: 0");
+        assert_eq!(cpu.get(&3), Some(&None), "a broker read at neither end is there, unread");
     }
 }

@@ -32,7 +32,7 @@ pub struct Inputs<'a> {
     /// Every partition had its full ISR again before the read-back.
     pub healed: bool,
     /// CPU seconds per broker node over the run.
-    pub brokers_cpu: BTreeMap<u32, f64>,
+    pub brokers_cpu: BTreeMap<u32, Option<f64>>,
 }
 
 fn count(value: u64) -> Metric {
@@ -142,12 +142,12 @@ fn measured_window(ledger: &Ledger, k: &Knobs) -> Result<(Window, Option<f64>)> 
 }
 
 /// CPU seconds per million acknowledged records: the client's, all brokers' and each broker's, each where it is a
-/// reading ([`crate::cpu::reading`]; the brokers' total only when every broker's is).
+/// reading ([`crate::cpu::reading`]; the brokers' total only when every broker's is, never a total of some).
 fn add_cpu_per_m_acked(
     m: &mut BTreeMap<String, Metric>,
     acked: u64,
     client_cpu_s: f64,
-    brokers_cpu: &BTreeMap<u32, f64>,
+    brokers_cpu: &BTreeMap<u32, Option<f64>>,
 ) {
     let acked_m = acked as f64 / 1e6;
     if acked_m <= 0.0 {
@@ -158,7 +158,7 @@ fn add_cpu_per_m_acked(
         m.insert("client_cpu_s_per_m_records".into(), per_m(client));
     }
     let brokers: BTreeMap<u32, f64> =
-        brokers_cpu.iter().filter_map(|(node, &cpu)| Some((*node, crate::cpu::reading(cpu, acked)?))).collect();
+        brokers_cpu.iter().filter_map(|(node, cpu)| Some((*node, crate::cpu::reading((*cpu)?, acked)?))).collect();
     if !brokers.is_empty() && brokers.len() == brokers_cpu.len() {
         m.insert("broker_cpu_s_per_m_records".into(), per_m(brokers.values().sum()));
     }
@@ -436,7 +436,7 @@ mod tests {
     #[test]
     fn cpu_per_million_acked_counts_only_readings_and_totals_the_brokers_only_when_each_is_one() {
         let mut m = BTreeMap::new();
-        add_cpu_per_m_acked(&mut m, 2_000_000, 3.0, &BTreeMap::from([(1, 4.0), (2, 6.0)]));
+        add_cpu_per_m_acked(&mut m, 2_000_000, 3.0, &BTreeMap::from([(1, Some(4.0)), (2, Some(6.0))]));
         let got = |m: &BTreeMap<String, Metric>, k: &str| m.get(k).map(|x| x.value);
         assert_eq!(got(&m, "client_cpu_s_per_m_records"), Some(1.5));
         assert_eq!(
@@ -445,12 +445,12 @@ mod tests {
         );
         // 0 s while two million records moved is a span shorter than a tick, not a free broker; NaN a failed read.
         let mut m = BTreeMap::new();
-        add_cpu_per_m_acked(&mut m, 2_000_000, f64::NAN, &BTreeMap::from([(1, 4.0), (2, 0.0)]));
+        add_cpu_per_m_acked(&mut m, 2_000_000, f64::NAN, &BTreeMap::from([(1, Some(4.0)), (2, Some(0.0)), (3, None)]));
         assert_eq!(got(&m, "client_cpu_s_per_m_records"), None);
         assert_eq!(got(&m, "broker_1_cpu_s_per_m_records"), Some(2.0));
         assert_eq!((got(&m, "broker_2_cpu_s_per_m_records"), got(&m, "broker_cpu_s_per_m_records")), (None, None));
         let mut none = BTreeMap::new();
-        add_cpu_per_m_acked(&mut none, 0, 3.0, &BTreeMap::from([(1, 4.0)]));
+        add_cpu_per_m_acked(&mut none, 0, 3.0, &BTreeMap::from([(1, Some(4.0))]));
         assert!(none.is_empty(), "nothing acknowledged, nothing per record: {none:?}");
     }
 
