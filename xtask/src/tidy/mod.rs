@@ -2,8 +2,8 @@
 //! README names exists; child processes, the OS and the wall clock are reached only through the process layer
 //! (harness/process), and so are raw TCP and temp-file writes (with a commented allow-list); no checkout's path is
 //! compiled in; `--help` and the README agree on defaults; no crate has an import cycle among its modules or its
-//! folders ([`imports`]); every version is pinned once, a client crate's only in the harness. How long a file or a function may grow is a reviewer's question (README, "Review
-//! questions"), not a count a test holds.
+//! folders ([`imports`]); every version is pinned once, a client crate's only in the harness. How long a file or a
+//! function may grow is a reviewer's question (README, "Review questions"), not a count a test holds.
 
 #[cfg(test)]
 mod imports;
@@ -155,19 +155,19 @@ mod tests {
         );
     }
 
-    /// Repository paths the README names: code spans that look like a path (a `/` and no spaces), up to the
-    /// first placeholder (`<run-id>`) or glob.
-    /// Every dependency each workspace member's manifest names: (manifest, crate, its entry).
-    fn member_dependencies() -> Vec<(String, String, toml::Value)> {
-        let read = |rel: &str| std::fs::read_to_string(repo_root().join(rel)).unwrap().parse::<toml::Table>().unwrap();
-        let members = read("Cargo.toml")["workspace"]["members"].as_array().unwrap().clone();
+    fn manifest(rel: &str) -> toml::Table {
+        std::fs::read_to_string(repo_root().join(rel)).unwrap().parse().unwrap()
+    }
+
+    /// Every dependency each member of `workspace` names in its manifest: (manifest, crate, its entry).
+    fn member_dependencies(workspace: &toml::Table) -> Vec<(String, String, toml::Value)> {
         let mut out = Vec::new();
-        for member in members.iter().map(|m| m.as_str().unwrap()) {
-            let manifest = format!("{member}/Cargo.toml");
-            let table = read(&manifest);
+        for member in workspace["members"].as_array().unwrap().iter().map(|m| m.as_str().unwrap()) {
+            let path = format!("{member}/Cargo.toml");
+            let table = manifest(&path);
             for kind in ["dependencies", "dev-dependencies", "build-dependencies"] {
                 for (name, entry) in table.get(kind).and_then(|t| t.as_table()).into_iter().flatten() {
-                    out.push((manifest.clone(), name.clone(), entry.clone()));
+                    out.push((path.clone(), name.clone(), entry.clone()));
                 }
             }
         }
@@ -190,9 +190,10 @@ mod tests {
     /// drag the client crates into xtask's build) and a client's recipe edits one manifest.
     #[test]
     fn every_version_is_pinned_once_and_a_client_crate_only_in_the_harness() {
-        let root: toml::Table = std::fs::read_to_string(repo_root().join("Cargo.toml")).unwrap().parse().unwrap();
-        let workspace_pins = root["workspace"]["dependencies"].as_table().unwrap();
-        let deps = member_dependencies();
+        let root = manifest("Cargo.toml");
+        let workspace = root["workspace"].as_table().unwrap();
+        let workspace_pins = workspace["dependencies"].as_table().unwrap();
+        let deps = member_dependencies(workspace);
         let mut wrong = Vec::new();
         for (manifest, name, entry) in &deps {
             let Some(version) = own_pin(entry) else { continue };
@@ -213,6 +214,8 @@ mod tests {
         assert!(harness_own >= 3, "the harness pins its client crates itself ({harness_own} found)");
     }
 
+    /// Repository paths the README names: code spans that look like a path (a `/` and no spaces), up to the
+    /// first placeholder (`<run-id>`) or glob.
     fn readme_paths(text: &str) -> Vec<String> {
         let mut paths = Vec::new();
         for span in text.split('`').skip(1).step_by(2) {

@@ -85,8 +85,7 @@ pub struct Ran<T> {
     pub info: ClientInfo,
 }
 
-/// The producer settings both Kafka benches set, each under one name, so that a driver translates them once for
-/// both.
+/// The producer settings both Kafka benches set, each under one name: every driver translates them once.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ProducerSettings {
     /// 1 (leader) or -1 (all).
