@@ -25,7 +25,7 @@ use anyhow::Result;
 use streamlab_record::EnvDescriptor;
 
 use super::contract::{
-    ClientKnobs, Fetched, FirstSend, KafkaDriver, LedgerProduced, LedgerProducer, LedgerWork, Produced, Ran,
+    ClientKnobs, Fetched, FirstAck, KafkaDriver, LedgerProduced, LedgerProducer, LedgerWork, Produced, Ran,
 };
 use super::rdkafka::Rdkafka;
 
@@ -63,7 +63,7 @@ impl LedgerProducer for Toy {
         env: &EnvDescriptor,
         work: &LedgerWork,
         topic: &str,
-        first: &FirstSend,
+        first: &FirstAck,
     ) -> Result<LedgerProduced> {
         Rdkafka.produce_with_ledger(env, work, topic, first)
     }

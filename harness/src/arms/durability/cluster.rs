@@ -10,6 +10,8 @@ use rdkafka::consumer::{BaseConsumer, Consumer};
 use crate::kafka::admin::fresh_replicated_topic;
 
 const METADATA_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a one-off metadata read is tried again (a loaded host, brokers busy with the producer's load).
+const METADATA_PATIENCE: Duration = Duration::from_secs(30);
 
 /// One partition's replicas as the cluster reports them.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -77,13 +79,34 @@ impl Cluster {
         }
     }
 
-    /// Every partition of `topic`, in partition order.
     /// How many brokers the cluster's metadata names (the lab's own environment or the user's cluster alike).
     pub fn broker_count(&self) -> Result<usize> {
-        let md = self.consumer.fetch_metadata(None, METADATA_TIMEOUT).context("metadata request failed")?;
-        Ok(md.brokers().len())
+        self.patiently(|c| {
+            let md = c.consumer.fetch_metadata(None, METADATA_TIMEOUT).context("metadata request failed")?;
+            Ok(md.brokers().len())
+        })
     }
 
+    /// [`Cluster::partitions`] where one answer is needed now: a failed request is tried again for
+    /// [`METADATA_PATIENCE`].
+    pub fn partitions_patiently(&self, topic: &str) -> Result<Vec<PartitionState>> {
+        self.patiently(|c| c.partitions(topic))
+    }
+
+    fn patiently<T>(&self, read: impl Fn(&Cluster) -> Result<T>) -> Result<T> {
+        let started = Instant::now();
+        loop {
+            match read(self) {
+                Err(e) if started.elapsed() < METADATA_PATIENCE => {
+                    tracing::debug!("metadata read failed, trying again: {e:#}");
+                    std::thread::sleep(Duration::from_millis(200));
+                }
+                done => return done,
+            }
+        }
+    }
+
+    /// Every partition of `topic`, in partition order.
     pub fn partitions(&self, topic: &str) -> Result<Vec<PartitionState>> {
         let md = self.consumer.fetch_metadata(Some(topic), METADATA_TIMEOUT).context("metadata request failed")?;
         let t = md.topics().iter().find(|t| t.name() == topic).with_context(|| format!("no topic {topic}"))?;

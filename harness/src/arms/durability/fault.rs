@@ -13,12 +13,13 @@ use rdkafka::ClientConfig;
 use streamlab_record::fault::{self, FAULTS_ENV, FaultKind, FaultRequest, FaultResult};
 
 use super::cluster::{Cluster, PartitionState};
-use crate::drivers::contract::FirstSend;
+use crate::drivers::contract::FirstAck;
 
 /// How long after the fault every partition may take to have its full ISR again before we stop watching.
 pub const ISR_WATCH: Duration = Duration::from_secs(240);
-/// How long the producer may take to send its first record (a JVM starting on a loaded machine).
-const FIRST_SEND_WAIT: Duration = Duration::from_secs(180);
+/// How long the producer may take to have its first record acknowledged (a JVM starting on a loaded machine; the
+/// driver itself gives up after [`crate::drivers::contract::FIRST_ACK_WAIT`]).
+const FIRST_ACK_WATCH: Duration = Duration::from_secs(180);
 
 /// The fault a point asks for.
 #[derive(Debug, Clone, PartialEq)]
@@ -77,7 +78,7 @@ pub fn spawn(
     admin: ClientConfig,
     topic: String,
     warmup_s: f64,
-    first: Arc<FirstSend>,
+    first: Arc<FirstAck>,
     done: Arc<AtomicBool>,
 ) -> Result<JoinHandle<Result<Happened>>> {
     let dir = fault_dir()?;
@@ -90,7 +91,7 @@ fn run(
     admin: &ClientConfig,
     topic: &str,
     warmup_s: f64,
-    first: &FirstSend,
+    first: &FirstAck,
     done: &AtomicBool,
 ) -> Result<Happened> {
     let waiting = Instant::now();
@@ -98,8 +99,11 @@ fn run(
         if let Some(ms) = first.get() {
             break ms;
         }
-        if waiting.elapsed() > FIRST_SEND_WAIT {
-            bail!("the producer sent nothing within {} s: no fault was injected", FIRST_SEND_WAIT.as_secs());
+        if waiting.elapsed() > FIRST_ACK_WATCH {
+            bail!(
+                "the producer had nothing acknowledged within {} s: no fault was injected",
+                FIRST_ACK_WATCH.as_secs()
+            );
         }
         std::thread::sleep(Duration::from_millis(10));
     };
@@ -107,7 +111,8 @@ fn run(
     let now = streamlab_process::clock::now_ms();
     std::thread::sleep(Duration::from_millis(at_ms.saturating_sub(now)));
     let cluster = Cluster::new(admin)?;
-    let before = cluster.partitions(topic)?.into_iter().find(|p| p.id == 0).context("the topic has no partition 0")?;
+    let before =
+        cluster.partitions_patiently(topic)?.into_iter().find(|p| p.id == 0).context("the topic has no partition 0")?;
     let victim = match plan.kind {
         FaultKind::Kill | FaultKind::Stop => before.leader,
         FaultKind::Restart => before.follower().with_context(|| format!("partition 0 has no follower: {before:?}"))?,

@@ -72,6 +72,9 @@ pub fn measurement(i: Inputs) -> Result<Measurement> {
         ("key_bytes_per_record".to_owned(), Metric::new(0.0, "B", false)),
     ]);
     latency_metrics(&t.latencies_ms, &mut m);
+    if let Some(ms) = first_ack_ms(ledger) {
+        m.insert("first_ack_ms".into(), Metric::new(ms, "ms from the first send", false));
+    }
     m.insert("max_ack_gap_ms".into(), Metric::new(t.max_gap.ms, "ms", false));
     m.insert("max_ack_gap_p0_ms".into(), Metric::new(t.max_gap_p0.ms, "ms", false));
     add_cpu_per_m_acked(&mut m, c.acked, i.produced.client_cpu_s, &i.brokers_cpu);
@@ -81,6 +84,7 @@ pub fn measurement(i: Inputs) -> Result<Measurement> {
         ("acks_per_100ms".to_owned(), timeline_text(&t.per_bucket)),
         ("timeline_start_ms".to_owned(), (window.start_us / 1000).to_string()),
         ("window".to_owned(), window_text(k, window, capped)),
+        ("window_opened".to_owned(), window_opened(ledger, window)),
         ("topic".to_owned(), topic_text(i.topic, i.initial)),
         ("delivery_timeout_ms".to_owned(), k.delivery_timeout_ms.to_string()),
     ]);
@@ -125,7 +129,7 @@ pub fn measurement(i: Inputs) -> Result<Measurement> {
 /// measurement.
 fn measured_window(ledger: &Ledger, k: &Knobs) -> Result<(Window, Option<f64>)> {
     let Some(window) = Window::of(ledger, k.warmup_s, k.window_s) else {
-        bail!("the producer sent no record");
+        bail!("the producer had no record acknowledged");
     };
     let capped = capped_early(ledger, k, window);
     let window = match capped {
@@ -223,12 +227,30 @@ fn topic_text(t: &TopicSpec, initial: &[PartitionState]) -> String {
     )
 }
 
+/// How long the first record waited for its acknowledgement: the client's start (connections, authentication,
+/// metadata, a producer id), kept out of the window.
+fn first_ack_ms(ledger: &Ledger) -> Option<f64> {
+    let first_send = ledger.entries.first()?.sent_us;
+    Some(super::metrics::first_ack_us(ledger)?.saturating_sub(first_send) as f64 / 1e3)
+}
+
+/// When the window opened, in epoch ms and from the first send.
+fn window_opened(ledger: &Ledger, window: Window) -> String {
+    let first_send = ledger.entries.first().map_or(window.start_us, |e| e.sent_us);
+    let ack = first_ack_ms(ledger).map_or("?".to_owned(), |ms| format!("{ms:.0}"));
+    format!(
+        "at {} ms (epoch), {:.0} ms after the first send: its acknowledgement came after {ack} ms, then the warm-up",
+        window.start_us / 1000,
+        window.start_us.saturating_sub(first_send) as f64 / 1e3
+    )
+}
+
 /// When the window starts and how long it is, and why it is shorter than the knob asked if it is.
 fn window_text(k: &Knobs, window: Window, capped_early_s: Option<f64>) -> String {
     match capped_early_s {
-        None => format!("{} s after the first send, for {} s", k.warmup_s, k.window_s),
+        None => format!("{} s after the first acknowledgement, for {} s", k.warmup_s, k.window_s),
         Some(early_s) => format!(
-            "{} s after the first send, for {:.1} s of the {} s asked: the producer had sent its max_records ({}) \
+            "{} s after the first acknowledgement, for {:.1} s of the {} s asked: the producer had sent its max_records ({}) \
              {early_s:.1} s before the window's end",
             k.warmup_s,
             window.secs(),
@@ -367,7 +389,7 @@ fn applied(k: &Knobs, p: &LedgerProduced) -> applied::Applied {
         .set(applied::KEY, "none")
         .producer(p.settings.iter().map(|(k, v)| (*k, v.clone())))
         .set(applied::CONNECTIONS, &p.connections)
-        .set(applied::CLOCK_START, "window from warmup_s after the first send")
+        .set(applied::CLOCK_START, "window from warmup_s after the first acknowledgement")
         .set(applied::OFFERED_LOAD, "unbounded (the client produces as fast as it can)")
         .set(applied::TOPIC_REPLICATION_FACTOR, k.replication)
         .set(applied::TOPIC_MIN_INSYNC_REPLICAS, k.min_insync())
@@ -426,7 +448,7 @@ mod tests {
         assert_eq!(
             window_text(&k, shortened, Some(3.0)),
             format!(
-                "{} s after the first send, for 1.0 s of the 4 s asked: the producer had sent its max_records (2) 3.0 s \
+                "{} s after the first acknowledgement, for 1.0 s of the 4 s asked: the producer had sent its max_records (2) 3.0 s \
                  before the window's end",
                 k.warmup_s
             )

@@ -16,10 +16,10 @@ pub struct Window {
 }
 
 impl Window {
-    /// `warmup_s` after the first record sent, for `window_s`; `None` if nothing was sent.
+    /// `warmup_s` after the first acknowledgement (when the client could send: its start, however slow, is not
+    /// in the window), for `window_s`; `None` if nothing was acknowledged.
     pub fn of(ledger: &Ledger, warmup_s: f64, window_s: f64) -> Option<Window> {
-        let first = ledger.entries.iter().map(|e| e.sent_us).min()?;
-        let start_us = first + (warmup_s * 1e6) as u64;
+        let start_us = first_ack_us(ledger)? + (warmup_s * 1e6) as u64;
         Some(Window { start_us, end_us: start_us + (window_s * 1e6) as u64 })
     }
 
@@ -35,6 +35,11 @@ impl Window {
     fn contains(&self, us: u64) -> bool {
         (self.start_us..self.end_us).contains(&us)
     }
+}
+
+/// The earliest acknowledgement (epoch µs), if any.
+pub fn first_ack_us(ledger: &Ledger) -> Option<u64> {
+    ledger.entries.iter().filter_map(|e| if let Ack::Ok { at_us, .. } = e.ack { Some(at_us) } else { None }).min()
 }
 
 /// Bucket width of the acknowledgement timeline.
@@ -164,17 +169,22 @@ mod tests {
 
     #[test]
     fn the_window_counts_acknowledgements_inside_it() {
-        // First send at 0; warm-up 1 s; window 2 s = [1 s, 3 s).
+        // First send at 0, first acknowledgement at 0.5 s; warm-up 1 s; window 2 s = [1.5 s, 3.5 s).
         let l =
-            ledger(&[(0, 500_000, 0), (900_000, 1_100_000, 1), (1_000_000, 2_000_000, 0), (2_500_000, 3_100_000, 1)]);
+            ledger(&[(0, 500_000, 0), (900_000, 1_600_000, 1), (1_500_000, 2_500_000, 0), (3_000_000, 3_600_000, 1)]);
         let w = Window::of(&l, 1.0, 2.0).unwrap();
-        assert_eq!((w.start_us, w.end_us), (1_000_000, 3_000_000));
+        assert_eq!((w.start_us, w.end_us), (1_500_000, 3_500_000), "from the first acknowledgement, not the send");
         let t = timing(&l, w, w.start_us);
         assert_eq!(t.acked_in_window, 2);
         assert_eq!(t.records_per_s, 1.0);
         assert_eq!(t.latencies_ms, vec![600.0, 1000.0], "records sent in the window only");
         assert_eq!(t.per_bucket.len(), 22, "through the last acknowledgement after the window");
         assert_eq!((t.per_bucket[1], t.per_bucket[10], t.per_bucket[21]), (1, 1, 1));
+        let failed_first = Ledger {
+            entries: vec![Entry { sent_us: 0, ack: Ack::Failed { at_us: 100 } }, l.entries[1]],
+            errors: BTreeMap::new(),
+        };
+        assert_eq!(first_ack_us(&failed_first), Some(1_600_000), "a failure is no acknowledgement");
         assert!(Window::of(&Ledger::default(), 1.0, 2.0).is_none());
     }
 

@@ -32,7 +32,7 @@ use streamlab_record::fault::{FaultKind, FaultStatus};
 use self::cluster::{Cluster, TopicSpec};
 use self::fault::Plan;
 use crate::arms::ArmContext;
-use crate::drivers::contract::{FirstSend, LedgerProducer, LedgerWork, ProducerSettings};
+use crate::drivers::contract::{FirstAck, LedgerProducer, LedgerWork, ProducerSettings};
 use crate::kafka::config::default_client_config;
 
 pub const BENCH: &str = "durability";
@@ -153,7 +153,7 @@ pub fn run(ctx: &ArmContext, arm: &str, producer: &dyn LedgerProducer) -> Result
         min_insync: knobs.min_insync(),
     };
     let initial = cluster.fresh_topic(&topic, TOPIC_READY)?;
-    let first = Arc::new(FirstSend::default());
+    let first = Arc::new(FirstAck::default());
     let done = Arc::new(AtomicBool::new(false));
     let faulting = knobs
         .plan()

@@ -12,9 +12,11 @@ use rdkafka::{Offset, TopicPartitionList};
 use super::cluster::{Cluster, TopicSpec};
 use super::ledger::compare;
 use super::measure::integrity;
+use super::metrics::{Window, first_ack_us, timing};
 use super::{Knobs, readback};
+use crate::drivers::DRIVERS;
 use crate::drivers::contract::ledger::Ack;
-use crate::drivers::contract::{FirstSend, LedgerProducer};
+use crate::drivers::contract::{FirstAck, LedgerProducer};
 use crate::drivers::rdkafka::Rdkafka;
 use crate::kafka::config::default_client_config;
 
@@ -38,10 +40,10 @@ fn records_deleted_behind_the_producers_back_are_reported_lost_with_their_offset
     let topic =
         TopicSpec { name: "durability-test-deleted".into(), partitions: 2, replication, min_insync: k.min_insync() };
     cluster.fresh_topic(&topic, Duration::from_secs(120)).unwrap();
-    let first = Arc::new(FirstSend::default());
+    let first = Arc::new(FirstAck::default());
     let produced = Rdkafka.produce_with_ledger(&env, &k.work(), &topic.name, &first).unwrap();
     let ledger = produced.ledger;
-    assert!(first.get().is_some(), "the first send was marked");
+    assert!(first.get().is_some(), "the first acknowledgement was marked");
     let on_p0 = ledger.entries.iter().filter(|e| matches!(e.ack, Ack::Ok { partition: 0, .. })).count();
     assert!(on_p0 > 5, "too few records reached partition 0 to delete five: {on_p0}");
 
@@ -73,4 +75,78 @@ fn records_deleted_behind_the_producers_back_are_reported_lost_with_their_offset
         assert!(verdict.method.contains("5 acknowledged-but-lost"), "{}", verdict.method);
     }
     let _ = crate::kafka::admin::delete_topic(&admin, &topic.name);
+}
+
+/// A client whose first acknowledgement comes late (every broker stopped with SIGSTOP for longer than the whole run
+/// asks for, as a cold JVM, a SASL handshake and metadata on a loaded host can take) still measures a full window:
+/// each ledger producer's run starts at its first acknowledgement, and so does the window, never at its start.
+#[test]
+#[ignore = "needs Kafka: cargo xtask test"]
+fn a_late_first_acknowledgement_moves_the_window_and_every_ledger_producer_fills_it() {
+    use streamlab_process::clock::now_us;
+    use streamlab_process::procfs::{Sig, signal};
+    const STALL: Duration = Duration::from_secs(3);
+    let env = crate::test_env();
+    let replication = env.kafka.broker_count().min(3) as i32;
+    // The whole run asked for (0.2 s + 1 s) is shorter than the stall: timed from the first send, it would be over
+    // before anything could be acknowledged.
+    let k = Knobs {
+        warmup_s: 0.2,
+        window_s: 1.0,
+        max_records: 2_000_000,
+        delivery_timeout_ms: 120_000,
+        ..knobs(replication)
+    };
+    let admin = default_client_config(&env).unwrap();
+    let cluster = Cluster::new(&admin).unwrap();
+    let brokers = env.kafka.pids();
+    assert!(!brokers.is_empty(), "the test environment names its brokers' pids");
+    for driver in DRIVERS {
+        let Some(producer) = driver.ledger() else { continue };
+        let topic = TopicSpec {
+            name: format!("durability-test-late-{}", driver.name()),
+            partitions: 2,
+            replication,
+            min_insync: k.min_insync(),
+        };
+        cluster.fresh_topic(&topic, Duration::from_secs(120)).unwrap();
+        brokers.iter().for_each(|&pid| signal(pid, Sig::SIGSTOP));
+        let stopped_at = now_us();
+        let first = Arc::new(FirstAck::default());
+        // Scoped: the brokers are resumed whatever the producer does.
+        let (produced, resumed_at) = std::thread::scope(|s| {
+            let resume = s.spawn(|| {
+                std::thread::sleep(STALL);
+                let at = now_us();
+                brokers.iter().for_each(|&pid| signal(pid, Sig::SIGCONT));
+                at
+            });
+            (producer.produce_with_ledger(&env, &k.work(), &topic.name, &first), resume.join().unwrap())
+        });
+        let ledger = produced.unwrap_or_else(|e| panic!("{}: {e:#}", driver.name())).ledger;
+        let first_ack = first_ack_us(&ledger).unwrap();
+        let sent = ledger.entries[0].sent_us;
+        assert!(sent >= stopped_at && first_ack >= resumed_at, "{}: acknowledged while stopped", driver.name());
+        assert_eq!(first.get(), Some(first_ack / 1000), "{}: the fault's clock is the window's", driver.name());
+        let w = Window::of(&ledger, k.warmup_s, k.window_s).unwrap();
+        assert_eq!(w.start_us, first_ack + 200_000, "{}", driver.name());
+        let t = timing(&ledger, w, w.start_us);
+        let acks: Vec<u64> = ledger
+            .entries
+            .iter()
+            .filter_map(|e| if let Ack::Ok { at_us, .. } = e.ack { Some(at_us) } else { None })
+            .collect();
+        assert!(
+            t.acked_in_window > 0,
+            "{}: nothing acknowledged in the window {w:?}: {} sent from {}, {} acknowledged, first {first_ack} last {:?}",
+            driver.name(),
+            ledger.entries.len(),
+            sent,
+            acks.len(),
+            acks.iter().max()
+        );
+        let last_send = ledger.entries.iter().map(|e| e.sent_us).max().unwrap();
+        assert!(last_send >= w.start_us, "{}: the producer's run ended before its window began", driver.name());
+        let _ = crate::kafka::admin::delete_topic(&admin, &topic.name);
+    }
 }

@@ -59,11 +59,12 @@ pub fn seq_of(value: &[u8]) -> Option<u64> {
     value.get(..8).map(|b| u64::from_be_bytes(b.try_into().expect("8 bytes")))
 }
 
-/// When the producer sent its first record (epoch ms); the bench's fault starts its window `warmup` later.
+/// When the producer's first record was acknowledged (epoch ms): its timed run starts then, the bench's window
+/// `warmup_s` later, and the fault at its offset into that window.
 #[derive(Debug, Default)]
-pub struct FirstSend(OnceLock<u64>);
+pub struct FirstAck(OnceLock<u64>);
 
-impl FirstSend {
+impl FirstAck {
     pub fn mark(&self, epoch_ms: u64) {
         let _ = self.0.set(epoch_ms);
     }
@@ -73,8 +74,31 @@ impl FirstSend {
     }
 }
 
-/// What a ledger-keeping producer is asked to do: produce as fast as the client accepts records for
-/// [`LedgerWork::run_time`], at most `max_records`, then flush.
+/// How long a producer's first record may wait for its acknowledgement: the client's start (a JVM, connections, a
+/// SASL handshake, metadata, an idempotent producer id) on a loaded host. Past it the run fails with its own reason.
+pub const FIRST_ACK_WAIT: Duration = Duration::from_secs(60);
+
+/// The first record's answer as the moment the client could send (epoch µs), or why it could not: its error (from
+/// `errors`, the client's errors so far) or no answer within [`FIRST_ACK_WAIT`].
+pub fn first_ack(ack: Ack, errors: &BTreeMap<String, u64>) -> anyhow::Result<u64> {
+    match ack {
+        Ack::Ok { at_us, .. } => Ok(at_us),
+        Ack::Failed { .. } => {
+            let named: Vec<&str> = errors.keys().map(String::as_str).collect();
+            anyhow::bail!("the producer's first record failed before its run began: {}", named.join("; "))
+        }
+        Ack::Unanswered => anyhow::bail!(
+            "the producer's first record was not acknowledged within {} s of its send, so its run never began (the \
+             client could not connect, authenticate, get metadata or a producer id)",
+            FIRST_ACK_WAIT.as_secs()
+        ),
+    }
+}
+
+/// What a ledger-keeping producer is asked to do: send one record and wait for its acknowledgement (at most
+/// [`FIRST_ACK_WAIT`], marking it in [`FirstAck`]), so that a slow start is not part of the run; then produce as
+/// fast as the client accepts records for [`LedgerWork::run_time`] from that acknowledgement, at most
+/// `max_records` in all, then flush.
 #[derive(Debug, Clone)]
 pub struct LedgerWork {
     pub producer: ProducerSettings,
@@ -121,5 +145,16 @@ mod tests {
         assert_eq!((p.len(), seq_of(&p), p[99]), (100, Some(0x0102), b'x'));
         assert_eq!(payload(7, 3).len(), 8, "never shorter than the sequence number");
         assert_eq!(seq_of(b"short"), None);
+    }
+
+    #[test]
+    fn the_first_acknowledgement_starts_the_run_and_anything_else_is_a_reason() {
+        let ok = Ack::Ok { partition: 1, offset: 0, at_us: 7_000 };
+        assert_eq!(first_ack(ok, &BTreeMap::new()).unwrap(), 7_000);
+        let errors = BTreeMap::from([("NotEnoughReplicasException".to_owned(), 1)]);
+        let failed = first_ack(Ack::Failed { at_us: 9 }, &errors).unwrap_err().to_string();
+        assert!(failed.contains("first record failed") && failed.contains("NotEnoughReplicas"), "{failed}");
+        let silent = first_ack(Ack::Unanswered, &BTreeMap::new()).unwrap_err().to_string();
+        assert!(silent.contains("not acknowledged within 60 s"), "{silent}");
     }
 }

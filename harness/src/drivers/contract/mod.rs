@@ -18,7 +18,7 @@ use streamlab_record::applied::Applied;
 use streamlab_record::descriptor::Listener;
 use streamlab_record::{EnvDescriptor, Metric};
 
-pub use self::ledger::{FirstSend, LedgerProduced, LedgerWork};
+pub use self::ledger::{FIRST_ACK_WAIT, FirstAck, LedgerProduced, LedgerWork, first_ack};
 pub use streamlab_record::arms::NotRunnable;
 pub use streamlab_record::tools::{CTool, JavaTools, Tool, Tools};
 
@@ -68,13 +68,14 @@ pub trait LedgerProducer {
         &[]
     }
 
-    /// Produce to `topic` for `work.run_time`, marking the first send in `first`, keeping a ledger.
+    /// Produce to `topic` as [`LedgerWork`] says (the first record alone, its acknowledgement marked in `first`, then
+    /// `work.run_time` from that moment), keeping a ledger.
     fn produce_with_ledger(
         &self,
         env: &EnvDescriptor,
         work: &LedgerWork,
         topic: &str,
-        first: &FirstSend,
+        first: &FirstAck,
     ) -> Result<LedgerProduced>;
 }
 

@@ -8,8 +8,11 @@
 //   <seq> <partition> <offset> <sent_us> <ack_us>          acknowledged
 //   <seq> E <sent_us> <ack_us> <exception class>           failed (the callback's exception)
 //   <seq> U <sent_us>                                      sent, never answered before close
+// The first record is sent alone: the run's <run ms> start at its acknowledgement (when the client can send), which
+// may take at most <first ack ms>; the epoch ms of that acknowledgement goes to <started file>. A first record not
+// acknowledged in time, or failed, ends the program with exit code 3 and a line "first record: <why>", no ledger.
 // Arguments: <producer.properties> <topic> <payload bytes> <run ms> <max records> <ledger file> <started file>
-//            <flush timeout ms>
+//            <flush timeout ms> <first ack ms>
 
 import java.io.BufferedWriter;
 import java.io.FileInputStream;
@@ -39,10 +42,13 @@ public final class LedgerProducer {
         return ANCHOR_MS * 1000L + (System.nanoTime() - ANCHOR_NS) / 1000L;
     }
 
+    /** Exit code of a first record not acknowledged within its wait (see the header). */
+    static final int FIRST_ACK_FAILED = 3;
+
     public static void main(String[] args) throws Exception {
-        if (args.length != 8) {
+        if (args.length != 9) {
             System.err.println("usage: LedgerProducer <producer.properties> <topic> <payload bytes> <run ms> "
-                + "<max records> <ledger file> <started file> <flush timeout ms>");
+                + "<max records> <ledger file> <started file> <flush timeout ms> <first ack ms>");
             System.exit(2);
         }
         Properties props = new Properties();
@@ -56,6 +62,7 @@ public final class LedgerProducer {
         String ledgerFile = args[5];
         String startedFile = args[6];
         long flushTimeoutMs = Long.parseLong(args[7]);
+        long firstAckMs = Long.parseLong(args[8]);
 
         long[] sentUs = new long[maxRecords];
         long[] ackUs = new long[maxRecords];
@@ -71,10 +78,10 @@ public final class LedgerProducer {
         KafkaProducer<byte[], byte[]> producer =
             new KafkaProducer<>(props, new ByteArraySerializer(), new ByteArraySerializer());
         try {
-            long startUs = nowUs();
-            long endUs = startUs + runMs * 1000L;
-            writeAtomically(startedFile, Long.toString(startUs / 1000L));
-            while (sent < maxRecords && nowUs() < endUs) {
+            String notStarted = null;
+            CountDownLatch firstAnswered = new CountDownLatch(1);
+            long endUs = 0;
+            while (sent < maxRecords && (sent == 0 || nowUs() < endUs)) {
                 byte[] value = fill.clone();
                 ByteBuffer.wrap(value).putLong(sent);
                 final int seq = sent;
@@ -88,8 +95,28 @@ public final class LedgerProducer {
                         offset[seq] = metadata.offset();
                     }
                     answered.incrementAndGet();
+                    if (seq == 0) {
+                        firstAnswered.countDown();
+                    }
                 });
                 sent++;
+                if (seq == 0) {
+                    if (!firstAnswered.await(firstAckMs, TimeUnit.MILLISECONDS)) {
+                        notStarted = "not acknowledged within " + firstAckMs + " ms of its send";
+                        break;
+                    }
+                    if (error[0] != null) {
+                        notStarted = "failed: " + error[0];
+                        break;
+                    }
+                    endUs = ackUs[0] + runMs * 1000L;
+                    writeAtomically(startedFile, Long.toString(ackUs[0] / 1000L));
+                }
+            }
+            if (notStarted != null) {
+                System.err.println("first record: " + notStarted);
+                producer.close(Duration.ZERO);
+                System.exit(FIRST_ACK_FAILED);
             }
             // Bounded: flush() has no timeout of its own; a thread waits for it at most flushTimeoutMs.
             CountDownLatch flushed = new CountDownLatch(1);

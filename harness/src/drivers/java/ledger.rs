@@ -16,7 +16,7 @@ use streamlab_record::EnvDescriptor;
 
 use super::Java;
 use crate::drivers::contract::ledger::{Ack, Entry, Ledger};
-use crate::drivers::contract::{FirstSend, LedgerProduced, LedgerProducer, LedgerWork, Tool};
+use crate::drivers::contract::{FIRST_ACK_WAIT, FirstAck, LedgerProduced, LedgerProducer, LedgerWork, Tool};
 use crate::kafka::java_props::Properties;
 use crate::kafka::java_tools::{TOOLS_LOG_CONFIG, config_values};
 
@@ -34,6 +34,9 @@ fn properties(env: &EnvDescriptor, work: &LedgerWork) -> Result<Properties> {
     Ok(p)
 }
 
+/// LedgerProducer.java's exit code when its first record was not acknowledged in time.
+const FIRST_ACK_FAILED: i32 = 3;
+
 /// The JVM's heap: the ledger's arrays, allocated up front at 32 B a record (three longs, an int and a
 /// reference), and 512 MiB beside them for the producer's buffers and the collector.
 fn heap_limit(max_records: u64) -> String {
@@ -50,7 +53,7 @@ impl LedgerProducer for Java {
         env: &EnvDescriptor,
         work: &LedgerWork,
         topic: &str,
-        first: &FirstSend,
+        first: &FirstAck,
     ) -> Result<LedgerProduced> {
         let tools = Tools::load().map_err(anyhow::Error::msg)?;
         let tool = tools.ledger_producer().map_err(anyhow::Error::msg)?;
@@ -73,8 +76,9 @@ impl LedgerProducer for Java {
             .args([topic, &work.producer.payload_bytes.to_string(), &run_ms, &work.max_records.to_string()])
             .arg(&ledger_file)
             .arg(&started_file)
-            .arg(&flush_ms);
-        let deadline = work.run_time + work.flush_timeout() + Duration::from_secs(120);
+            .arg(&flush_ms)
+            .arg(FIRST_ACK_WAIT.as_millis().to_string());
+        let deadline = FIRST_ACK_WAIT + work.run_time + work.flush_timeout() + Duration::from_secs(120);
         let done = std::sync::atomic::AtomicBool::new(false);
         let output = std::thread::scope(|s| {
             s.spawn(|| watch_started(&started_file, first, &done, deadline));
@@ -82,6 +86,14 @@ impl LedgerProducer for Java {
             done.store(true, std::sync::atomic::Ordering::Relaxed);
             out
         })?;
+        if output.status.code() == Some(FIRST_ACK_FAILED) {
+            let why = output.stderr.lines().find_map(|l| l.strip_prefix("first record: ")).unwrap_or("no reason given");
+            bail!(
+                "the producer's first record {why}, so its run never began (connections, SASL, metadata or the \
+                 producer id took too long):\n{}",
+                output.tail(20)
+            );
+        }
         ensure!(
             output.status.success(),
             "the Java ledger producer exited with {}:\n{}",
@@ -120,8 +132,8 @@ impl LedgerProducer for Java {
     }
 }
 
-/// Mark the first send when the driver says it started (epoch ms in a file it writes atomically).
-fn watch_started(path: &Path, first: &FirstSend, done: &std::sync::atomic::AtomicBool, within: Duration) {
+/// Mark the first acknowledgement when the driver says it came (epoch ms in a file it writes atomically).
+fn watch_started(path: &Path, first: &FirstAck, done: &std::sync::atomic::AtomicBool, within: Duration) {
     let started = std::time::Instant::now();
     while !done.load(std::sync::atomic::Ordering::Relaxed) && started.elapsed() < within {
         if let Some(ms) = std::fs::read_to_string(path).ok().and_then(|t| t.trim().parse::<u64>().ok()) {

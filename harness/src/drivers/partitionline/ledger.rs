@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use partitionline::{ProduceRecord, ProducerConfig};
@@ -18,7 +18,7 @@ use streamlab_record::EnvDescriptor;
 use super::Partitionline;
 use super::config::{producer_settings_applied, shared_settings};
 use crate::drivers::contract::ledger::{Ack, Entry, Ledger, payload};
-use crate::drivers::contract::{FirstSend, LedgerProduced, LedgerProducer, LedgerWork};
+use crate::drivers::contract::{FIRST_ACK_WAIT, FirstAck, LedgerProduced, LedgerProducer, LedgerWork, first_ack};
 
 /// Records sent and not yet answered, at most (the crate's buffer_memory, 32 MiB, bounds it too).
 const MAX_OUTSTANDING: usize = 50_000;
@@ -43,7 +43,7 @@ impl LedgerProducer for Partitionline {
         env: &EnvDescriptor,
         work: &LedgerWork,
         topic: &str,
-        first: &FirstSend,
+        first: &FirstAck,
     ) -> Result<LedgerProduced> {
         let cfg = producer_config(env, work)?;
         let settings = producer_settings_applied(&cfg);
@@ -82,14 +82,14 @@ async fn run_producer(
     cfg: ProducerConfig,
     work: &LedgerWork,
     topic: Arc<str>,
-    first: &FirstSend,
+    first: &FirstAck,
 ) -> Result<(Ledger, Vec<String>)> {
     let (producer, setup_note) = new_producer(cfg).await?;
     let mut notes: Vec<String> = setup_note.into_iter().collect();
     let cap = usize::try_from(work.max_records)?;
     let mut entries: Vec<Entry> = Vec::new();
     let mut errors: BTreeMap<String, u64> = BTreeMap::new();
-    let mut record = |entries: &mut Vec<Entry>, (seq, result, at_us): Answer| {
+    let record = |entries: &mut Vec<Entry>, errors: &mut BTreeMap<String, u64>, (seq, result, at_us): Answer| {
         entries[seq].ack = match result {
             Ok((partition, offset)) => Ack::Ok { partition, offset, at_us },
             Err(e) => {
@@ -99,35 +99,41 @@ async fn run_producer(
         };
     };
     let mut running: JoinSet<Answer> = JoinSet::new();
-    let end = Instant::now() + work.run_time;
-    while entries.len() < cap && Instant::now() < end {
-        while running.len() >= MAX_OUTSTANDING {
-            if let Some(Ok(answer)) = running.join_next().await {
-                record(&mut entries, answer);
-            }
-        }
-        while let Some(done) = running.try_join_next() {
-            if let Ok(answer) = done {
-                record(&mut entries, answer);
-            }
-        }
+    let send = |entries: &mut Vec<Entry>, running: &mut JoinSet<Answer>| {
         let seq = entries.len();
         let rec = ProduceRecord::to(topic.clone()).value(payload(seq as u64, work.producer.payload_bytes));
-        let at = now_us();
-        if seq == 0 {
-            first.mark(at / 1000);
-        }
-        entries.push(Entry { sent_us: at, ack: Ack::Unanswered });
+        entries.push(Entry { sent_us: now_us(), ack: Ack::Unanswered });
         let p = producer.clone();
         running.spawn(async move {
             let result = p.send(rec).await.map(|m| (m.partition(), m.offset())).map_err(|e| e.to_string());
             (seq, result, now_us())
         });
+    };
+    // The first record alone: the run starts when the client can send.
+    send(&mut entries, &mut running);
+    if let Ok(Some(Ok(answer))) = tokio::time::timeout(FIRST_ACK_WAIT, running.join_next()).await {
+        record(&mut entries, &mut errors, answer);
+    }
+    let first_ack_us = first_ack(entries[0].ack, &errors)?;
+    first.mark(first_ack_us / 1000);
+    let end_us = first_ack_us + work.run_time.as_micros() as u64;
+    while entries.len() < cap && now_us() < end_us {
+        while running.len() >= MAX_OUTSTANDING {
+            if let Some(Ok(answer)) = running.join_next().await {
+                record(&mut entries, &mut errors, answer);
+            }
+        }
+        while let Some(done) = running.try_join_next() {
+            if let Ok(answer) = done {
+                record(&mut entries, &mut errors, answer);
+            }
+        }
+        send(&mut entries, &mut running);
     }
     let deadline = tokio::time::Instant::now() + work.flush_timeout();
     while !running.is_empty() {
         match tokio::time::timeout_at(deadline, running.join_next()).await {
-            Ok(Some(Ok(answer))) => record(&mut entries, answer),
+            Ok(Some(Ok(answer))) => record(&mut entries, &mut errors, answer),
             Ok(Some(Err(e))) => notes.push(format!("a send task ended without an answer: {e}")),
             Ok(None) => break,
             Err(_) => {

@@ -19,7 +19,7 @@ use streamlab_record::EnvDescriptor;
 
 use super::{Rdkafka, settings_properties};
 use crate::drivers::contract::ledger::{Ack, Entry, Ledger, payload};
-use crate::drivers::contract::{FirstSend, LedgerProduced, LedgerProducer, LedgerWork};
+use crate::drivers::contract::{FIRST_ACK_WAIT, FirstAck, LedgerProduced, LedgerProducer, LedgerWork, first_ack};
 use crate::kafka::config::default_client_config;
 
 /// Delivery reports into the ledger: each record's sequence number is its opaque.
@@ -86,7 +86,7 @@ impl LedgerProducer for Rdkafka {
         env: &EnvDescriptor,
         work: &LedgerWork,
         topic: &str,
-        first: &FirstSend,
+        first: &FirstAck,
     ) -> Result<LedgerProduced> {
         let cfg = config(env, work)?;
         let settings = settings(&cfg)?;
@@ -101,8 +101,8 @@ impl LedgerProducer for Rdkafka {
         let cpu_before = procfs::self_cpu_seconds();
         let mut sent_us: Vec<u64> = Vec::with_capacity(cap.min(1 << 20));
         let mut value = payload(0, work.producer.payload_bytes);
-        let end = Instant::now() + work.run_time;
-        while sent_us.len() < cap && Instant::now() < end {
+        // Queue record `sent_us.len()`; false when librdkafka's queue is full (it waited 10 ms for room).
+        let mut send = |sent_us: &mut Vec<u64>| -> Result<bool> {
             let seq = sent_us.len();
             value[..8].copy_from_slice(&(seq as u64).to_be_bytes());
             let at = now_us();
@@ -110,19 +110,32 @@ impl LedgerProducer for Rdkafka {
             producer.context().acks.lock().expect("acks lock").push(Ack::Unanswered);
             match producer.send(BaseRecord::<(), [u8], usize>::with_opaque_to(topic, seq).payload(&value)) {
                 Ok(()) => {
-                    if seq == 0 {
-                        first.mark(at / 1000);
-                    }
                     sent_us.push(at);
-                    if sent_us.len().is_multiple_of(1000) {
-                        producer.poll(Duration::ZERO);
-                    }
+                    Ok(true)
                 }
                 Err((KafkaError::MessageProduction(RDKafkaErrorCode::QueueFull), _)) => {
                     producer.context().acks.lock().expect("acks lock").pop();
                     producer.poll(Duration::from_millis(10));
+                    Ok(false)
                 }
                 Err((e, _)) => bail!("produce failed after {seq} records: {e}"),
+            }
+        };
+        // The first record alone: the run starts when the client can send.
+        while !send(&mut sent_us)? {}
+        let waiting = Instant::now();
+        while producer.context().answered.load(Ordering::Relaxed) == 0 && waiting.elapsed() < FIRST_ACK_WAIT {
+            producer.poll(Duration::from_millis(10));
+        }
+        let first_ack_us = {
+            let ack = producer.context().acks.lock().expect("acks lock")[0];
+            first_ack(ack, &producer.context().errors.lock().expect("errors lock"))?
+        };
+        first.mark(first_ack_us / 1000);
+        let end_us = first_ack_us + work.run_time.as_micros() as u64;
+        while sent_us.len() < cap && now_us() < end_us {
+            if send(&mut sent_us)? && sent_us.len().is_multiple_of(1000) {
+                producer.poll(Duration::ZERO);
             }
         }
         let sent = sent_us.len() as u64;
