@@ -171,8 +171,9 @@ fn services(env: &EnvDescriptor) -> Vec<Service<'_>> {
     out
 }
 
-/// How long a dead process's threads may take to finish exiting before its status can be read.
-const EXIT_SETTLE: Duration = Duration::from_secs(5);
+/// How long a dead process's threads may take to finish exiting before its status can be read (a JVM with a
+/// large heap on a loaded host can take seconds).
+const EXIT_SETTLE: Duration = Duration::from_secs(15);
 
 /// How a dead service ended (`exited with status N`, `was killed by SIGKILL`), read without reaping it: the
 /// environment's teardown still sees the process.

@@ -328,7 +328,8 @@ mod tests {
     #[ignore = "needs a running environment: cargo xtask test"]
     fn the_raw_arm_delivers_and_verifies_against_the_broker() {
         let knobs = serde_json::json!({
-            "payload_bytes": 256, "partitions": 4, "warmup_s": 0.5, "window_s": 1.5, "linger_ms": 5,
+            // 3 s: the statistics callback (every 1 s) must land in the window on a loaded host too.
+            "payload_bytes": 256, "partitions": 4, "warmup_s": 0.5, "window_s": 3.0, "linger_ms": 5,
             "queue_buffering_max_messages": 100000, "io_threads": 0, "broker_cores": 0,
         });
         let ctx = ArmContext { env: crate::test_env(), knobs: knobs.as_object().unwrap().clone() };
@@ -337,7 +338,7 @@ mod tests {
         let delivered = m.integrity.expected.unwrap();
         assert!(m.metrics["records_per_s"].value > 0.0 && delivered > 0);
         // The window's rate cannot exceed everything delivered over warm-up + window.
-        assert!(m.metrics["records_per_s"].value * 1.5 <= delivered as f64 * 1.01);
+        assert!(m.metrics["records_per_s"].value * 3.0 <= delivered as f64 * 1.01);
         assert!(m.metrics.contains_key("e2e_p99_ms") && m.metrics.contains_key("broker_rtt_p99_ms"));
         assert!(m.verdict.contains_key("downstream"));
         // The broker's count and the delivery reports over the same window agree (they differ by what is in flight).
@@ -348,7 +349,7 @@ mod tests {
         assert!(m.metrics["broker_cpu_s"].value > 0.0 && m.metrics["records_per_cpu_s"].value > 0.0, "{:?}", m.metrics);
         assert_eq!(m.applied["producer.acks"], "-1");
         assert_eq!(m.applied["producer.max.in.flight.requests.per.connection"], "5");
-        assert_eq!(m.applied["workload"], "produce 256 B records to 4 partitions for 1.5 s after 0.5 s warm-up");
+        assert_eq!(m.applied["workload"], "produce 256 B records to 4 partitions for 3 s after 0.5 s warm-up");
     }
 
     #[test]
