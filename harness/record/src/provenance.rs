@@ -184,10 +184,12 @@ impl Host {
     /// weeks). Older provenance, which did not record the model or the kind, keys on what it has.
     pub fn machine_key(&self) -> String {
         let memory = (self.memory_bytes as f64 / (1u64 << 30) as f64).round();
-        if self.runner.as_deref().is_some_and(|r| r.starts_with(HOSTED_RUNNER)) {
+        if self.is_hosted_runner() {
             return format!("GitHub-hosted runner ({} vCPU, {memory} GiB, {}, shared)", self.logical_cores, self.arch);
         }
-        let model = self.cpu_model.as_ref().map_or_else(String::new, |m| format!(" ({m})"));
+        // A brand without its model names a family of machines, not one: such a key says so and never leads a page.
+        let model =
+            self.cpu_model.as_ref().map_or_else(|| " (CPU model not recorded)".to_owned(), |m| format!(" ({m})"));
         let mut key = format!("{}{model}, {} logical cores, {memory} GiB", self.cpu_brand, self.logical_cores);
         if let Some(kind) = &self.virtualization {
             key.push_str(&format!(", {kind}"));
@@ -196,6 +198,18 @@ impl Host {
             key.push_str(", self-hosted CI runner");
         }
         key
+    }
+}
+
+impl Host {
+    /// A shared CI runner: its figures are its own and never lead a page.
+    pub fn is_hosted_runner(&self) -> bool {
+        self.runner.as_deref().is_some_and(|r| r.starts_with(HOSTED_RUNNER))
+    }
+
+    /// Whether [`Host::machine_key`] names one machine: the CPU model is recorded (older provenance did not).
+    pub fn key_is_complete(&self) -> bool {
+        self.cpu_model.is_some() || self.is_hosted_runner()
     }
 }
 

@@ -1,5 +1,5 @@
 //! Judging one claim: the comparable runs it pools, its pooled interval, each of its kinds against it, and
-//! what this host can show (its ceiling, whether both sides saturated its cores).
+//! what this host can show (its ceiling, whether either side saturated its cores).
 
 use super::pairs::{pair_reps, ratios, records_at, values};
 use super::why::{beside_why, interval_text, per_cpu_text, why};

@@ -3,7 +3,6 @@
 //! replaces these. Each machine's verdicts come with the lab's own comparisons beside the claims.
 
 use serde::Serialize;
-use streamlab_record::provenance::HOSTED_RUNNER;
 
 use super::{ClaimVerdict, Kind, verdicts};
 use crate::results::declared::Claim;
@@ -33,22 +32,37 @@ pub struct MachineVerdicts {
     pub totals: String,
 }
 
-/// Every machine's verdicts, the front page's first: the machine with the most runs that is not a shared CI runner
-/// (the lab's own; a newer run on another machine adds its column beside it, never replaces it), then the others by
-/// their runs and their newest, the hosted runners last.
+/// Every machine's verdicts, the front page's first: the machine of the newest run that is not a shared CI runner and
+/// whose key names its CPU model (after `cargo xtask lab run`, the reader's own machine; an older key without the model
+/// leads only where no run has one), then the others by their runs and their newest, keys without a model and the
+/// hosted runners last.
 pub fn by_machine(runs: &[Run], claims: &[Claim]) -> Vec<MachineVerdicts> {
-    // (key, hosted, runs, newest start)
-    let mut keys: Vec<(String, bool, usize, u64)> = Vec::new();
+    struct Machine {
+        key: String,
+        hosted: bool,
+        complete: bool,
+        runs: usize,
+        newest: u64,
+    }
+    let mut machines: Vec<Machine> = Vec::new();
     for run in runs {
-        let key = run.provenance.machine_key();
-        let hosted = run.provenance.host.runner.as_deref().is_some_and(|r| r.starts_with(HOSTED_RUNNER));
-        match keys.iter_mut().find(|(k, ..)| *k == key) {
-            Some(k) => (k.2, k.3) = (k.2 + 1, k.3.max(run.provenance.started_ts_ms)),
-            None => keys.push((key, hosted, 1, run.provenance.started_ts_ms)),
+        let (key, started) = (run.provenance.machine_key(), run.provenance.started_ts_ms);
+        match machines.iter_mut().find(|m| m.key == key) {
+            Some(m) => (m.runs, m.newest) = (m.runs + 1, m.newest.max(started)),
+            None => machines.push(Machine {
+                key,
+                hosted: run.provenance.host.is_hosted_runner(),
+                complete: run.provenance.host.key_is_complete(),
+                runs: 1,
+                newest: started,
+            }),
         }
     }
-    keys.sort_by_key(|(_, hosted, n, newest)| (*hosted, std::cmp::Reverse(*n), std::cmp::Reverse(*newest)));
-    keys.into_iter().map(|(key, hosted, ..)| on_machine(runs, claims, &key, hosted)).collect()
+    let lead = machines.iter().filter(|m| !m.hosted).max_by_key(|m| (m.complete, m.newest)).map(|m| m.key.clone());
+    machines.sort_by_key(|m| {
+        (Some(&m.key) != lead.as_ref(), m.hosted, !m.complete, std::cmp::Reverse(m.runs), std::cmp::Reverse(m.newest))
+    });
+    machines.into_iter().map(|m| on_machine(runs, claims, &m.key, m.hosted)).collect()
 }
 
 /// The verdicts over the runs of the machine `key` alone.
@@ -79,7 +93,7 @@ fn on_machine(runs: &[Run], claims: &[Claim], key: &str, hosted: bool) -> Machin
 /// A machine in a few words: `AMD EPYC (family 25, model 17), 2 cores, VM`, `Intel Xeon Processor, 2 cores`,
 /// `GitHub-hosted runner, 4 vCPU`.
 fn label(h: &streamlab_record::provenance::Host) -> String {
-    if h.runner.as_deref().is_some_and(|r| r.starts_with(HOSTED_RUNNER)) {
+    if h.is_hosted_runner() {
         return format!("GitHub-hosted runner, {} vCPU", h.logical_cores);
     }
     let model = h.cpu_model.as_ref().map_or_else(String::new, |m| format!(" ({m})"));
@@ -133,10 +147,11 @@ mod tests {
         assert!(line.contains("1 reproduce · ") && line.ends_with(" · 1 without a verdict"), "{line}");
     }
 
-    /// Runs of raw and framework at kafka_sink's mode sweep on the machines `cpus` (one run each, oldest first).
-    fn runs_on(cpus: &[(&str, Option<&str>)]) -> (tempfile::TempDir, Vec<Run>) {
+    /// Runs of raw and framework at kafka_sink's mode sweep on the machines `cpus` (brand, model, runner; one run
+    /// each, oldest first).
+    fn runs_on(cpus: &[(&str, Option<&str>, Option<&str>)]) -> (tempfile::TempDir, Vec<Run>) {
         let dir = tempfile::tempdir().unwrap();
-        for (i, (cpu, runner)) in cpus.iter().enumerate() {
+        for (i, (cpu, model, runner)) in cpus.iter().enumerate() {
             let id = format!("r{}", i + 1);
             let records: Vec<_> = (1..=3)
                 .flat_map(|rep| {
@@ -150,6 +165,7 @@ mod tests {
             let path = dir.path().join(&id).join("provenance.json");
             let mut p: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
             p["host"]["cpu_brand"] = serde_json::json!(cpu);
+            p["host"]["cpu_model"] = serde_json::json!(model);
             p["host"]["kernel"] = serde_json::json!(format!("6.1.{i}"));
             if let Some(runner) = runner {
                 p["host"]["runner"] = serde_json::json!(runner);
@@ -167,15 +183,23 @@ mod tests {
             "GitHub Actions github-hosted runner (ubuntu24 20261123.1, X64)",
             "GitHub Actions github-hosted runner (ubuntu24 20261130.2, X64)",
         );
-        let (_dir, runs) =
-            runs_on(&[("Xeon", None), ("EPYC", None), ("EPYC", None), ("Xeon", Some(week1)), ("Xeon", Some(week2))]);
+        let (_dir, runs) = runs_on(&[
+            ("Xeon", None, None),
+            ("EPYC", None, None),
+            ("EPYC", None, None),
+            ("Xeon", None, Some(week1)),
+            ("Xeon", None, Some(week2)),
+        ]);
         let machines = by_machine(&runs, &builtin().unwrap());
         let found: Vec<(&str, usize, bool)> = machines.iter().map(|m| (m.machine.as_str(), m.runs, m.hosted)).collect();
         // Two kernels of the EPYC pool, the machine with the most runs first; the hosted runner's two runs (two
         // image versions) pool too, and come last although they are the newest.
         assert_eq!(found.len(), 3, "{found:?}");
-        assert!(found[0].0.starts_with("EPYC, ") && found[0].1 == 2 && !found[0].2, "{found:?}");
-        assert!(found[1].0.starts_with("Xeon, ") && found[1].1 == 1, "{found:?}");
+        assert!(
+            found[0].0.starts_with("EPYC (CPU model not recorded), ") && found[0].1 == 2 && !found[0].2,
+            "{found:?}"
+        );
+        assert!(found[1].0.starts_with("Xeon (CPU model not recorded), ") && found[1].1 == 1, "{found:?}");
         assert!(found[2].0.starts_with("GitHub-hosted runner (") && found[2].1 == 2 && found[2].2, "{found:?}");
         let framework = |m: &MachineVerdicts| {
             m.claims.iter().find(|c| c.id == "000-framework-over-raw").map(|c| c.runs.clone()).unwrap()
@@ -187,5 +211,28 @@ mod tests {
         assert!(machines[0].beside.iter().any(|c| c.id == "003-plain-produce"));
         assert!(machines[0].totals.starts_with(&format!("{} claims: ", machines[0].claims.len())));
         assert!(machines[0].slug.chars().all(|c| c.is_ascii_alphanumeric() || c == '-'), "{}", machines[0].slug);
+    }
+
+    #[test]
+    fn the_newest_run_that_names_its_cpu_model_leads_and_a_key_without_one_never_does() {
+        let (old, new) = (Some("family 25, model 17"), Some("family 25, model 1"));
+        let (_dir, runs) = runs_on(&[
+            ("EPYC", None, None),
+            ("EPYC", None, None),
+            ("EPYC", old, None),
+            ("EPYC", new, None),
+            ("EPYC", None, None),
+            ("Xeon", None, Some("GitHub Actions github-hosted runner (ubuntu24 20261130.2, X64)")),
+        ]);
+        let machines = by_machine(&runs, &builtin().unwrap());
+        let order: Vec<(&str, usize)> = machines.iter().map(|m| (m.machine.as_str(), m.runs)).collect();
+        // The reader's run (model 1, one run) leads though the unrecorded key has three runs and the newest of all.
+        assert!(order[0].0.starts_with("EPYC (family 25, model 1), ") && order[0].1 == 1, "{order:?}");
+        assert!(order[1].0.starts_with("EPYC (family 25, model 17), "), "{order:?}");
+        assert!(order[2].0.starts_with("EPYC (CPU model not recorded), ") && order[2].1 == 3, "{order:?}");
+        assert!(order[3].0.starts_with("GitHub-hosted runner"), "{order:?}");
+        // Where no run names its model, the newest that is not a hosted runner leads.
+        let (_dir, unrecorded) = runs_on(&[("Xeon", None, None), ("Xeon", None, None), ("EPYC", None, None)]);
+        assert!(by_machine(&unrecorded, &builtin().unwrap())[0].machine.starts_with("EPYC (CPU model not recorded)"));
     }
 }

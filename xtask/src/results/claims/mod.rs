@@ -130,11 +130,11 @@ pub struct ClaimVerdict {
     pub spread: Option<SpreadUsed>,
     /// How many runs like these would decide a size claim this host cannot tell yet.
     pub runs_to_decide: Option<usize>,
-    /// What this host can show: its ceiling for the ratio, or that both sides saturated its cores.
+    /// What this host can show: its ceiling for the ratio, or that a side saturated its cores.
     pub host_note: Option<String>,
     /// The published figure needs more than this host's ceiling: no rep or run here can tell its size.
     pub above_ceiling: bool,
-    /// What keeps this host from showing the claim at all (both sides CPU-bound, fewer cores than the seed's
+    /// What keeps this host from showing the claim at all (either side CPU-bound, fewer cores than the seed's
     /// point needs): the verdict is then "cannot tell here" whatever the figures, and the budget spends nothing on it.
     pub host_limit: Option<String>,
     /// One paragraph: why this verdict.
