@@ -109,14 +109,16 @@ impl Outcome {
     }
 }
 
-/// A point's configuration as its first rep ran it: `knob k`, `applied k` and `placement` -> value. Two runs of a
-/// point are comparable only with the same configuration.
+/// A point's configuration as its first rep ran it: `knob k`, `applied k`, `version k` (the crates, tools, builds and
+/// server it ran: a new build of a client is a new configuration), `placement` and `environment` -> value. Two runs
+/// of a point are comparable, and pool, only with the same configuration.
 pub fn config_of(r: &Record) -> BTreeMap<String, String> {
     let knobs = r.variant.knobs.iter().map(|(k, v)| (format!("knob {k}"), v.to_string()));
     let applied = r.measurement.applied.iter().map(|(k, v)| (format!("applied {k}"), v.clone()));
+    let versions = r.measurement.versions.iter().map(|(k, v)| (format!("version {k}"), v.clone()));
     let placement = r.conditions.as_ref().and_then(|c| c.placement.clone()).map(|p| ("placement".to_owned(), p));
     let environment = r.run.environment_shape().map(|e| ("environment".to_owned(), e));
-    knobs.chain(applied).chain(placement).chain(environment).collect()
+    knobs.chain(applied).chain(versions).chain(placement).chain(environment).collect()
 }
 
 /// The records that enter a point's statistics (not set apart) and carry a finite `metric`, by rep: what a

@@ -103,6 +103,19 @@ fn runs_of_another_configuration_are_not_pooled() {
 }
 
 #[test]
+fn runs_of_another_build_of_a_client_are_not_pooled() {
+    // The same knobs and settings, but r3's framework ran a binary built with thin LTO: one build a pool.
+    let (_dir, runs) = history(&[TIGHT, TIGHT, TIGHT], |r| {
+        let build = if r.run.id == "r3" { "cargo build --profile seed-003" } else { "cargo build --release" };
+        if r.arm == "framework" {
+            r.measurement.versions.insert("build:framework".into(), build.into());
+        }
+    });
+    let v = &verdicts(&runs, &[claim(0.49)])[0];
+    assert_eq!(v.runs, ["r3"], "{}", v.why);
+}
+
+#[test]
 fn a_direction_claim_holds_on_the_pairs_and_a_sentence_of_two_claims_judges_both() {
     let high: &[f64] = &[2.6, 2.5, 2.7, 2.6, 2.55, 2.65];
     let (_dir, runs) = history(&[high, high, high], |_| {});
