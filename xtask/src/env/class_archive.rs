@@ -7,7 +7,7 @@
 //! restart times durability measures stay a stock broker's. The archive is dumped once per Kafka version and
 //! java by a broker of its own (started, probed on every listener, stopped: the JVM writes it at exit), and an
 //! environment never fails for it: without one its brokers start as before (a dump that failed leaves
-//! `<archive>.failed` saying why, and is not tried again while it is there).
+//! `<archive>.failed` saying why, and is not tried again while it is there; one cut short by Ctrl-C leaves nothing).
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -36,6 +36,11 @@ pub fn for_brokers(host: &dyn ServiceHost, start: &KafkaStart) -> Option<PathBuf
     tracing::info!("a class-data sharing archive of Kafka {}'s broker, once: {}", start.pin.version, path.display());
     match dump(host, start, &path) {
         Ok(()) => Some(path),
+        // Ctrl-C during the dump says nothing of this JVM: the next environment tries again.
+        Err(e) if crate::interrupt::requested() => {
+            tracing::warn!("the brokers start without a class-data sharing archive this time: {e:#}");
+            None
+        }
         Err(e) => {
             tracing::warn!("the brokers start without a class-data sharing archive ({}): {e:#}", failed.display());
             let _ = std::fs::write(&failed, format!("{e:#}\n"));
