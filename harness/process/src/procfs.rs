@@ -88,6 +88,14 @@ pub fn host_busy_seconds() -> Option<f64> {
     Some(parse_busy_ticks(text.lines().next()?)? as f64 / ticks_per_s())
 }
 
+/// The CPUs /proc/stat counts (its `cpuN` lines): the host's own, whatever this process's affinity allows it.
+pub fn host_cpus() -> Option<usize> {
+    let text = std::fs::read_to_string("/proc/stat").ok()?;
+    let n =
+        text.lines().filter(|l| l.starts_with("cpu") && l.as_bytes().get(3).is_some_and(u8::is_ascii_digit)).count();
+    (n > 0).then_some(n)
+}
+
 /// The 1-minute load average.
 pub fn loadavg_1m() -> Option<f64> {
     std::fs::read_to_string("/proc/loadavg").ok()?.split_whitespace().next()?.parse().ok()
@@ -369,6 +377,8 @@ mod tests {
         assert!(pid_cpu_seconds(me).is_some_and(|s| s >= 0.0));
         assert!(self_cpu_seconds() >= 0.0);
         assert!(host_busy_seconds().is_some_and(|s| s > 0.0));
+        let cpus = host_cpus().unwrap();
+        assert!(cpus >= std::thread::available_parallelism().map_or(1, usize::from), "{cpus}");
         assert!(!is_alive(u32::MAX / 2), "no such pid");
         assert!(!allowed_cpus().is_empty());
         assert_eq!(affinity_of(me).unwrap(), allowed_cpus());

@@ -16,4 +16,6 @@ pub mod tools;
 
 pub use descriptor::EnvDescriptor;
 pub use integrity::{Integrity, IntegrityStatus};
-pub use record::{Conditions, Measurement, Metric, Record, RunInfo, SCHEMA, SCHEMA_V1, Status, Variant};
+pub use record::{
+    CPU_BOUND_SHARE, Conditions, HOST_CORES, Measurement, Metric, Record, RunInfo, SCHEMA, SCHEMA_V1, Status, Variant,
+};

@@ -161,6 +161,14 @@ pub enum Status {
     NotRun,
 }
 
+/// The metric of the whole host's busy cores over the span a record measured (its client, its brokers and whatever
+/// else ran), read from /proc/stat over that span: what decides whether a side was CPU-bound here.
+pub const HOST_CORES: &str = "host_cores_busy";
+
+/// The share of the host's cores a side may keep busy ([`HOST_CORES`]) and still be measured for what it does, not
+/// for the CPU it gets: at nine tenths or more it is CPU-bound here, and no verdict stands on it.
+pub const CPU_BOUND_SHARE: f64 = 0.9;
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Metric {

@@ -43,7 +43,8 @@ spread: the run-to-run part is the claim's own spread across its runs, shrunk to
 degrees of freedom), so a claim with one run carries the prior alone. Interval inside the band: reproduces. Wholly \
 outside: does not reproduce. Otherwise: cannot tell here, with what would decide it. A direction claim holds when the \
 interval lies above 1 and a sign test on the pairs agrees (p < 0.05); a parity claim is a band around 1; a shape claim \
-holds when no step of the sweep falls below 1 − tol. Where this machine cannot show the claim (either side CPU-bound, a \
+holds when no step of the sweep falls below 1 − tol. Where this machine cannot show the claim (either side CPU-bound: the host's cores nine tenths busy or more over \
+its measured spans, the median over the pooled runs; a \
 ceiling below the published figure, fewer cores than the seed's point needs), the verdict is cannot tell here, never \
 does not reproduce. The rule's error rates are proven by a simulation of the regime the verdicts are made in (1 to 24 \
 runs of 2 to 6 pairs, rep-to-rep log-SD up to 0.5, run-to-run up to 0.4, the budget's two looks): a claim outside its \

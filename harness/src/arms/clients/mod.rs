@@ -34,12 +34,13 @@ use crate::kafka::config::default_client_config;
 
 pub const BENCH: &str = "clients";
 
-/// What the broker side says of a run: the topic's high-watermark sum after it, and the brokers' CPU seconds over
-/// the driver's call (`None` where they cannot be read).
+/// What the broker side says of a run: the topic's high-watermark sum after it, the brokers' CPU seconds over the
+/// driver's call (`None` where they cannot be read), and the whole host's CPU over the same call.
 #[derive(Debug, Clone, Copy)]
 pub struct Broker {
     pub high_watermark: u64,
     pub cpu_s: Option<f64>,
+    pub host: Option<crate::cpu::HostReading>,
 }
 
 fn metric(value: f64, unit: &str, higher_is_better: bool) -> Metric {
@@ -55,7 +56,7 @@ fn insert_record_bytes(metrics: &mut BTreeMap<String, Metric>, value_bytes: f64)
 
 /// The produce record: rates from acknowledged records, integrity from the broker's high watermarks.
 pub fn produce_measurement(knobs: &ClientKnobs, ran: Ran<Produced>, broker: Broker) -> Measurement {
-    let Broker { high_watermark, cpu_s: broker_cpu_s } = broker;
+    let Broker { high_watermark, cpu_s: broker_cpu_s, host } = broker;
     let Ran { measured: p, mut info } = ran;
     let secs = p.elapsed.as_secs_f64();
     let mut metrics = BTreeMap::from([
@@ -69,7 +70,7 @@ pub fn produce_measurement(knobs: &ClientKnobs, ran: Ran<Produced>, broker: Brok
         metrics.insert("mb_per_s".into(), metric(mb / secs, "MB/s", true));
         insert_record_bytes(&mut metrics, knobs.payload_bytes as f64);
     }
-    crate::cpu::add_cpu(&mut metrics, p.acked, p.client_cpu_s, broker_cpu_s);
+    crate::cpu::add_cpu(&mut metrics, p.acked, p.client_cpu_s, broker_cpu_s, host);
     match p.queue_full {
         QueueFullSeen::NotCounted => {}
         QueueFullSeen::Refusals(n) => {
@@ -122,7 +123,7 @@ pub fn produce_integrity(count: u64, p: &Produced, high_watermark: u64) -> Integ
 
 /// The fetch record: consumed must equal the high-watermark sum.
 pub fn fetch_measurement(ran: Ran<Fetched>, broker: Broker) -> Measurement {
-    let Broker { high_watermark, cpu_s: broker_cpu_s } = broker;
+    let Broker { high_watermark, cpu_s: broker_cpu_s, host } = broker;
     let Ran { measured: f, info } = ran;
     let secs = f.elapsed.as_secs_f64();
     let mut metrics = BTreeMap::from([
@@ -135,7 +136,7 @@ pub fn fetch_measurement(ran: Ran<Fetched>, broker: Broker) -> Measurement {
         metrics.insert("mb_per_s".into(), metric(f.bytes as f64 / 1e6 / secs, "MB/s", true));
         insert_record_bytes(&mut metrics, f.bytes as f64 / f.consumed as f64);
     }
-    crate::cpu::add_cpu(&mut metrics, f.consumed, f.client_cpu_s, broker_cpu_s);
+    crate::cpu::add_cpu(&mut metrics, f.consumed, f.client_cpu_s, broker_cpu_s, host);
     add_percentiles(&mut metrics, "fetch_rpc", &f.fetch_request_us);
     let ok = f.consumed == high_watermark && high_watermark > 0;
     let integrity = Integrity {
@@ -153,12 +154,16 @@ pub fn fetch_measurement(ran: Ran<Fetched>, broker: Broker) -> Measurement {
 
 /// The latency record: nearest-rank p50/p99/p99.9/max of the measured samples (the warm-up is not in them);
 /// integrity: every sample was acknowledged and the partition holds warm-up + samples.
-pub fn latency_measurement(knobs: &ClientKnobs, ran: Ran<Vec<f64>>, high_watermark: u64) -> Measurement {
+pub fn latency_measurement(knobs: &ClientKnobs, ran: Ran<Vec<f64>>, broker: Broker) -> Measurement {
     let Ran { measured: samples_us, info } = ran;
+    let Broker { high_watermark, host, .. } = broker;
     let mut metrics = BTreeMap::from([
         ("samples".into(), metric(samples_us.len() as f64, "round trips", true)),
         ("high_watermark".into(), metric(high_watermark as f64, "records", true)),
     ]);
+    if let Some(h) = &host {
+        crate::cpu::add_host_cores(&mut metrics, h);
+    }
     add_percentiles(&mut metrics, "produce_ack", &samples_us);
     insert_record_bytes(&mut metrics, knobs.payload_bytes as f64);
     let expected = knobs.latency_warmup + knobs.latency_samples;
@@ -262,7 +267,7 @@ mod tests {
     use crate::drivers::contract::tests::knobs;
 
     fn broker(high_watermark: u64) -> Broker {
-        Broker { high_watermark, cpu_s: Some(1.5) }
+        Broker { high_watermark, cpu_s: Some(1.5), host: None }
     }
 
     fn ran<T>(measured: T) -> Ran<T> {
@@ -333,7 +338,7 @@ mod tests {
             client_cpu_s: 0.1,
             fetch_request_us: vec![],
         };
-        let ok = fetch_measurement(ran(fetched(1000)), Broker { high_watermark: 1000, cpu_s: Some(0.3) });
+        let ok = fetch_measurement(ran(fetched(1000)), Broker { high_watermark: 1000, cpu_s: Some(0.3), host: None });
         assert_eq!(ok.integrity.status, streamlab_record::IntegrityStatus::Verified);
         assert_eq!(ok.metrics["records_per_s"].value, 2000.0);
         // The broker's share beside the client's: 0.4 CPU s for 1000 records.
@@ -354,7 +359,7 @@ mod tests {
                 client_cpu_s: 0.0,
                 fetch_request_us: vec![],
             }),
-            Broker { high_watermark: 0, cpu_s: None },
+            Broker { high_watermark: 0, cpu_s: None, host: None },
         );
         assert!(!m.metrics.contains_key("records_per_s"));
         assert_eq!(m.integrity.status, streamlab_record::IntegrityStatus::Failed);
@@ -371,13 +376,18 @@ mod tests {
         });
         let knobs: ClientKnobs = serde_json::from_value(knobs_json).unwrap();
         let samples: Vec<f64> = (1..=100).map(f64::from).collect();
-        let m = latency_measurement(&knobs, ran(samples.clone()), 110);
+        let m =
+            latency_measurement(&knobs, ran(samples.clone()), Broker { high_watermark: 110, cpu_s: None, host: None });
         assert_eq!(m.metrics["produce_ack_p50_us"].value, 50.0);
         assert_eq!(m.metrics["produce_ack_p99_us"].value, 99.0);
         assert_eq!(m.metrics["produce_ack_max_us"].value, 100.0);
         assert_eq!(m.metrics["bytes_per_record"].value, 100.0, "the record's weight, for the parity check");
         assert_eq!(m.integrity.status, streamlab_record::IntegrityStatus::Verified);
-        let short = latency_measurement(&knobs, ran(samples[..99].to_vec()), 109);
+        let short = latency_measurement(
+            &knobs,
+            ran(samples[..99].to_vec()),
+            Broker { high_watermark: 109, cpu_s: None, host: None },
+        );
         assert_eq!(short.integrity.status, streamlab_record::IntegrityStatus::Failed);
     }
 }

@@ -10,7 +10,7 @@ use super::{
     read_knobs, topic_high_watermark,
 };
 use crate::arms::ArmContext;
-use crate::cpu::BrokersCpu;
+use crate::cpu::{BrokersCpu, HostSpan};
 use crate::drivers::contract::{KafkaDriver, NotRunnable, Workload};
 
 /// A clients arm: `driver` on a fresh topic of the knobs' workload.
@@ -24,24 +24,30 @@ pub fn run(ctx: &ArmContext, driver: &dyn KafkaDriver) -> Result<Measurement> {
     let topic = fresh_run_topic(env, &knobs, driver.name())?;
     let measurement = match knobs.workload {
         Workload::Produce => {
-            let brokers = BrokersCpu::start(env);
+            let (brokers, host) = (BrokersCpu::start(env), HostSpan::start());
             driver.produce(env, &knobs, &topic).and_then(|ran| {
-                let cpu_s = brokers.spent();
+                let (cpu_s, host) = (brokers.spent(), Some(host.finish()));
                 Ok(produce_measurement(
                     &knobs,
                     ran,
-                    Broker { high_watermark: topic_high_watermark(env, &topic)?, cpu_s },
+                    Broker { high_watermark: topic_high_watermark(env, &topic)?, cpu_s, host },
                 ))
             })
         }
         Workload::Fetch => preload(env, &topic, &knobs).and_then(|records| {
-            let brokers = BrokersCpu::start(env);
+            let (brokers, host) = (BrokersCpu::start(env), HostSpan::start());
             let ran = driver.fetch(env, &knobs, &topic, records)?;
-            Ok(fetch_measurement(ran, Broker { high_watermark: records, cpu_s: brokers.spent() }))
+            let host = Some(host.finish());
+            Ok(fetch_measurement(ran, Broker { high_watermark: records, cpu_s: brokers.spent(), host }))
         }),
-        Workload::Latency => driver
-            .latency(env, &knobs, &topic)
-            .and_then(|ran| Ok(latency_measurement(&knobs, ran, topic_high_watermark(env, &topic)?))),
+        Workload::Latency => {
+            let host = HostSpan::start();
+            driver.latency(env, &knobs, &topic).and_then(|ran| {
+                let host = Some(host.finish());
+                let high_watermark = topic_high_watermark(env, &topic)?;
+                Ok(latency_measurement(&knobs, ran, Broker { high_watermark, cpu_s: None, host }))
+            })
+        }
     };
     let _ = crate::kafka::admin::delete_topic(&admin_config(env)?, &topic);
     measurement

@@ -33,6 +33,8 @@ pub struct Inputs<'a> {
     pub healed: bool,
     /// CPU seconds per broker node over the run.
     pub brokers_cpu: BTreeMap<u32, Option<f64>>,
+    /// The whole host's CPU over the producer's run (the span the client's and brokers' CPU are read over).
+    pub host: crate::cpu::HostReading,
 }
 
 fn count(value: u64) -> Metric {
@@ -78,6 +80,7 @@ pub fn measurement(i: Inputs) -> Result<Measurement> {
     m.insert("max_ack_gap_ms".into(), Metric::new(t.max_gap.ms, "ms", false));
     m.insert("max_ack_gap_p0_ms".into(), Metric::new(t.max_gap_p0.ms, "ms", false));
     add_cpu_per_m_acked(&mut m, c.acked, i.produced.client_cpu_s, &i.brokers_cpu);
+    add_cores(&mut m, &i.host, i.produced.client_cpu_s, &i.brokers_cpu);
     let mut details = BTreeMap::from([
         ("command".to_owned(), i.produced.command.clone()),
         ("connections".to_owned(), i.produced.connections.clone()),
@@ -168,6 +171,23 @@ fn add_cpu_per_m_acked(
     }
     for (node, cpu) in brokers {
         m.insert(format!("broker_{node}_cpu_s_per_m_records"), per_m(cpu));
+    }
+}
+
+/// The host's busy cores over the producer's run, and the client's and all brokers' (where each broker was read)
+/// over the same span.
+fn add_cores(
+    m: &mut BTreeMap<String, Metric>,
+    host: &crate::cpu::HostReading,
+    client_cpu_s: f64,
+    brokers_cpu: &BTreeMap<u32, Option<f64>>,
+) {
+    crate::cpu::add_host_cores(m, host);
+    let brokers: Option<f64> = brokers_cpu.values().copied().sum();
+    for (side, cpu) in [("client", Some(client_cpu_s)), ("broker", brokers.filter(|_| !brokers_cpu.is_empty()))] {
+        if let Some(cores) = cpu.and_then(|s| host.cores_of(s)) {
+            m.insert(format!("{side}_cores"), Metric::new(cores, "cores over the measured span", false));
+        }
     }
 }
 

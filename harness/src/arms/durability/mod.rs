@@ -159,9 +159,9 @@ pub fn run(ctx: &ArmContext, arm: &str, producer: &dyn LedgerProducer) -> Result
         .plan()
         .map(|plan| fault::spawn(plan, admin.clone(), topic.name.clone(), knobs.warmup_s, first.clone(), done.clone()))
         .transpose()?;
-    let cpu = cpu::Brokers::start(&ctx.env);
+    let (cpu, host) = (cpu::Brokers::start(&ctx.env), crate::cpu::HostSpan::start());
     let produced = producer.produce_with_ledger(&ctx.env, &knobs.work(), &topic.name, &first);
-    let brokers_cpu = cpu.finish();
+    let (brokers_cpu, host) = (cpu.finish(), host.finish());
     // A healed cluster before reading back and before the next task (partitions behind after the fault).
     let healed = cluster.wait_isr_full(&topic.name, fault::ISR_WATCH)?;
     done.store(true, Ordering::Relaxed);
@@ -187,6 +187,7 @@ pub fn run(ctx: &ArmContext, arm: &str, producer: &dyn LedgerProducer) -> Result
         happened: happened.as_ref(),
         healed: healed.is_some(),
         brokers_cpu,
+        host,
     })
 }
 

@@ -158,7 +158,7 @@ pub fn run(ctx: &ArmContext) -> Result<Measurement> {
     metrics.insert("acks_in_window".into(), Metric::new(acks as f64, "delivery reports", true));
     metrics.insert("acked_records_per_s".into(), Metric::new(acks as f64 / window_s, "records/s", true));
     metrics.insert("delivered_total".into(), Metric::new(delivered as f64, "records", true));
-    crate::cpu::add_cpu(&mut metrics, window.records(), cpu_s, brokers_cpu_s);
+    crate::cpu::add_cpu(&mut metrics, window.records(), cpu_s, brokers_cpu_s, Some(edges.host));
     context.add_latency_and_gauges(&mut metrics);
     let mut note = format!(
         "{}; window {window_s:.2} s after {:.1} s warm-up, which started at the first delivery report \
@@ -235,6 +235,8 @@ struct Edge {
 struct Edges {
     open: Edge,
     close: Edge,
+    /// The whole host's CPU from the open edge to the close.
+    host: crate::cpu::HostReading,
     /// From the first produce to the first delivery report.
     first_ack_s: f64,
 }
@@ -278,11 +280,13 @@ fn watch_window(
             })
         };
         let open = edge()?;
+        let host = crate::cpu::HostSpan::start();
         sleep_until(open.hw.at() + Duration::from_secs_f64(knobs.window_s), done)?;
+        let host = host.finish();
         let close = edge()?;
         context.stats.close();
         context.latency.close();
-        Ok(Edges { open, close, first_ack_s: first_ack.duration_since(produce_start).as_secs_f64() })
+        Ok(Edges { open, close, host, first_ack_s: first_ack.duration_since(produce_start).as_secs_f64() })
     })();
     done.store(true, Ordering::Release);
     edges

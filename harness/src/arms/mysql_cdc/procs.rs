@@ -7,6 +7,10 @@ use streamlab_process::procfs::pid_cpu_seconds;
 
 use streamlab_process::procfs::self_cpu_seconds;
 
+/// The reading's entries that are not a process's CPU: the host's busy seconds and the clock's seconds.
+pub const HOST: &str = "host";
+pub const WALL: &str = "wall";
+
 /// The processes whose CPU a record reports, by role (`harness`, `arm`, `server`, `broker`).
 #[derive(Debug, Clone, Default)]
 pub struct CpuRoles {
@@ -33,8 +37,14 @@ impl CpuRoles {
         self
     }
 
+    /// Every role's CPU seconds, and beside them the whole host's busy seconds ([`HOST`]) and the clock ([`WALL`]),
+    /// so that a span between two readings says how many of the host's cores were busy over it.
     pub fn read(&self) -> CpuReading {
-        let mut r = BTreeMap::from([("harness", Some(self_cpu_seconds()))]);
+        let mut r = BTreeMap::from([
+            ("harness", Some(self_cpu_seconds())),
+            (HOST, streamlab_process::procfs::host_busy_seconds()),
+            (WALL, Some(streamlab_process::clock::now_ms_f64() / 1e3)),
+        ]);
         for (role, pids) in &self.pids {
             let sum: Option<f64> = if pids.is_empty() { None } else { pids.iter().map(|&p| pid_cpu_seconds(p)).sum() };
             r.insert(role, sum);

@@ -378,7 +378,15 @@ fn measurement(
 /// CPU seconds per role (arm, server, broker, ...), their total over the roles that did the work, and per million
 /// rows.
 fn add_role_cpu(metrics: &mut BTreeMap<String, Metric>, rows: u64, cpu: &BTreeMap<&'static str, f64>) {
-    for (role, secs) in cpu {
+    if let Some(&wall_s) = cpu.get(super::procs::WALL) {
+        let host = crate::cpu::HostReading {
+            wall_s,
+            busy_s: cpu.get(super::procs::HOST).copied(),
+            cpus: streamlab_process::procfs::host_cpus(),
+        };
+        crate::cpu::add_host_cores(metrics, &host);
+    }
+    for (role, secs) in cpu.iter().filter(|(role, _)| ![super::procs::HOST, super::procs::WALL].contains(role)) {
         metrics.insert(format!("{role}_cpu_s"), Metric::new(*secs, "CPU s", false));
     }
     let total: f64 = ["arm", "server", "broker"].iter().filter_map(|r| cpu.get(r)).sum();

@@ -63,17 +63,22 @@ pub(super) fn judge(c: &Claim, runs: &[Run], v: &mut ClaimVerdict) -> (Kind, Str
     let per_run = ratios_per_run(c, &pool, (num, den), &contract);
     // What keeps this host from showing the claim at all, known from one rep: then nothing it measures refutes
     // the seed, and no rep pair is spent on it.
+    let host_cpu = if c.beside { HostCpu::Free } else { host_cpu(c, &pool, (num, den), anchor) };
     let limit = (!c.beside)
-        .then(|| too_few_cores(c, anchor).or_else(|| cpu_bound(c, &num_records, &den_records, anchor)))
+        .then(|| {
+            too_few_cores(c, anchor).or_else(|| if let HostCpu::Bound(l) = &host_cpu { Some(l.clone()) } else { None })
+        })
         .flatten();
+    // Unread is not a limit (a run of this lab reads it, so the budget measures the claim), but nothing stands on it.
+    let unread = if let HostCpu::Unread(why) = &host_cpu { Some(why.clone()) } else { None };
     v.host_limit = limit.as_ref().map(|l| l.short.clone());
     let Some(p) = equivalence::pooled(&per_run.iter().map(|(_, r)| r.clone()).collect::<Vec<_>>()) else {
         let mut why = format!(
             "No interval of the ratio yet: no run of the {} pooled has two rep pairs, or the pairs have no spread at all.",
             per_run.len()
         );
-        if let Some(l) = &limit {
-            why.push_str(&format!(" {}.", l.long));
+        for long in limit.iter().map(|l| &l.long).chain(&unread) {
+            why.push_str(&format!(" {long}."));
         }
         return (Kind::CannotTell, why);
     };
@@ -84,20 +89,24 @@ pub(super) fn judge(c: &Claim, runs: &[Run], v: &mut ClaimVerdict) -> (Kind, Str
         return (Kind::NoVerdict, beside_why(v, &p, anchor, (&num_records, &den_records), (num, den)));
     }
     let ceiling = c.ceiling.as_ref().and_then(|ceil| ceiling_here(ceil, c, anchor, &den_records));
-    let notes: Vec<String> =
-        ceiling.iter().map(|(_, text)| text.clone()).chain(limit.iter().map(|l| l.long.clone())).collect();
+    let notes: Vec<String> = ceiling
+        .iter()
+        .map(|(_, text)| text.clone())
+        .chain(limit.iter().map(|l| l.long.clone()))
+        .chain(unread.clone())
+        .collect();
     v.host_note = (!notes.is_empty()).then(|| notes.join(". "));
     v.above_ceiling = ceiling.is_some();
     let parts: Vec<Part> =
         c.kind.iter().map(|kind| part(c, *kind, &p, &pool, ceiling.as_ref().map(|(x, _)| *x))).collect();
-    let overall = if limit.is_some() { Kind::CannotTell } else { overall(&parts) };
+    let overall = if limit.is_some() || unread.is_some() { Kind::CannotTell } else { overall(&parts) };
     v.parts_text = parts.iter().map(|p| p.text.clone()).collect::<Vec<_>>().join("; ");
     if c.kind == [ClaimKind::Direction] {
         // A direction's figure is shown but not judged: say so where the verdict is read.
         v.parts_text.push_str("; size not claimed");
     }
     v.parts = parts;
-    if c.kind.contains(&ClaimKind::Size) && overall != Kind::Reproduces && limit.is_none() {
+    if c.kind.contains(&ClaimKind::Size) && overall != Kind::Reproduces && limit.is_none() && unread.is_none() {
         v.runs_to_decide = equivalence::runs_to_decide(&p, equivalence::band(c.published, c.tolerance));
     }
     (overall, why(c, v, &p, anchor, &num_records, &den_records, num, den))
@@ -246,6 +255,7 @@ pub(super) fn ceiling_here(ceil: &Ceiling, c: &Claim, run: &Run, den_records: &[
 }
 
 /// What keeps this host from showing a claim: the verdict table's few words, and the sentence for its paragraph.
+#[derive(Clone)]
 pub(super) struct HostLimit {
     pub short: String,
     pub long: String,
@@ -265,37 +275,56 @@ pub(super) fn too_few_cores(c: &Claim, run: &Run) -> Option<HostLimit> {
     })
 }
 
-/// `CPU-bound here: ...` when either side's client and brokers used nine tenths or more of the host's cores: the
-/// ratio is then one of CPU per record on this host, not the figure the seed measured with cores to spare.
-pub(super) fn cpu_bound(c: &Claim, num_records: &[&Record], den_records: &[&Record], run: &Run) -> Option<HostLimit> {
-    let cores = run.provenance.host.logical_cores;
-    let used = |records: &[&Record]| {
-        let values: Vec<f64> = records
+/// What the host's CPU says of a claim's two sides.
+pub(super) enum HostCpu {
+    /// Neither side kept the host's cores busy.
+    Free,
+    /// A side did: the ratio is one of CPU per record on this host.
+    Bound(HostLimit),
+    /// A side has no reading of the host's CPU over its measured spans: nothing can stand on it either way.
+    Unread(String),
+}
+
+/// `CPU-bound here: ...` when either side kept the host's cores busy nine tenths of the time or more over its
+/// measured spans: the median of [`streamlab_record::HOST_CORES`] over every record of the side in the pooled runs (set-apart
+/// reps left out), a reading of the whole host over the very span the record measured, so never above its cores.
+/// A side none of whose records has the reading (records from before the lab read it) is unread.
+pub(super) fn host_cpu(c: &Claim, pool: &[&Run], (num, den): (&Side, &Side), anchor: &Run) -> HostCpu {
+    let cores = anchor.provenance.host.logical_cores;
+    let used = |side: &Side| {
+        let values: Vec<f64> = pool
             .iter()
+            .flat_map(|run| records_at(run, &c.matrix, side))
             .filter(|r| set_apart(r).is_none())
-            .filter_map(|r| {
-                let m = &r.measurement.metrics;
-                Some(m.get("total_cpu_s_per_m_records")?.value * m.get("records_per_s")?.value / 1e6)
-            })
+            .filter_map(|r| r.measurement.metrics.get(streamlab_record::HOST_CORES).map(|m| m.value))
             .collect();
         stats::median(&values)
     };
-    let (a, b) = (used(num_records), used(den_records));
-    // More than the host has means the CPU and the rate were not counted over one window: no claim either way.
-    let saturated = |x: Option<f64>| x.is_some_and(|x| (0.9 * cores as f64..=1.1 * cores as f64).contains(&x));
-    if cores == 0 || !(saturated(a) || saturated(b)) {
-        return None;
+    let (a, b) = (used(num), used(den));
+    let unread: Vec<String> =
+        [(num, a), (den, b)].iter().filter(|(_, x)| x.is_none()).map(|(s, _)| s.describe()).collect();
+    if cores == 0 || !unread.is_empty() {
+        return HostCpu::Unread(format!(
+            "This host's CPU was not read over the measured spans of {} (records from before the lab read it), so \
+             whether a side was CPU-bound here is not known and no verdict stands on these runs; a run of \
+             `cargo xtask lab run` reads it",
+            unread.join(" and ")
+        ));
     }
-    let said = |x: Option<f64>| x.map_or_else(|| "unmeasured".to_owned(), format::compact);
+    let (a, b) = (a.unwrap_or_default(), b.unwrap_or_default());
+    if a.max(b) < streamlab_record::CPU_BOUND_SHARE * cores as f64 {
+        return HostCpu::Free;
+    }
     let seed = c.seed_cores.map_or_else(String::new, |n| format!(" (the seed's machine had {n})"));
-    Some(HostLimit {
-        short: format!("CPU-bound here: {} and {} of {cores} cores used", said(a), said(b)),
+    HostCpu::Bound(HostLimit {
+        short: format!("CPU-bound here: {} and {} of {cores} cores busy", format::compact(a), format::compact(b)),
         long: format!(
-            "CPU-bound here: client and brokers used {} and {} of this host's {cores} cores, so the ratio is one of CPU \
-             per record on this host, not of what the seed measured with cores to spare; a host on which neither side \
-             fills its cores decides it{seed}",
-            said(a),
-            said(b)
+            "CPU-bound here: the host's cores were busy {} and {} of {cores} over the two sides' measured spans \
+             (the median over the pooled runs), so the ratio is one of CPU per record on this host, not of what the \
+             seed measured with cores to spare; a host on which neither side keeps nine tenths of its cores busy \
+             decides it{seed}",
+            format::compact(a),
+            format::compact(b)
         ),
     })
 }

@@ -232,3 +232,56 @@ fn a_claims_bound_is_measured_in_the_same_run_and_said_in_its_sentence() {
     let undeclared = &verdicts(&runs, &[bounded])[0];
     assert!(!undeclared.why.contains("What bounds it here"), "{}", undeclared.why);
 }
+
+/// `history` with every record's host reading at `cores` busy (of the fixtures' 2), r1's at `first` instead.
+fn with_host_cores(first: Option<f64>, cores: Option<f64>) -> impl Fn(&mut Record) {
+    move |r: &mut Record| {
+        let value = if r.run.id == "r1" { first } else { cores };
+        match value {
+            Some(v) => {
+                r.measurement.metrics.get_mut(streamlab_record::HOST_CORES).unwrap().value = v;
+            }
+            None => {
+                r.measurement.metrics.remove(streamlab_record::HOST_CORES);
+            }
+        }
+    }
+}
+
+#[test]
+fn a_side_that_kept_the_hosts_cores_busy_is_cpu_bound_over_every_pooled_run_and_an_unread_host_decides_nothing() {
+    let twelve = [TIGHT; 12];
+    // Twelve quiet runs reproduce; the same runs with the host 1.9 of 2 cores busy cannot tell, named as CPU-bound.
+    let (_dir, free) = history(&twelve, with_host_cores(Some(1.0), Some(1.0)));
+    assert_eq!(verdicts(&free, &[claim(0.5)])[0].verdict, Kind::Reproduces);
+    let (_dir, bound) = history(&twelve, with_host_cores(Some(1.0), Some(1.9)));
+    let v = &verdicts(&bound, &[claim(0.5)])[0];
+    assert_eq!(
+        (v.verdict, v.host_limit.as_deref()),
+        (Kind::CannotTell, Some("CPU-bound here: 1.9 and 1.9 of 2 cores busy"))
+    );
+    assert!(v.why.contains("busy 1.9 and 1.9 of 2 over the two sides' measured spans"), "{}", v.why);
+    // Either side: the framework alone at 1.9 cores is enough.
+    let (_dir, one_side) = history(&twelve, |r: &mut Record| {
+        let v = if r.arm == "framework" { 1.9 } else { 1.0 };
+        r.measurement.metrics.get_mut(streamlab_record::HOST_CORES).unwrap().value = v;
+    });
+    assert_eq!(
+        verdicts(&one_side, &[claim(0.5)])[0].host_limit.as_deref(),
+        Some("CPU-bound here: 1.9 and 1 of 2 cores busy")
+    );
+    // The median over every pooled run decides, not the anchor's reps alone: one quiet run of twelve changes nothing.
+    let (_dir, anchor_quiet) = history(&twelve, |r: &mut Record| {
+        let v = if r.run.id == "r12" { 1.0 } else { 1.9 };
+        r.measurement.metrics.get_mut(streamlab_record::HOST_CORES).unwrap().value = v;
+    });
+    assert_eq!(verdicts(&anchor_quiet, &[claim(0.5)])[0].verdict, Kind::CannotTell);
+    // No reading on any pooled record: unread, never an exemption; the budget still measures it (no host limit).
+    let (_dir, unread) = history(&twelve, with_host_cores(None, None));
+    let v = &verdicts(&unread, &[claim(0.5)])[0];
+    assert_eq!((v.verdict, v.host_limit.as_deref()), (Kind::CannotTell, None));
+    assert!(v.why.contains("This host's CPU was not read over the measured spans of"), "{}", v.why);
+    // Runs that read it pool with ones that did not: the readings there are decide it.
+    let (_dir, partly) = history(&twelve, with_host_cores(None, Some(1.0)));
+    assert_eq!(verdicts(&partly, &[claim(0.5)])[0].verdict, Kind::Reproduces);
+}

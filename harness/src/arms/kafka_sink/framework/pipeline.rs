@@ -115,6 +115,8 @@ pub(super) struct Window {
     pub client_cpu_s: f64,
     /// The brokers' CPU seconds over the window, where they can be read.
     pub brokers_cpu_s: Option<f64>,
+    /// The whole host's CPU over the window.
+    pub host: crate::cpu::HostReading,
 }
 
 impl Window {
@@ -146,6 +148,7 @@ fn observe_window<T>(
     let cpu_open = procfs::self_cpu_seconds();
     let sampler_open = streamlab_process::procfs::thread_cpu_seconds();
     let brokers = crate::cpu::BrokersCpu::start(env);
+    let host = crate::cpu::HostSpan::start();
     // The broker's count at each edge, from the sampler's own client (this thread is not spate's).
     let hw_open = sampler.sample()?;
     let open = observer.snapshot();
@@ -165,8 +168,9 @@ fn observe_window<T>(
     let sampler_s = streamlab_process::procfs::thread_cpu_seconds() - sampler_open;
     let client_cpu_s = procfs::self_cpu_seconds() - cpu_open - sampler_s;
     let brokers_cpu_s = brokers.spent();
+    let host = host.finish();
     let watermarks = WatermarkWindow { open: hw_open, close: hw_close };
-    let window = Window { open, samples, watermarks, client_cpu_s, brokers_cpu_s };
+    let window = Window { open, samples, watermarks, client_cpu_s, brokers_cpu_s, host };
     Ok((window, first_ack.duration_since(started).as_secs_f64()))
 }
 

@@ -82,7 +82,13 @@ pub(super) fn measurement(knobs: &Knobs, outcome: &Outcome, observed: u64, appli
     metrics.insert("acks_in_window".into(), Metric::new(acks.acks as f64, "batch acknowledgements", true));
     metrics.insert("acked_records_per_s".into(), Metric::new(acks.records_per_s(), "records/s", true));
     metrics.insert("delivered_total".into(), Metric::new(outcome.delivered as f64, "records", true));
-    crate::cpu::add_cpu(&mut metrics, window.watermarks.records(), window.client_cpu_s, window.brokers_cpu_s);
+    crate::cpu::add_cpu(
+        &mut metrics,
+        window.watermarks.records(),
+        window.client_cpu_s,
+        window.brokers_cpu_s,
+        Some(window.host),
+    );
     let e2e = bucket_delta(&window.open.e2e_buckets, &window.close().e2e_buckets);
     let e2e_batches = e2e.last().map_or(0.0, |b| b.1);
     if let (Some(p50), Some(p99)) = (histogram_quantile(0.5, &e2e), histogram_quantile(0.99, &e2e)) {
@@ -211,6 +217,7 @@ mod tests {
             watermarks: WatermarkWindow { open: hw, close: hw },
             client_cpu_s: 1.0,
             brokers_cpu_s: None,
+            host: crate::cpu::HostReading { wall_s: 1.0, busy_s: None, cpus: None },
         };
         let mut k = seed_knobs();
         k.pipeline_threads = 1;
