@@ -1,14 +1,18 @@
 //! Verdicts on published claims as equivalence tests: one estimator, one interval, one rule, and the
 //! simulation that proves the rule's error rates in the regime the verdicts are made in.
 //!
+//! - **Units.** A unit is what stands for an independent run: a block of a run (a fresh environment and fresh
+//!   harness processes; the budget measures in blocks) or, for records from before blocks, a whole run.
 //! - **The estimator** of a ratio is the geometric mean of its per-rep-pair ratios (each rep's numerator over
-//!   the same rep's denominator, in one run). Over several runs it is the geometric mean of the runs' own.
-//! - **The interval** is Student's t interval of that mean on the log scale, and carries run-to-run as well as
-//!   rep-to-rep variation: its variance is τ²/R + s²·Σ(1/nᵢ)/R², with R runs of nᵢ pairs and s the pairs' pooled
-//!   spread within a run. τ, the claim's run-to-run spread, is estimated from the claim's own runs (the runs are a
-//!   random effect) and shrunk toward a prior, [`PRIOR_SPREAD`]: τ² = (df₀·τ₀² + (R − 1)·τ̂²) / (df₀ + R − 1), so one
-//!   run carries the prior alone and many runs carry their own spread. The degrees of freedom are
-//!   Welch–Satterthwaite's over the two parts. Without a run of two pairs there is no rep-to-rep spread and no
+//!   the same rep's denominator, in one unit). Over several units it is the geometric mean of the units' own.
+//! - **The interval** is Student's t interval of that mean on the log scale, and carries unit-to-unit as well as
+//!   rep-to-rep variation: its variance is τ²/R + s²·Σ(1/nᵢ)/R², with R units of nᵢ pairs and s the pairs' pooled
+//!   spread within a unit. τ, the claim's unit-to-unit spread, is estimated from the claim's own units (a random
+//!   effect) and shrunk toward its machine's prior: τ² = (df₀·τ₀² + (R − 1)·τ̂²) / (df₀ + R − 1), so one unit
+//!   carries the prior alone and many carry their own spread. The prior is the machine's, fitted from all its claims'
+//!   own spreads ([`super::prior::fit`], limma's empirical Bayes), or [`ASSUMED_PRIOR`] where too few claims have
+//!   one. Where every unit has one pair, τ̂ is the units' whole spread (the pairs' share is in it). The degrees of
+//!   freedom are Welch–Satterthwaite's over the two parts. Without two units or a unit of two pairs there is no
 //!   interval.
 //! - **The rule**: a claim's band is [published / (1 + tol), published · (1 + tol)]. An interval inside it:
 //!   reproduces. Wholly outside it: does not reproduce. Otherwise: cannot tell here. The same rule, with other
@@ -26,29 +30,32 @@ pub const CONFIDENCE: f64 = 0.95;
 /// The claim's tolerance where the publisher's own spread says nothing.
 pub const DEFAULT_TOLERANCE: f64 = 0.15;
 
-/// The prior on a claim's run-to-run spread (log-SD τ₀ with df₀ degrees of freedom), what one run carries and what a
-/// claim's own runs are shrunk toward. The value is the calibration's (equivalence/calibration.rs): with df₀ = 4, the
-/// rule must hold its error rates for true run-to-run spreads up to 0.4, the most a claim's ratio moved between runs in
-/// the committed history of our 2-core machines (0.38). τ₀ = 0.30 let the budget's looks at a fresh machine's one run
-/// read "does not reproduce" for a claim that holds 3.6% of the time (rep-to-rep 0.5, run-to-run 0.4); 0.33 keeps
-/// every cell at 2.8% or less.
-pub const PRIOR_SPREAD: Spread = Spread { log_sd: 0.33, df: 4.0 };
+/// The prior assumed where a machine has too few claims with a spread of their own to fit one from
+/// ([`super::prior::MIN_CLAIMS`]): a fresh machine's first pass. Not a fit: the largest run-to-run spread a claim's
+/// ratio showed between runs in the committed history of our 2-core machines was 0.38 (framework/raw, 3 runs), and
+/// 0.33 with 4 degrees of freedom holds the rule's error rates for true spreads up to 0.4 in the calibration. Every
+/// verdict that rests on it says so.
+pub const ASSUMED_PRIOR: Spread = Spread { log_sd: 0.33, df: 4.0 };
 
 /// How the site and `lab verdicts` state the rule.
 pub const VERDICT_METHOD: &str = "Each claim has a band, [published ÷ (1 + tol), published × (1 + tol)], tol \
 being the claim's tolerance (15% unless the publisher's own spread says otherwise). Our figure is the geometric \
 mean of the per-rep-pair ratios, pooled over every comparable run on one machine (same machine key, same \
-configuration). Its 95% interval is Student's t on the log scale and carries run-to-run as well as rep-to-rep \
-spread: the run-to-run part is the claim's own spread across its runs, shrunk toward a prior of log-SD 0.33 (4 \
-degrees of freedom), so a claim with one run carries the prior alone. Interval inside the band: reproduces. Wholly \
-outside: does not reproduce. Otherwise: cannot tell here, with what would decide it. A direction claim holds when the \
-interval lies above 1 and a sign test on the pairs agrees (p < 0.05); a parity claim is a band around 1; a shape claim \
-holds when no step of the sweep falls below 1 − tol. Where this machine cannot show the claim (either side CPU-bound: the host's cores nine tenths busy or more over \
-its measured spans, the median over the pooled runs; a \
-ceiling below the published figure, fewer cores than the seed's point needs), the verdict is cannot tell here, never \
-does not reproduce. The rule's error rates are proven by a simulation of the regime the verdicts are made in (1 to 24 \
-runs of 2 to 6 pairs, rep-to-rep log-SD up to 0.5, run-to-run up to 0.4, the budget's two looks): a claim outside its \
-band reads reproduces at most 3.5% of the time, a claim that holds reads does not reproduce at most 3.5%.";
+configuration). Its 95% interval is Student's t on the log scale and carries the spread between independent units \
+(a block of a run: a fresh environment and fresh processes; a whole run for records from before blocks) as well as \
+between rep pairs: the unit-to-unit part is the claim's own spread across its units, shrunk toward the machine's \
+prior, which is fitted from all the machine's claims' own spreads (limma's empirical Bayes: its log-SD and degrees \
+of freedom come from the data; where fewer than 3 claims have a spread of their own, an assumed log-SD 0.33 with 4 \
+degrees of freedom, the largest spread in our committed history, and the verdict says so). Interval inside the band: \
+reproduces. Wholly outside: does not reproduce. Otherwise: cannot tell here, with what would decide it. A direction \
+claim holds when the interval lies above 1 and a sign test on the pairs agrees (p < 0.05); a parity claim is a band \
+around 1; a shape claim holds when no step of the sweep falls below 1 − tol. Where this machine cannot show the \
+claim (either side CPU-bound: the host's cores nine tenths busy or more over its measured spans, the median over the \
+pooled runs; a ceiling below the published figure, fewer cores than the seed's point needs), the verdict is cannot \
+tell here, never does not reproduce. The rule's error rates are proven by a simulation of the regime the verdicts \
+are made in (a machine of claims with unit-to-unit log-SD from 0.05 to 0.4, rep-to-rep up to 0.5, the prior fitted \
+from them, 2 to 12 blocks, committed runs before): a claim outside its band reads reproduces at most 3.5% of the \
+time, a claim that holds reads does not reproduce at most 3.5%.";
 
 /// A run-to-run spread: a log-SD and the degrees of freedom behind it.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize)]
@@ -72,10 +79,12 @@ pub struct Pooled {
     pub df: f64,
     /// The pairs' spread within a run (log-SD).
     pub within_log_sd: f64,
-    /// The run-to-run spread the interval carries (log-SD): the claim's own, shrunk toward [`PRIOR_SPREAD`].
+    /// The run-to-run spread the interval carries (log-SD): the claim's own, shrunk toward `prior`.
     pub between: Spread,
-    /// What the claim's own runs show of it (two runs or more): log-SD beyond their pairs' spread.
+    /// What the claim's own units show of it (two units or more): log-SD beyond their pairs' spread.
     pub own_between: Option<Spread>,
+    /// The prior the claim's own spread was shrunk toward.
+    pub prior: Spread,
     /// The variance one more run would add to the mean, per run: τ² + s²/n̄ (the basis of [`runs_to_decide`]).
     pub var_per_run: f64,
     /// Σ 1/nᵢ over the runs (what the pairs put into the mean's variance, with s²/R²).
@@ -99,45 +108,44 @@ impl Pooled {
     }
 }
 
-/// The rule's knobs: the prior and the interval's quantile. Only the calibration's mutations change them.
+/// The rule's knobs: the interval's level and quantile. Only the calibration's mutations change them.
 #[derive(Debug, Clone, Copy)]
 pub struct Rule {
-    pub prior: Spread,
     pub confidence: f64,
     /// The normal quantile in place of Student's t (a mutation the calibration must catch).
     pub normal_quantile: bool,
-    /// No run-to-run part at all (a mutation the calibration must catch).
-    pub no_between: bool,
+    /// The machine's prior taken for every claim's spread, the claim's own ignored (a mutation the calibration must
+    /// catch: a claim far noisier than its machine's others).
+    pub prior_imposed: bool,
+    /// The claim's own spread shrunk toward the prior as limma does, without [`guarded`]'s two guards (a mutation the
+    /// calibration must catch: with few units a claim noisier than its machine's others is not seen to be).
+    pub plain_shrinkage: bool,
 }
 
 /// The rule every verdict uses.
-pub const RULE: Rule = Rule { prior: PRIOR_SPREAD, confidence: CONFIDENCE, normal_quantile: false, no_between: false };
+pub const RULE: Rule =
+    Rule { confidence: CONFIDENCE, normal_quantile: false, prior_imposed: false, plain_shrinkage: false };
 
-/// Pool per-rep-pair ratios over runs (`runs[i]` holds run i's ratios, each positive). `None` without a run of two
-/// pairs (no rep-to-rep spread to go by), or with a ratio that is not positive.
-pub fn pooled(runs: &[Vec<f64>]) -> Option<Pooled> {
-    pooled_by(&RULE, runs)
+/// Pool per-rep-pair ratios over units (`runs[i]` holds unit i's ratios, each positive), the claim's own spread
+/// shrunk toward `prior`. `None` without two units or a unit of two pairs, or with a ratio that is not positive.
+pub fn pooled(runs: &[Vec<f64>], prior: Spread) -> Option<Pooled> {
+    pooled_by(&RULE, runs, prior)
+}
+
+/// What a claim's own units show of their spread: [`Pooled::own_between`] without a prior (the machine's prior is
+/// fitted from these).
+pub fn own_spread(runs: &[Vec<f64>]) -> Option<Spread> {
+    Moments::of(runs)?.own_between
 }
 
 /// [`pooled`] under `rule`.
-pub fn pooled_by(rule: &Rule, runs: &[Vec<f64>]) -> Option<Pooled> {
-    let runs: Vec<&Vec<f64>> = runs.iter().filter(|r| !r.is_empty()).collect();
-    if runs.iter().copied().flatten().any(|x| !(x.is_finite() && *x > 0.0)) {
-        return None;
-    }
-    let logs: Vec<Vec<f64>> = runs.iter().map(|r| r.iter().map(|x| x.ln()).collect()).collect();
-    let (r, n): (usize, usize) = (logs.len(), logs.iter().map(Vec::len).sum());
-    let df_within = (n - r) as f64;
-    if df_within < 1.0 {
-        return None;
-    }
-    let means: Vec<f64> = logs.iter().map(|v| mean(v)).collect();
-    let mean_log = mean(&means);
-    let inv_n: f64 = logs.iter().map(|v| 1.0 / v.len() as f64).sum();
-    let var_within =
-        logs.iter().zip(&means).map(|(v, m)| v.iter().map(|x| (x - m).powi(2)).sum::<f64>()).sum::<f64>() / df_within;
-    let own_between = own_spread(&means, var_within * inv_n / r as f64);
-    let between = if rule.no_between { Spread { log_sd: 0.0, df: 0.0 } } else { shrunk(rule.prior, own_between) };
+pub fn pooled_by(rule: &Rule, runs: &[Vec<f64>], prior: Spread) -> Option<Pooled> {
+    let Moments { r, n, mean_log, var_within, df_within, inv_n, own_between, higher, lower } = Moments::of(runs)?;
+    let between = match (rule.prior_imposed, rule.plain_shrinkage) {
+        (true, _) => prior,
+        (false, true) => shrunk(prior, own_between),
+        (false, false) => guarded(prior, own_between),
+    };
     let part_between = between.log_sd.powi(2) / r as f64;
     let part_within = var_within * inv_n / (r * r) as f64;
     let var = part_between + part_within;
@@ -150,11 +158,6 @@ pub fn pooled_by(rule: &Rule, runs: &[Vec<f64>]) -> Option<Pooled> {
     let level = 0.5 + rule.confidence / 2.0;
     let q = if rule.normal_quantile { student_t::quantile(level, 1e9) } else { student_t::quantile(level, df) };
     let half = q * se_log;
-    let (higher, lower) = runs.iter().copied().flatten().fold((0, 0), |(h, l), x| match x.partial_cmp(&1.0) {
-        Some(std::cmp::Ordering::Greater) => (h + 1, l),
-        Some(std::cmp::Ordering::Less) => (h, l + 1),
-        _ => (h, l),
-    });
     Some(Pooled {
         estimate: mean_log.exp(),
         interval: [(mean_log - half).exp(), (mean_log + half).exp()],
@@ -166,6 +169,7 @@ pub fn pooled_by(rule: &Rule, runs: &[Vec<f64>]) -> Option<Pooled> {
         within_log_sd: var_within.sqrt(),
         between,
         own_between,
+        prior,
         var_per_run: between.log_sd.powi(2) + var_within * inv_n / r as f64,
         inv_n,
         higher,
@@ -173,15 +177,84 @@ pub fn pooled_by(rule: &Rule, runs: &[Vec<f64>]) -> Option<Pooled> {
     })
 }
 
+/// What the units' log ratios give before any prior: the grand mean, the pairs' pooled spread within a unit and the
+/// units' own spread beyond it, and the signs.
+struct Moments {
+    r: usize,
+    n: usize,
+    mean_log: f64,
+    var_within: f64,
+    df_within: f64,
+    inv_n: f64,
+    own_between: Option<Spread>,
+    higher: usize,
+    lower: usize,
+}
+
+impl Moments {
+    /// `None` without two units or a unit of two pairs, or with a ratio that is not positive.
+    fn of(runs: &[Vec<f64>]) -> Option<Moments> {
+        let runs: Vec<&Vec<f64>> = runs.iter().filter(|r| !r.is_empty()).collect();
+        if runs.iter().copied().flatten().any(|x| !(x.is_finite() && *x > 0.0)) {
+            return None;
+        }
+        let logs: Vec<Vec<f64>> = runs.iter().map(|r| r.iter().map(|x| x.ln()).collect()).collect();
+        let (r, n): (usize, usize) = (logs.len(), logs.iter().map(Vec::len).sum());
+        let df_within = (n - r) as f64;
+        if df_within < 1.0 && r < 2 {
+            return None;
+        }
+        let means: Vec<f64> = logs.iter().map(|v| mean(v)).collect();
+        let inv_n: f64 = logs.iter().map(|v| 1.0 / v.len() as f64).sum();
+        // Units of one pair each: the pairs' spread cannot be told from the units', and is carried in it.
+        let var_within = if df_within < 1.0 {
+            0.0
+        } else {
+            let ss: f64 = logs.iter().zip(&means).map(|(v, m)| v.iter().map(|x| (x - m).powi(2)).sum::<f64>()).sum();
+            ss / df_within
+        };
+        let (higher, lower) = runs.iter().copied().flatten().fold((0, 0), |(h, l), x| match x.partial_cmp(&1.0) {
+            Some(std::cmp::Ordering::Greater) => (h + 1, l),
+            Some(std::cmp::Ordering::Less) => (h, l + 1),
+            _ => (h, l),
+        });
+        Some(Moments {
+            r,
+            n,
+            mean_log: mean(&means),
+            var_within,
+            df_within,
+            inv_n,
+            own_between: units_spread(&means, var_within * inv_n / r as f64),
+            higher,
+            lower,
+        })
+    }
+}
+
 /// The run-to-run spread the runs' means show beyond what their pairs put into them (`within_share`: the pairs'
 /// variance in a run mean, on average), the method of moments clamped at 0; `None` from fewer than two runs.
-fn own_spread(means: &[f64], within_share: f64) -> Option<Spread> {
+fn units_spread(means: &[f64], within_share: f64) -> Option<Spread> {
     let r = means.len();
     (r >= 2).then(|| {
         let grand = mean(means);
         let var_means = means.iter().map(|m| (m - grand).powi(2)).sum::<f64>() / (r - 1) as f64;
         Spread { log_sd: (var_means - within_share).max(0.0).sqrt(), df: (r - 1) as f64 }
     })
+}
+
+/// The claim's own spread shrunk toward its machine's prior, with two guards for a claim unlike its machine's others,
+/// which few units cannot show: the prior counts for no more degrees of freedom than the claim's own; and a claim
+/// whose own spread lies above the prior's median (F's upper tail below one half, on the two spreads' degrees of
+/// freedom) keeps its own alone, so the prior only ever lends degrees of freedom or widens. Without an own estimate,
+/// the prior alone.
+pub fn guarded(prior: Spread, own: Option<Spread>) -> Spread {
+    let Some(own) = own else { return prior };
+    let ratio = (own.log_sd / prior.log_sd).powi(2);
+    if prior.log_sd <= 0.0 || student_t::f_upper_tail(ratio, own.df, prior.df.min(1e6)) < 0.5 {
+        return own;
+    }
+    shrunk(Spread { df: prior.df.min(own.df), ..prior }, Some(own))
 }
 
 /// The claim's own spread shrunk toward the prior, each weighted by its degrees of freedom (a scaled
@@ -326,28 +399,6 @@ pub fn runs_to_decide(p: &Pooled, band: [f64; 2]) -> Option<usize> {
     (runs.is_finite() && runs <= MAX_RUNS_TO_DECIDE).then_some(runs as usize)
 }
 
-/// More pairs than this in one run is not a budget's business.
-pub const MAX_ADDED_PAIRS: usize = 40;
-
-/// How many more pairs in the newest run (which has `newest` of `p`'s pairs) would bring the interval clear of the
-/// nearest of `edges` (the values an undecided claim is judged against), if the pairs keep the spread they show;
-/// `None` when no number up to [`MAX_ADDED_PAIRS`] would (the run-to-run part alone is wider: only more runs decide
-/// it). The budget spends these pairs as one batch and judges once after it.
-pub fn pairs_to_decide(p: &Pooled, newest: usize, edges: &[f64]) -> Option<usize> {
-    let distance = edges.iter().map(|e| (p.mean_log - e.ln()).abs()).reduce(f64::min)?;
-    let r = p.runs as f64;
-    let others_inv_n = (p.inv_n - 1.0 / newest.max(1) as f64).max(0.0);
-    let t = student_t::quantile(0.5 + CONFIDENCE / 2.0, p.df);
-    let half_width = |n: f64| {
-        let var = p.between.log_sd.powi(2) / r + p.within_log_sd.powi(2) * (others_inv_n + 1.0 / n) / (r * r);
-        t * var.sqrt()
-    };
-    if half_width(f64::INFINITY) >= distance {
-        return None;
-    }
-    (newest + 1..=newest + MAX_ADDED_PAIRS).find(|n| half_width(*n as f64) < distance).map(|n| n - newest)
-}
-
 fn mean(xs: &[f64]) -> f64 {
     xs.iter().sum::<f64>() / xs.len() as f64
 }
@@ -359,6 +410,11 @@ mod calibration;
 mod tests {
     use super::*;
 
+    /// Pooled under the assumed prior, as a machine without a fitted one is.
+    fn pooled(runs: &[Vec<f64>]) -> Option<Pooled> {
+        super::pooled(runs, ASSUMED_PRIOR)
+    }
+
     fn close(a: f64, b: f64, tol: f64) -> bool {
         (a - b).abs() <= tol
     }
@@ -369,10 +425,10 @@ mod tests {
         let d = 0.02_f64;
         let p = pooled(&[vec![0.5 * d.exp(), 0.5 * (-d).exp(), 0.5 * d.exp(), 0.5 * (-d).exp()]]).unwrap();
         assert!(close(p.estimate, 0.5, 1e-12));
-        assert_eq!((p.runs, p.pairs, p.between, p.own_between), (1, 4, PRIOR_SPREAD, None));
+        assert_eq!((p.runs, p.pairs, p.between, p.own_between), (1, 4, ASSUMED_PRIOR, None));
         let within_var = 4.0 * d * d / 3.0;
         assert!(close(p.within_log_sd, within_var.sqrt(), 1e-12), "{p:?}");
-        let var = PRIOR_SPREAD.log_sd.powi(2) + within_var / 4.0;
+        let var = ASSUMED_PRIOR.log_sd.powi(2) + within_var / 4.0;
         assert!(close(p.se_log, var.sqrt(), 1e-12), "{p:?}");
         assert!(p.run_to_run_dominates());
         // The geometric mean, not the median: 0.5, 0.5, 2 -> 0.794.
@@ -384,7 +440,13 @@ mod tests {
     #[test]
     fn no_run_of_two_pairs_has_no_interval() {
         assert!(pooled(&[vec![0.5]]).is_none(), "one pair");
-        assert!(pooled(&[vec![0.5], vec![0.6], vec![0.55]]).is_none(), "runs of one pair: no rep-to-rep spread");
+        // Units of one pair each: their whole spread is the units', the pairs' share in it.
+        let ones = pooled(&[vec![0.5], vec![0.6], vec![0.55]]).unwrap();
+        assert_eq!((ones.within_log_sd, ones.own_between.unwrap().df), (0.0, 2.0));
+        let logs = [0.5f64.ln(), 0.6f64.ln(), 0.55f64.ln()];
+        let m = logs.iter().sum::<f64>() / 3.0;
+        let var = logs.iter().map(|x| (x - m).powi(2)).sum::<f64>() / 2.0;
+        assert!(close(ones.own_between.unwrap().log_sd, var.sqrt(), 1e-12));
         assert!(pooled(&[vec![0.5, 0.52], vec![0.6]]).is_some(), "one run of two pairs is enough");
         assert!(pooled(&[vec![0.5, -1.0]]).is_none());
     }
@@ -392,18 +454,26 @@ mod tests {
     #[test]
     fn a_claims_own_runs_are_shrunk_toward_the_prior_by_their_degrees_of_freedom() {
         let quiet = |x: f64| vec![x, x * 1.01, x / 1.01];
-        // Runs far apart: their own spread outweighs the prior's, and grows the interval past all three.
+        // Runs far apart: their own spread lies above the prior's, so it is kept alone, and the interval grows past
+        // all three.
         let p = pooled(&[quiet(0.2), quiet(0.35), quiet(0.6)]).unwrap();
         let own = p.own_between.unwrap();
-        assert_eq!((p.runs, p.pairs, own.df, p.between.df), (3, 9, 2.0, PRIOR_SPREAD.df + 2.0));
-        assert!(own.log_sd > 0.5 && p.between.log_sd < own.log_sd && p.between.log_sd > PRIOR_SPREAD.log_sd);
+        assert_eq!((p.runs, p.pairs, own.df, p.between), (3, 9, 2.0, own));
+        assert!(own.log_sd > 0.5);
         assert!(p.interval[0] < 0.2 && p.interval[1] > 0.6, "{:?}", p.interval);
+        // Plain shrinkage would have pulled it toward the prior with all the prior's degrees of freedom.
+        let plain = shrunk(ASSUMED_PRIOR, Some(own));
+        assert!(plain.log_sd < own.log_sd && plain.df == ASSUMED_PRIOR.df + 2.0);
+        // Runs that agree more than the prior: shrunk up toward it, the prior lending no more df than their own.
+        let p = pooled(&[quiet(0.5), quiet(0.52), quiet(0.49)]).unwrap();
+        assert_eq!(p.between.df, 4.0, "two of their own and two of the prior's");
+        assert!(p.between.log_sd > p.own_between.unwrap().log_sd && p.between.log_sd < ASSUMED_PRIOR.log_sd);
         // Many runs that agree: their spread is near 0, and the prior's weight fades (never a bare 0).
         let agree: Vec<Vec<f64>> = (0..40).map(|i| quiet(0.5 * (1.0 + 0.001 * (i % 3) as f64))).collect();
         let p = pooled(&agree).unwrap();
-        let expected = (PRIOR_SPREAD.df * PRIOR_SPREAD.log_sd.powi(2) / (PRIOR_SPREAD.df + 39.0)).sqrt();
+        let expected = (ASSUMED_PRIOR.df * ASSUMED_PRIOR.log_sd.powi(2) / (ASSUMED_PRIOR.df + 39.0)).sqrt();
         assert!(p.between.log_sd > 0.0 && close(p.between.log_sd, expected, 2e-3), "{:?}", p.between);
-        assert_eq!(shrunk(PRIOR_SPREAD, None), PRIOR_SPREAD);
+        assert_eq!(shrunk(ASSUMED_PRIOR, None), ASSUMED_PRIOR);
     }
 
     #[test]
@@ -440,20 +510,6 @@ mod tests {
         let expected = (1.96_f64.powi(2) * p.var_per_run / 1.15_f64.ln().powi(2)).ceil() as usize;
         assert_eq!(runs_to_decide(&p, b), Some(expected));
         assert!((10..=20).contains(&expected), "{expected}");
-        assert_eq!(runs_to_decide(&p, band(2.0, 0.15)), None, "decided already");
-    }
-
-    #[test]
-    fn pairs_decide_a_claim_only_where_the_run_to_run_part_leaves_room() {
-        // Twenty quiet runs and a noisy newest one: more pairs of it bring the interval clear of 1.
-        let mut runs = vec![vec![1.10, 1.11, 1.09]; 20];
-        runs.push(vec![1.3, 0.9]);
-        let p = pooled(&runs).unwrap();
-        let more = pairs_to_decide(&p, 2, &[1.0]).unwrap();
-        assert!((1..=MAX_ADDED_PAIRS).contains(&more), "{more}");
-        // One run: the prior's run-to-run spread alone is wider than the distance to the band's edge.
-        let one = pooled(&[vec![1.0, 1.05, 0.95]]).unwrap();
-        assert_eq!(pairs_to_decide(&one, 3, &band(1.0, 0.15)), None);
-        assert_eq!(pairs_to_decide(&one, 3, &[]), None, "no edge to move it off");
+        assert_eq!(runs_to_decide(&p, band(8.0, 0.15)), None, "decided already");
     }
 }

@@ -19,6 +19,7 @@ use serde::{Deserialize, Serialize};
 pub mod change_points;
 pub mod equivalence;
 pub mod precision;
+pub mod prior;
 pub mod rank_test;
 pub mod student_t;
 

@@ -127,6 +127,15 @@ pub fn normal_quantile(p: f64) -> f64 {
     }
 }
 
+/// P(F > f) for F ~ Fisher's F with `d1`, `d2` > 0 degrees of freedom: I_{d2/(d2 + d1·f)}(d2/2, d1/2).
+pub fn f_upper_tail(f: f64, d1: f64, d2: f64) -> f64 {
+    if f <= 0.0 {
+        return 1.0;
+    }
+    let (a, b) = (d2 / 2.0, d1 / 2.0);
+    incomplete_beta(a, b, d2 / (d2 + d1 * f), ln_gamma(a + b) - ln_gamma(a) - ln_gamma(b))
+}
+
 /// The regularized incomplete beta function I_x(a, b) (Numerical Recipes' continued fraction), given
 /// `ln_inv_beta` = ln Γ(a + b) − ln Γ(a) − ln Γ(b).
 fn incomplete_beta(a: f64, b: f64, x: f64, ln_inv_beta: f64) -> f64 {
