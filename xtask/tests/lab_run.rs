@@ -127,7 +127,7 @@ fn a_precision_target_adds_reps_until_met_or_spent_and_a_records_reproduce_comma
 
 #[test]
 #[ignore = "starts Kafka and runs arms: cargo xtask test"]
-fn a_budgeted_run_spends_its_minutes_on_a_claim_s_rep_pairs_and_ends_with_the_verdicts_and_the_site() {
+fn a_budgeted_run_spends_its_minutes_on_blocks_of_a_claim_and_ends_with_the_verdicts_and_the_site() {
     let out = tempfile::tempdir().unwrap();
     // Room for the first pass and the claim's first pairs even while CI's other lane loads the machine (the first
     // pass alone once took 2.5 of 4 minutes then); the run ends as soon as no pair is within reach, so a quiet
@@ -167,12 +167,23 @@ fn a_budgeted_run_spends_its_minutes_on_a_claim_s_rep_pairs_and_ends_with_the_ve
     if !failed.is_empty() {
         assert!(done.stderr.contains("records failed or failed their integrity check"), "{}", done.stderr);
     }
-    // Reps were added beyond the first pass, to both sides alike: every rep pairs.
+    // Blocks were added beyond the first pass (block 1), each one rep of both sides: every rep pairs in its block.
     assert!(reps("raw").len() >= 2, "{stdout}\n{}", done.stderr);
     assert_eq!(reps("raw"), reps("framework"), "{stdout}");
-    // The phases go to stderr, the verdict table to stdout.
+    let blocks: std::collections::BTreeSet<Option<u32>> = records.iter().map(|r| r.block).collect();
+    assert!(blocks.contains(&Some(1)) && blocks.contains(&Some(2)) && !blocks.contains(&None), "{blocks:?}");
+    for block in &blocks {
+        let arms: Vec<&str> = records.iter().filter(|r| r.block == *block).map(|r| r.arm.as_str()).collect();
+        assert_eq!(arms.len(), 2, "block {block:?}: one rep of each side, {arms:?}");
+    }
+    // The phases go to stderr, the verdict table and the plan's reasons to stdout.
     let phases = &done.stderr;
-    assert!(phases.contains("==> budget: round 1, ") && phases.contains("000-framework-over-raw"), "{phases}");
+    assert!(phases.contains("==> budget: block 2, "), "{phases}");
+    assert!(
+        stdout.contains("blocks of the claims this host can decide (000-framework-over-raw; 1 in all)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("block 2: bringing up a fresh environment"), "{stdout}");
     // It ends with the answer: the claim's verdict and the site built.
     assert!(stdout.contains("The framework path (1.21M rec/s) sustains ~49%"), "{stdout}");
     assert!(stdout.contains(" claims: ") && stdout.contains(" reproduce · "), "{stdout}");

@@ -139,6 +139,7 @@ mod tests {
                 applied: Default::default(),
             },
             rep,
+            block: None,
             reproduce: "cargo xtask lab run".into(),
             conditions: None,
         }

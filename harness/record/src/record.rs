@@ -41,6 +41,10 @@ pub struct Record {
     pub measurement: Measurement,
     /// 1-based repetition number.
     pub rep: u32,
+    /// The block of its run this rep was measured in (a fresh environment and fresh harness processes; the verdicts
+    /// take a block as an independent unit); absent in records of runs measured without blocks, whose unit is the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub block: Option<u32>,
     /// The command that reproduces this record.
     pub reproduce: String,
     /// What else the machine was doing while this task ran; absent in records written before it existed.

@@ -22,6 +22,8 @@ pub struct Task {
     /// Whether this point is the matrix's default (every knob at its default, default arm).
     pub default: bool,
     pub rep: u32,
+    /// The block of a budgeted run this rep is measured in (a fresh environment for each): none outside blocks.
+    pub block: Option<u32>,
     /// Knobs that apply to this arm, as JSON.
     pub knobs: BTreeMap<String, serde_json::Value>,
     /// Set if the arm is declared not runnable, with the reason.
@@ -233,6 +235,7 @@ pub fn expand(m: &Matrix, opts: &PlanOptions) -> Result<Vec<Task>> {
                         label: if sweep.knob.is_some() { label.clone() } else { arm.title.clone() },
                         default,
                         rep,
+                        block: None,
                         knobs: knobs
                             .into_iter()
                             .filter(|(k, _)| m.knobs[k].applies_to(&arm.name))

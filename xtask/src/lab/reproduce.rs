@@ -126,6 +126,7 @@ pub(crate) mod tests {
             label: "1 core".into(),
             default: false,
             rep: 2,
+            block: None,
             knobs: BTreeMap::new(),
             not_run: None,
             brokers: 1,

@@ -173,9 +173,10 @@ fn run_budgeted(
     spec: &RunSpec,
     ctx: &Budgeted,
 ) -> Result<()> {
-    // The same count the plan printed, environment switches included.
+    // The same count the plan printed, environment switches included. The first pass is block 1.
     let fits = budget::fitting(todo, ctx.times, ctx.clock.left_s());
-    run_tasks(session, &todo[..fits], matrices, spec)?;
+    let block_one: Vec<Task> = todo[..fits].iter().map(|t| Task { block: Some(1), ..t.clone() }).collect();
+    run_tasks(session, &block_one, matrices, spec)?;
     if fits < todo.len() {
         let left: Vec<String> = todo[fits..].iter().map(Task::describe).collect();
         phase("budget", &format!("spent before {} first-pass tasks: {}", left.len(), left.join("; ")));
@@ -188,7 +189,7 @@ fn run_budgeted(
         first,
         out_root: ctx.out_root,
         run_id: session.run_id().to_owned(),
-        batched: Default::default(),
+        blocked: None,
     };
     schedule::run_rounds(&mut goal, &mut SessionRuns { session, matrices, spec })?;
     Ok(())

@@ -2,7 +2,7 @@
 //! its stop rule ends them. Two goals use it: every claim decided (a budgeted run, `budget::ClaimsDecided`; stop
 //! rule: the time left) and a precision target per point (`--precision`, `precision::PrecisionTarget`; stop rule:
 //! each point's reps and minutes). How many more reps decide a claim or narrow an interval is the statistics
-//! module's (`equivalence::pairs_to_decide`, `precision::samples_for_narrower`); a goal only asks it.
+//! module's (the budget's blocks are set by time alone; `precision::samples_for_narrower`); a goal only asks it.
 
 use anyhow::Result;
 use streamlab_record::Record;

@@ -78,6 +78,8 @@ pub struct Session<'a> {
     written: Vec<Record>,
     /// The shape of the environment now up.
     shape: EnvShape,
+    /// The block the environment now up serves (a budgeted run's blocks each get a fresh one).
+    block: Option<u32>,
     env: Box<dyn Environment>,
     prov: Provenance,
     run_info: RunInfo,
@@ -118,7 +120,7 @@ impl<'a> Session<'a> {
         }
         prov.note_environment(env.descriptor(), if resumed { RESUMED_ENVIRONMENT } else { FIRST_ENVIRONMENT });
         let run_info = run_info(setup.run_id, &prov);
-        let mut session = Session { setup, run_dir, written, shape, env, prov, run_info, stopped: None };
+        let mut session = Session { setup, run_dir, written, shape, block: None, env, prov, run_info, stopped: None };
         // A resumed run keeps its first attempt's start calibration and calibrates again beside it.
         let started = session.prov.calibration.as_ref().and_then(|c| c.start);
         session.calibrate(if started.is_some() { Moment::Resume } else { Moment::Start });
@@ -186,6 +188,7 @@ impl<'a> Session<'a> {
             self.stop_if_disk_short(bar);
         }
         if runs && self.stopped.is_none() {
+            self.fresh_env_for_block(task, bar)?;
             self.switch_env_for(task, bar)?;
         }
         let record = match (&task.not_run, &self.stopped) {
@@ -241,6 +244,28 @@ impl<'a> Session<'a> {
             write_provenance(&self.run_dir, &self.prov)?;
         }
         Ok(())
+    }
+
+    /// The first task of a new block: a fresh environment in the task's shape (brokers and servers from empty data),
+    /// so blocks are independent as runs are. The first block keeps the environment the run started with.
+    fn fresh_env_for_block(&mut self, task: &Task, bar: &ProgressBar) -> Result<()> {
+        let (Some(block), Some(before)) = (task.block, self.block) else {
+            self.block = self.block.or(task.block);
+            return Ok(());
+        };
+        if block == before {
+            return Ok(());
+        }
+        self.block = Some(block);
+        let shape = task.shape()?;
+        say(bar, format!("  block {block}: bringing up a fresh environment ({shape})"));
+        if shape.kafka != self.shape.kafka {
+            self.prov.note_kafka_broker(shape.kafka.version, shape.kafka.provenance()?);
+        }
+        self.shape = shape;
+        self.env = self.env_up()?;
+        self.prov.note_environment(self.env.descriptor(), &format!("block {block}: a fresh environment"));
+        write_provenance(&self.run_dir, &self.prov)
     }
 
     /// A task on another shape (a matrix on another broker count, a point on another Kafka version): the

@@ -200,6 +200,7 @@ pub fn to_record(task: &Task, run: &RunInfo, reproduce: &str, outcome: Outcome) 
         log_tail,
         measurement,
         rep: task.rep,
+        block: task.block,
         reproduce: reproduce.to_owned(),
         conditions: None,
     }
@@ -225,6 +226,7 @@ pub(crate) mod tests {
             label: "raw rdkafka".into(),
             default: false,
             rep: 1,
+            block: None,
             knobs: BTreeMap::new(),
             not_run: None,
             brokers: 1,

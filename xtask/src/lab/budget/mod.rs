@@ -9,8 +9,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Result, bail};
+use rand::SeedableRng;
+use rand::seq::SliceRandom;
 use streamlab_record::Record;
-use streamlab_record::stats::equivalence;
 
 use super::matrix::Matrix;
 use super::plan::Task;
@@ -32,9 +33,6 @@ const UNKNOWN_POINT_S: f64 = 60.0;
 
 /// Time kept back for the end: the last calibration, the environment brought down, the verdicts and the site.
 const RESERVE_S: f64 = 60.0;
-
-/// Rep pairs a claim's run needs before its pairs' spread says anything (two give one degree of freedom).
-const FIRST_PAIRS: usize = 3;
 
 /// `45m`, `3h`, `90s`, `1h30m`: a wall-clock budget.
 pub fn parse_budget(text: &str) -> Result<Duration, String> {
@@ -200,8 +198,8 @@ pub fn plan_text(first: &[Task], times: &Times, budget: Duration) -> Vec<String>
         ));
     } else {
         lines.push(format!(
-            "  then about {:.0} min of added rep pairs, each to the undecided claim a rep brings nearest its verdict; \
-             a claim only more runs could decide gets none",
+            "  then about {:.0} min of blocks (each a fresh environment and one rep of every point of the claims \
+             this host can decide), as many as fit",
             (budget_s - RESERVE_S - first_s) / 60.0
         ));
     }
@@ -218,14 +216,14 @@ pub fn host_limits_text(claims: &[Claim], matrices: &[Matrix], cores: u32) -> Ve
     let mut lines = Vec::new();
     if !short.is_empty() {
         lines.push(format!(
-            "  no added rep pairs for {} claims whose seed mechanism needs more than this host's {cores} cores: {}; \
-             they read \"cannot tell here\"",
+            "  no blocks for {} claims whose seed mechanism needs more than this host's {cores} cores: {}; they \
+             read \"cannot tell here\"",
             short.len(),
             short.join(", ")
         ));
     }
     lines.push(
-        "  nor for a claim the first pass finds CPU-bound (either side over nine tenths of the cores)".to_owned(),
+        "  nor for a claim the first pass finds CPU-bound (either side at nine tenths of the cores or more)".to_owned(),
     );
     lines
 }
@@ -235,61 +233,66 @@ pub fn fitting(tasks: &[Task], times: &Times, seconds: f64) -> usize {
     (0..=tasks.len()).take_while(|n| times.of_all(&tasks[..*n]) <= seconds).last().unwrap_or(0)
 }
 
-/// The next reps of the added rounds: the undecided claim (anchored in this run) whose verdict a batch of rep pairs
-/// here can reach at the least cost, with why and the claim's id; `None` when no claim is within reach of the time
-/// left. A claim without an interval yet gets the pairs one needs first ([`FIRST_PAIRS`]); then, once, the batch
-/// [`equivalence::pairs_to_decide`] says, run whole before it is judged again (the calibration's two looks).
-/// `batched` are the claims that had theirs.
-#[allow(clippy::too_many_arguments)]
-pub fn next_reps(
-    verdicts: &[ClaimVerdict],
-    claims: &[Claim],
-    run_id: &str,
-    written: &[Record],
-    first: &[Task],
-    times: &Times,
-    left_s: f64,
-    batched: &BTreeSet<String>,
-) -> Option<Batch> {
-    let reps = reps_so_far(written);
-    let mut best: Option<(f64, Batch)> = None;
-    let undecided = verdicts.iter().filter(|v| v.verdict == Kind::CannotTell && v.run.as_deref() == Some(run_id));
-    for v in undecided.filter(|v| !batched.contains(&v.id) && v.host_limit.is_none()) {
-        let Some(c) = claims.iter().find(|c| c.id == v.id) else { continue };
-        let (Some(num), Some(den)) = (&c.numerator, &c.denominator) else { continue };
-        let template =
-            |side: &Side| first.iter().find(|t| t.bench == c.matrix && side.is_point(&t.arm, &t.sweep, &t.label));
-        let (Some(num_t), Some(den_t)) = (template(num), template(den)) else { continue };
-        let (n_num, n_den) = (reps.get(&key(num_t)).copied().unwrap_or(0), reps.get(&key(den_t)).copied().unwrap_or(0));
-        let here = n_num.min(n_den) as usize;
-        let Some(more) = pairs_to_decide(v, c, here) else { continue };
-        let tasks = pair_tasks((num_t, n_num), (den_t, n_den), here + more);
-        let cost = times.of_all(&tasks);
-        if cost > left_s {
-            continue;
-        }
-        if best.as_ref().is_none_or(|(b, _)| cost < *b) {
-            let why =
-                format!("{}: {more} more rep pairs here (about {}) may decide it; it has {here}", c.id, minutes(cost));
-            best = Some((cost, Batch { tasks, why, claim: c.id.clone(), decisive: v.pooled.is_some() }));
-        }
-    }
-    best.map(|(_, batch)| batch)
+/// The claims a budgeted run measures in blocks after its first pass: those anchored in this run whose two points
+/// the first pass measured, that this host can show (not host-limited, not above its ceiling alone) and that are not
+/// decided by the runs before this one alone. Fixed once, after the first pass: which claims a block holds never
+/// depends on what the blocks measure, so the rule's error rates are those of one look at the end.
+pub fn decidable(verdicts: &[ClaimVerdict], claims: &[Claim], run_id: &str, first: &[Task]) -> Vec<String> {
+    let mine = verdicts.iter().filter(|v| v.run.as_deref() == Some(run_id) && v.host_limit.is_none());
+    mine.filter(|v| matches!(v.verdict, Kind::CannotTell | Kind::Reproduces | Kind::DoesNotReproduce))
+        .filter(|v| !(v.above_ceiling && v.kind == [ClaimKind::Size]))
+        .filter(|v| claims.iter().find(|c| c.id == v.id).is_some_and(|c| points_of(c, first).is_some()))
+        .map(|v| v.id.clone())
+        .collect()
 }
 
-/// A budgeted run's goal for the scheduler, after its first pass: every claim decided, one claim's rep pairs a
-/// round, each to the undecided claim they reach at the least cost; its stop rule is the clock.
+/// The first-pass tasks of a claim's two points.
+fn points_of<'t>(c: &Claim, first: &'t [Task]) -> Option<(&'t Task, &'t Task)> {
+    let (num, den) = (c.numerator.as_ref()?, c.denominator.as_ref()?);
+    let template =
+        |side: &Side| first.iter().find(|t| t.bench == c.matrix && side.is_point(&t.arm, &t.sweep, &t.label));
+    Some((template(num)?, template(den)?))
+}
+
+/// One block: the next rep of every point of `ids`' claims (a point two claims share once), each marked with the block,
+/// in an order shuffled by the block's own seed (the run id and the block number, so a resumed run redraws the same).
+pub fn block_tasks(
+    ids: &[String],
+    claims: &[Claim],
+    first: &[Task],
+    written: &[Record],
+    run_id: &str,
+    block: u32,
+) -> Vec<Task> {
+    let reps = reps_so_far(written);
+    let mut tasks: Vec<Task> = Vec::new();
+    for c in ids.iter().filter_map(|id| claims.iter().find(|c| &c.id == id)) {
+        let Some((num, den)) = points_of(c, first) else { continue };
+        for t in [num, den] {
+            if !tasks.iter().any(|have| key(have) == key(t)) {
+                let rep = reps.get(&key(t)).copied().unwrap_or(0) + 1;
+                tasks.push(Task { rep, block: Some(block), ..t.clone() });
+            }
+        }
+    }
+    let seed = run_id.bytes().fold(u64::from(block), |h, b| h.wrapping_mul(0x100_0000_01b3).wrapping_add(u64::from(b)));
+    tasks.shuffle(&mut rand::rngs::StdRng::seed_from_u64(seed));
+    tasks
+}
+
+/// A budgeted run's goal for the scheduler, after its first pass (block 1): blocks of the claims this host can
+/// decide, each in a fresh environment, while a whole block fits in the time left; its stop rule is the clock alone.
 pub struct ClaimsDecided<'a> {
     pub clock: Clock,
     pub claims: &'a [Claim],
     pub matrices: &'a [Matrix],
-    /// The first pass: each point's task, the template of its added reps.
+    /// The first pass: each point's task, the template of its blocks' reps.
     pub first: &'a [Task],
     /// The results directory this run writes into: the verdicts pool its earlier runs on this machine.
     pub out_root: &'a Path,
     pub run_id: String,
-    /// The claims that had their decisive batch in this run (the calibration's two looks).
-    pub batched: BTreeSet<String>,
+    /// The claims the blocks measure, fixed after the first pass ([`decidable`]).
+    pub blocked: Option<Vec<String>>,
 }
 
 impl schedule::Goal for ClaimsDecided<'_> {
@@ -298,49 +301,47 @@ impl schedule::Goal for ClaimsDecided<'_> {
     }
 
     fn next(&mut self, n: usize, written: &[Record]) -> Result<Next> {
-        let runs = load_results(self.out_root)?;
-        let verdicts = verdicts_of(&runs, self.claims, self.matrices, &self.run_id);
         let left_s = self.clock.left_s();
-        // What the points took so far, this run's reps included.
-        let times = Times::from_runs(&runs);
-        let next = next_reps(&verdicts, self.claims, &self.run_id, written, self.first, &times, left_s, &self.batched);
-        let Some(batch) = next else {
-            let undecided = verdicts.iter().filter(|v| v.verdict == Kind::CannotTell).count();
+        let block = n as u32 + 1;
+        let mut why = Vec::new();
+        if self.blocked.is_none() {
+            let runs = load_results(self.out_root)?;
+            let verdicts = verdicts_of(&runs, self.claims, self.matrices, &self.run_id);
+            let ids = decidable(&verdicts, self.claims, &self.run_id, self.first);
+            let times = Times::from_runs(&runs);
+            let one = times.of_all(&block_tasks(&ids, self.claims, self.first, written, &self.run_id, block));
+            let fit = ((left_s.max(0.0)) / (one + ENV_SWITCH_S).max(1.0)).floor() as usize;
+            why.push(format!(
+                "blocks of the claims this host can decide ({}; {} in all): each a fresh environment and one rep \
+                 of each of their points in a shuffled order, about {} a block; about {fit} more fit in the {:.0} min \
+                 left, so about {} in all with the first pass (README's power table says what that many decide)",
+                ids.join(", "),
+                ids.len(),
+                minutes(one + ENV_SWITCH_S),
+                left_s / 60.0,
+                fit + 1
+            ));
+            self.blocked = Some(ids);
+        }
+        let ids = self.blocked.as_deref().unwrap_or_default();
+        let tasks = block_tasks(ids, self.claims, self.first, written, &self.run_id, block);
+        let runs = load_results(self.out_root)?;
+        let cost = Times::from_runs(&runs).of_all(&tasks) + ENV_SWITCH_S;
+        if ids.is_empty() || cost > left_s {
             return Ok(Next::Done(format!(
-                "{:.1} min left; no rep pair here would bring any of the {undecided} claims this host cannot tell yet \
-                 to a verdict within it",
-                left_s.max(0.0) / 60.0
+                "{:.1} min left; {}",
+                left_s.max(0.0) / 60.0,
+                if ids.is_empty() {
+                    "no claim here that this host can decide".to_owned()
+                } else {
+                    format!("block {block} (about {}) does not fit", minutes(cost))
+                }
             )));
-        };
-        if batch.decisive {
-            self.batched.insert(batch.claim.clone());
         }
-        let title = format!("round {n}, {:.1} min left: {}", left_s / 60.0, batch.why);
-        Ok(Next::Round { tasks: batch.tasks, title, why: Vec::new() })
+        let title =
+            format!("block {block}, {:.1} min left: {} points, a fresh environment", left_s / 60.0, tasks.len());
+        Ok(Next::Round { tasks, title, why })
     }
-}
-
-/// One claim's added rep pairs.
-pub struct Batch {
-    pub tasks: Vec<Task>,
-    pub why: String,
-    pub claim: String,
-    /// The batch that may decide the claim (not the pairs that first give it an interval): its last in this run.
-    pub decisive: bool,
-}
-
-/// The tasks that bring both sides to `pairs` reps, rep by rep (the lagging side catches up first: a pair is the
-/// same rep of both sides), the two sides interleaved.
-fn pair_tasks((num, n_num): (&Task, u32), (den, n_den): (&Task, u32), pairs: usize) -> Vec<Task> {
-    let mut tasks = Vec::new();
-    for rep in n_num.min(n_den) + 1..=pairs as u32 {
-        for (t, n) in [(num, n_num), (den, n_den)] {
-            if rep > n {
-                tasks.push(Task { rep, ..t.clone() });
-            }
-        }
-    }
-    tasks
 }
 
 /// A budget as it was given: `45 min`, `3 h`, `1 h 30 min`, `2 min 30 s`.
@@ -362,41 +363,6 @@ fn reps_so_far(written: &[Record]) -> BTreeMap<PointKey, u32> {
     for r in written {
         let e = out.entry(record_key(r)).or_default();
         *e = (*e).max(r.rep);
-    }
-    out
-}
-
-/// How many more rep pairs in this run the claim gets: without an interval yet, those that give it one
-/// ([`FIRST_PAIRS`] in this run); with one, what [`equivalence::pairs_to_decide`] says would bring it clear of the edge
-/// nearest its estimate. `None` if no number of them would (the run-to-run part alone is wider: only more runs
-/// decide it), or the claim has no edge a rep can move it off.
-fn pairs_to_decide(v: &ClaimVerdict, c: &Claim, here: usize) -> Option<usize> {
-    let only_size = v.parts.iter().filter(|p| p.verdict == Kind::CannotTell).all(|p| p.kind == ClaimKind::Size);
-    if v.above_ceiling && only_size {
-        return None;
-    }
-    match &v.pooled {
-        None => (here < FIRST_PAIRS).then(|| FIRST_PAIRS - here),
-        Some(p) => equivalence::pairs_to_decide(p, here, &edges(v, c)),
-    }
-}
-
-/// The values an undecided part of the claim is judged against: the band's edges, 1 for a direction.
-fn edges(v: &ClaimVerdict, c: &Claim) -> Vec<f64> {
-    let mut out = Vec::new();
-    for part in v.parts.iter().filter(|p| p.verdict == Kind::CannotTell) {
-        match part.kind {
-            // Above this host's ceiling a size stays untold whatever the reps.
-            ClaimKind::Size if v.above_ceiling => {}
-            ClaimKind::Size => out.extend(v.band.iter().flatten().copied()),
-            ClaimKind::Parity => out.extend(equivalence::band(1.0, c.tolerance)),
-            ClaimKind::Direction => out.push(match c.direction {
-                Some(equivalence::Direction::NotLower) => 1.0 / (1.0 + c.tolerance),
-                _ => 1.0,
-            }),
-            // A shape's steps are many ratios: reps of its points come with the first pass only.
-            ClaimKind::Shape => {}
-        }
     }
     out
 }

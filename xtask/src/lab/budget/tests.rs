@@ -72,7 +72,7 @@ fn the_plan_says_what_fits_and_what_will_be_left() {
     let times = Times::default();
     let total = times.of_all(&first);
     let roomy = plan_text(&first, &times, Duration::from_secs_f64(total + 600.0)).join("\n");
-    assert!(roomy.contains("then about") && roomy.contains("added rep pairs"), "{roomy}");
+    assert!(roomy.contains("then about") && roomy.contains("min of blocks"), "{roomy}");
     let tight = plan_text(&first, &times, Duration::from_secs_f64(total / 2.0)).join("\n");
     assert!(tight.contains("only about") && tight.contains("left unrun"), "{tight}");
 }
@@ -101,81 +101,56 @@ fn what_fits_counts_each_environment_switch_between_tasks() {
     assert_eq!(fitting(&[one.clone(), one.clone()], &times, 2.0 * a), 2, "no switch on one environment");
 }
 
-/// A claim at 1.0 ± 15% of `kind` judged over these runs of per-pair ratios (the last is this run's), undecided.
-fn undecided(runs: &[Vec<f64>], kind: ClaimKind) -> (ClaimVerdict, Claim) {
-    let c = crate::results::declared::builtin().unwrap().into_iter().find(|c| c.kind == [ClaimKind::Size]).unwrap();
-    let c = Claim { published: 1.0, tolerance: 0.15, kind: vec![kind], direction: None, ..c };
-    let pooled = equivalence::pooled(runs);
-    let v = ClaimVerdict {
+/// A claim's verdict as the first pass leaves it: undecided, anchored in `run`.
+fn undecided(c: &Claim, run: &str) -> ClaimVerdict {
+    ClaimVerdict {
         verdict: Kind::CannotTell,
-        parts: vec![Part { kind, verdict: Kind::CannotTell, text: String::new() }],
-        band: Some(equivalence::band(1.0, 0.15)),
-        estimate: pooled.as_ref().map(|p| p.estimate),
-        runs: vec!["this".into(); runs.len()],
-        pairs: runs.iter().map(Vec::len).sum(),
-        run: Some("this".into()),
-        pooled,
-        ..claims::verdicts(&[], std::slice::from_ref(&c)).remove(0)
-    };
-    (v, c)
+        parts: vec![Part { kind: ClaimKind::Size, verdict: Kind::CannotTell, text: String::new() }],
+        run: Some(run.into()),
+        ..claims::verdicts(&[], std::slice::from_ref(c)).remove(0)
+    }
 }
 
 #[test]
-fn a_batch_of_pairs_goes_where_it_can_decide_and_a_claim_only_runs_could_decide_gets_none() {
-    // Twenty quiet runs above 1, this run's two pairs noisy: more of them bring it clear of 1.
-    let mut runs = vec![vec![1.10, 1.11, 1.09]; 20];
-    runs.push(vec![1.3, 0.9]);
-    let (v, c) = undecided(&runs, ClaimKind::Direction);
-    let more = pairs_to_decide(&v, &c, 2).unwrap();
-    assert!((1..=equivalence::MAX_ADDED_PAIRS).contains(&more), "{more}");
-    // One run: the prior's run-to-run spread alone is wider than the band; no rep decides it.
-    let (one, c) = undecided(&[vec![1.0, 1.02, 0.98]], ClaimKind::Size);
-    assert_eq!(pairs_to_decide(&one, &c, 3), None);
-    // A claim without an interval yet gets the pairs one needs first.
-    let (none, c) = undecided(&[vec![1.0]], ClaimKind::Size);
-    assert_eq!(pairs_to_decide(&none, &c, 1), Some(FIRST_PAIRS - 1));
-    assert_eq!(pairs_to_decide(&none, &c, FIRST_PAIRS), None, "its pairs have no spread: nothing to plan by");
-    // A size above this host's ceiling stays untold whatever the reps.
-    let above = ClaimVerdict { above_ceiling: true, ..none.clone() };
-    assert_eq!(pairs_to_decide(&above, &c, 1), None);
-}
-
-#[test]
-fn the_lagging_side_of_a_claim_catches_up_first_so_every_rep_pairs() {
+fn blocks_hold_the_claims_this_host_can_decide_and_no_other() {
     let (_, _, first, claims) = whole_lab();
-    let c = claims.iter().find(|c| c.id == "000-framework-over-raw").unwrap();
-    let (mut v, _) = undecided(&[vec![0.6]], ClaimKind::Size);
-    v.id = c.id.clone();
-    let side = |s: &Side| first.iter().find(|t| t.bench == c.matrix && s.is_point(&t.arm, &t.sweep, &t.label));
-    let (num, den) = (side(c.numerator.as_ref().unwrap()).unwrap(), side(c.denominator.as_ref().unwrap()).unwrap());
-    let record = |t: &Task, rep: u32| {
-        let mut r = crate::results::fixtures::record("this", &t.arm, &t.label, &[&t.sweep], false, rep, 1.0);
-        r.bench = t.bench.clone();
-        r
-    };
-    let (times, none) = (Times::default(), BTreeSet::new());
-    let reps = |b: &Batch| b.tasks.iter().map(|t| (t.arm.clone(), t.rep)).collect::<Vec<_>>();
-    // The numerator has two reps, the denominator one: the denominator catches up, then both to three pairs.
-    let written = [record(num, 1), record(num, 2), record(den, 1)];
-    let b = next_reps(&[v.clone()], &claims, "this", &written, &first, &times, 3600.0, &none).unwrap();
-    let (n, d) = (num.arm.clone(), den.arm.clone());
-    assert_eq!(reps(&b), [(d.clone(), 2), (n.clone(), 3), (d.clone(), 3)]);
-    assert!(b.why.starts_with("000-framework-over-raw") && !b.decisive, "{}", b.why);
-    // Even: both sides' next reps, up to the pairs a first interval needs.
-    let written = [record(num, 1), record(den, 1)];
-    let b = next_reps(&[v.clone()], &claims, "this", &written, &first, &times, 3600.0, &none).unwrap();
-    assert_eq!(reps(&b), [(n.clone(), 2), (d.clone(), 2), (n, 3), (d, 3)]);
-    // No time left for the pairs: nothing.
-    assert!(next_reps(&[v.clone()], &claims, "this", &written, &first, &times, 10.0, &none).is_none());
-    // A claim that had its batch gets no more in this run.
-    let had = BTreeSet::from([c.id.clone()]);
-    assert!(next_reps(&[v.clone()], &claims, "this", &written, &first, &times, 3600.0, &had).is_none());
-    // Nor does a claim this host cannot show.
-    let limited = ClaimVerdict { host_limit: Some("CPU-bound".into()), ..v.clone() };
-    assert!(next_reps(&[limited], &claims, "this", &written, &first, &times, 3600.0, &none).is_none());
-    // A claim anchored in another run is not this run's to decide.
-    v.run = Some("earlier".into());
-    assert!(next_reps(&[v], &claims, "this", &written, &first, &times, 3600.0, &none).is_none());
+    let pick = |id: &str| claims.iter().find(|c| c.id == id).unwrap().clone();
+    let (a, b) = (pick("000-framework-over-raw"), pick("003-plain-produce"));
+    let mut limited = undecided(&b, "this");
+    limited.host_limit = Some("CPU-bound here".into());
+    let ids = |v: &[ClaimVerdict]| decidable(v, &claims, "this", &first);
+    assert_eq!(ids(&[undecided(&a, "this"), limited]), [a.id.as_str()], "a host-limited claim gets no blocks");
+    assert!(ids(&[undecided(&a, "earlier")]).is_empty(), "a claim anchored in another run is not this run's");
+    let not_run = ClaimVerdict { verdict: Kind::NotRun, ..undecided(&a, "this") };
+    assert!(ids(&[not_run]).is_empty(), "nor one whose first pass did not measure it");
+}
+
+#[test]
+fn a_block_is_the_next_rep_of_each_of_its_claims_points_once_marked_and_shuffled_by_its_own_seed() {
+    let (_, _, first, claims) = whole_lab();
+    let ids: Vec<String> = ["000-framework-over-raw", "003-plain-produce"].map(String::from).to_vec();
+    let written: Vec<Record> = first
+        .iter()
+        .map(|t| {
+            let mut r = crate::results::fixtures::record("this", &t.arm, &t.label, &[&t.sweep], false, 1, 1.0);
+            r.bench = t.bench.clone();
+            r
+        })
+        .collect();
+    let block = block_tasks(&ids, &claims, &first, &written, "this", 2);
+    let points: BTreeSet<PointKey> = block.iter().map(key).collect();
+    assert_eq!(points.len(), block.len(), "a point two claims share runs once a block");
+    assert_eq!(block.len(), 4, "two points each");
+    assert!(block.iter().all(|t| t.rep == 2 && t.block == Some(2)), "the next rep, marked with its block");
+    let again = block_tasks(&ids, &claims, &first, &written, "this", 2);
+    assert_eq!(
+        block.iter().map(key).collect::<Vec<_>>(),
+        again.iter().map(key).collect::<Vec<_>>(),
+        "one seed, one order"
+    );
+    let orders: BTreeSet<Vec<PointKey>> =
+        (2..12).map(|b| block_tasks(&ids, &claims, &first, &written, "this", b).iter().map(key).collect()).collect();
+    assert!(orders.len() > 1, "blocks are shuffled, each by its own seed");
 }
 
 #[test]

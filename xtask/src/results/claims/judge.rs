@@ -31,7 +31,7 @@ pub(super) fn comparable_runs<'r>(c: &Claim, runs: &'r [Run], num: &Side, den: &
 }
 
 /// The verdict and its sentence; fills in `v`'s figures and runs on the way.
-pub(super) fn judge(c: &Claim, runs: &[Run], v: &mut ClaimVerdict) -> (Kind, String) {
+pub(super) fn judge(c: &Claim, runs: &[Run], priors: &Priors, v: &mut ClaimVerdict) -> (Kind, String) {
     let (Some(num), Some(den)) = (&c.numerator, &c.denominator) else {
         return (Kind::NotRun, format!("The lab has no point for it: {}.", c.unmapped.as_deref().unwrap_or("")));
     };
@@ -41,6 +41,7 @@ pub(super) fn judge(c: &Claim, runs: &[Run], v: &mut ClaimVerdict) -> (Kind, Str
     let anchor = *pool.last().expect("the anchor is pooled");
     v.run = Some(anchor.id.clone());
     v.machine = Some(anchor.provenance.machine_key());
+    let prior = &priors.of(&anchor.provenance.machine_key());
     let (num_records, den_records) = (records_at(anchor, &c.matrix, num), records_at(anchor, &c.matrix, den));
     for (side, records) in [(num, &num_records), (den, &den_records)] {
         let o = outcome(records, &c.metric);
@@ -60,7 +61,7 @@ pub(super) fn judge(c: &Claim, runs: &[Run], v: &mut ClaimVerdict) -> (Kind, Str
     if sorted.holding.is_empty() {
         return no_pairs(&sorted, &anchor.id);
     }
-    let per_run = ratios_per_run(c, &pool, (num, den), &contract);
+    let units = units_of(c, &pool, (num, den), &contract);
     // What keeps this host from showing the claim at all, known from one rep: then nothing it measures refutes
     // the seed, and no rep pair is spent on it.
     let host_cpu = if c.beside { HostCpu::Free } else { host_cpu(c, &pool, (num, den), anchor) };
@@ -72,17 +73,18 @@ pub(super) fn judge(c: &Claim, runs: &[Run], v: &mut ClaimVerdict) -> (Kind, Str
     // Unread is not a limit (a run of this lab reads it, so the budget measures the claim), but nothing stands on it.
     let unread = if let HostCpu::Unread(why) = &host_cpu { Some(why.clone()) } else { None };
     v.host_limit = limit.as_ref().map(|l| l.short.clone());
-    let Some(p) = equivalence::pooled(&per_run.iter().map(|(_, r)| r.clone()).collect::<Vec<_>>()) else {
+    let Some(p) = equivalence::pooled(&unit_ratios(&units), prior.spread) else {
         let mut why = format!(
-            "No interval of the ratio yet: no run of the {} pooled has two rep pairs, or the pairs have no spread at all.",
-            per_run.len()
+            "No interval of the ratio yet: {} unit(s) pooled (a block, or a run without blocks), none with two rep \
+             pairs, or the pairs have no spread at all.",
+            units.len()
         );
         for long in limit.iter().map(|l| &l.long).chain(&unread) {
             why.push_str(&format!(" {long}."));
         }
         return (Kind::CannotTell, why);
     };
-    fill_figures(v, &p, &per_run);
+    fill_figures(v, &p, &units, prior);
     v.per_cpu = per_cpu_text(&num_records, &den_records);
     if c.beside {
         // The lab's own comparison: its figures, and no verdict on the seed.
@@ -98,7 +100,7 @@ pub(super) fn judge(c: &Claim, runs: &[Run], v: &mut ClaimVerdict) -> (Kind, Str
     v.host_note = (!notes.is_empty()).then(|| notes.join(". "));
     v.above_ceiling = ceiling.is_some();
     let parts: Vec<Part> =
-        c.kind.iter().map(|kind| part(c, *kind, &p, &pool, ceiling.as_ref().map(|(x, _)| *x))).collect();
+        c.kind.iter().map(|kind| part(c, *kind, &p, (&pool, prior), ceiling.as_ref().map(|(x, _)| *x))).collect();
     let overall = if limit.is_some() || unread.is_some() { Kind::CannotTell } else { overall(&parts) };
     v.parts_text = parts.iter().map(|p| p.text.clone()).collect::<Vec<_>>().join("; ");
     if c.kind == [ClaimKind::Direction] {
@@ -112,20 +114,30 @@ pub(super) fn judge(c: &Claim, runs: &[Run], v: &mut ClaimVerdict) -> (Kind, Str
     (overall, why(c, v, &p, anchor, &num_records, &den_records, num, den))
 }
 
-/// Each pooled run's per-rep-pair ratios of the two points, the runs without a pair left out.
-fn ratios_per_run<'r>(
-    c: &Claim,
-    pool: &[&'r Run],
-    (num, den): (&Side, &Side),
-    contract: &Contract,
-) -> Vec<(&'r Run, Vec<f64>)> {
-    pool.iter()
-        .map(|run| {
-            let (n, d) = (records_at(run, &c.matrix, num), records_at(run, &c.matrix, den));
-            (*run, ratios(&values(&pair_reps(&n, &d, &c.metric, contract), &c.metric)))
-        })
-        .filter(|(_, r)| !r.is_empty())
-        .collect()
+/// The units a claim's verdict pools: each block of each pooled run (a run measured without blocks is one unit),
+/// with the per-rep-pair ratios of the two points in it; the units without a pair left out.
+pub(super) fn units_of(c: &Claim, pool: &[&Run], (num, den): (&Side, &Side), contract: &Contract) -> Vec<Unit> {
+    let mut units = Vec::new();
+    for run in pool {
+        let (n, d) = (records_at(run, &c.matrix, num), records_at(run, &c.matrix, den));
+        let blocks: BTreeSet<Option<u32>> = n.iter().chain(&d).map(|r| r.block).collect();
+        for block in blocks {
+            let (n_b, d_b): (Vec<&Record>, Vec<&Record>) = (
+                n.iter().copied().filter(|r| r.block == block).collect(),
+                d.iter().copied().filter(|r| r.block == block).collect(),
+            );
+            let ratios = ratios(&values(&pair_reps(&n_b, &d_b, &c.metric, contract), &c.metric));
+            if !ratios.is_empty() {
+                units.push(Unit { run: run.id.clone(), block, ratios });
+            }
+        }
+    }
+    units
+}
+
+/// The units' ratios, as the rule reads them.
+pub(super) fn unit_ratios(units: &[Unit]) -> Vec<Vec<f64>> {
+    units.iter().map(|u| u.ratios.clone()).collect()
 }
 
 /// A claim reproduces only if every part holds, does not if any part fails, and cannot be told otherwise.
@@ -156,30 +168,41 @@ pub(super) fn no_pairs(sorted: &parity::Sorted, run: &str) -> (Kind, String) {
     }
 }
 
-pub(super) fn fill_figures(v: &mut ClaimVerdict, p: &Pooled, per_run: &[(&Run, Vec<f64>)]) {
+pub(super) fn fill_figures(v: &mut ClaimVerdict, p: &Pooled, units: &[Unit], prior: &MachinePrior) {
     v.estimate = Some(p.estimate);
     v.measured = format::ratio(p.estimate);
     v.interval_bounds = Some(p.interval);
-    v.runs = per_run.iter().map(|(r, _)| r.id.clone()).collect();
+    v.runs = units.iter().map(|u| u.run.clone()).collect::<BTreeSet<_>>().into_iter().collect();
+    v.runs.sort_by_key(|id| units.iter().position(|u| &u.run == id));
     v.pairs = p.pairs;
     v.interval = interval_text(p);
     v.spread = Some(SpreadUsed {
         within_log_sd: p.within_log_sd,
         between: p.between,
         own_between: p.own_between,
-        prior: equivalence::PRIOR_SPREAD,
+        prior: prior.spread,
+        prior_source: prior.source.clone(),
         df: p.df,
+        se_log: p.se_log,
+        mean_log: p.mean_log,
+        units: units.to_vec(),
     });
     v.pooled = Some(p.clone());
 }
 
 /// One kind of the claim, judged.
-pub(super) fn part(c: &Claim, kind: ClaimKind, p: &Pooled, pool: &[&Run], ceiling: Option<f64>) -> Part {
+pub(super) fn part(
+    c: &Claim,
+    kind: ClaimKind,
+    p: &Pooled,
+    (pool, prior): (&[&Run], &MachinePrior),
+    ceiling: Option<f64>,
+) -> Part {
     let call = match kind {
         ClaimKind::Size => equivalence::size(p, c.published, c.tolerance),
         ClaimKind::Parity => equivalence::parity(p, c.tolerance),
         ClaimKind::Direction => equivalence::direction(p, c.direction.unwrap_or(Direction::Higher), c.tolerance),
-        ClaimKind::Shape => match shape_call(c, pool) {
+        ClaimKind::Shape => match shape_call(c, pool, prior) {
             Some(call) => call,
             None => {
                 let text = "shape: cannot tell here (a step has no interval: one rep per step; a profile run's reps \
@@ -204,7 +227,7 @@ pub(super) fn part(c: &Claim, kind: ClaimKind, p: &Pooled, pool: &[&Run], ceilin
 
 /// A shape claim over the pooled runs: each consecutive step of its labels pooled over the runs that hold it; `None`
 /// when some step has no interval (one rep per step, as a budget's first pass gives).
-pub(super) fn shape_call(c: &Claim, pool: &[&Run]) -> Option<Call> {
+pub(super) fn shape_call(c: &Claim, pool: &[&Run], prior: &MachinePrior) -> Option<Call> {
     let Some(shape) = &c.shape else { return Some(Call::Undecided) };
     let contract = Contract { differs: c.differs.clone(), tolerance: default_tolerances(), equal_knobs: true };
     let side = |label: &str| Side { sweep: shape.sweep.clone(), arm: shape.arm.clone(), label: label.to_owned() };
@@ -213,14 +236,7 @@ pub(super) fn shape_call(c: &Claim, pool: &[&Run]) -> Option<Call> {
         .windows(2)
         .map(|w| {
             let (from, to) = (side(&w[0]), side(&w[1]));
-            let per_run: Vec<Vec<f64>> = pool
-                .iter()
-                .map(|run| {
-                    let (n, d) = (records_at(run, &c.matrix, &to), records_at(run, &c.matrix, &from));
-                    ratios(&values(&pair_reps(&n, &d, &c.metric, &contract), &c.metric))
-                })
-                .collect();
-            equivalence::pooled(&per_run)
+            equivalence::pooled(&unit_ratios(&units_of(c, pool, (&to, &from), &contract)), prior.spread)
         })
         .collect();
     steps.map(|steps| equivalence::shape(&steps, c.tolerance))

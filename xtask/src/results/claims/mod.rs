@@ -20,6 +20,7 @@ use crate::results::model::{Missing, Outcome, config_of, drawn_by_rep, outcome, 
 use crate::results::parity::{self, Contract};
 
 use crate::results::declared::{Bound, Ceiling, Claim, ClaimKind, Side};
+use prior::{MachinePrior, Priors};
 
 /// What the lab concludes about a claim.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, serde::Deserialize)]
@@ -74,9 +75,24 @@ pub struct SpreadUsed {
     pub between: Spread,
     /// What the claim's own runs show of it (two runs or more).
     pub own_between: Option<Spread>,
-    /// The prior it is shrunk toward.
+    /// The prior it is shrunk toward: the machine's, and where it comes from.
     pub prior: Spread,
+    pub prior_source: String,
+    /// The interval's degrees of freedom, and the mean and standard error of the log ratio it is drawn from.
     pub df: f64,
+    pub mean_log: f64,
+    pub se_log: f64,
+    /// Every unit pooled (a block of a run, or a run without blocks) with its per-rep-pair ratios: enough to
+    /// recompute the interval.
+    pub units: Vec<Unit>,
+}
+
+/// One unit a verdict pools: a block of a run, or a run measured without blocks (`block` absent).
+#[derive(Debug, Clone, Serialize)]
+pub struct Unit {
+    pub run: String,
+    pub block: Option<u32>,
+    pub ratios: Vec<f64>,
 }
 
 /// A claim with its verdict, as the index and `lab verdicts` show it.
@@ -148,10 +164,11 @@ pub struct ClaimVerdict {
 
 /// Every claim's verdict from `runs` (oldest first, as the site loads them).
 pub fn verdicts(runs: &[Run], claims: &[Claim]) -> Vec<ClaimVerdict> {
-    claims.iter().map(|c| verdict_of(c, runs)).collect()
+    let priors = Priors::fit(runs, claims);
+    claims.iter().map(|c| verdict_of(c, runs, &priors)).collect()
 }
 
-fn verdict_of(c: &Claim, runs: &[Run]) -> ClaimVerdict {
+fn verdict_of(c: &Claim, runs: &[Run], priors: &Priors) -> ClaimVerdict {
     let mut v = ClaimVerdict {
         id: c.id.clone(),
         seed: c.seed.clone(),
@@ -193,7 +210,7 @@ fn verdict_of(c: &Claim, runs: &[Run]) -> ClaimVerdict {
         run: None,
         pooled: None,
     };
-    let (kind, why) = judge::judge(c, runs, &mut v);
+    let (kind, why) = judge::judge(c, runs, priors, &mut v);
     v.verdict = kind;
     v.verdict_text = kind.text();
     v.why = why;
@@ -203,6 +220,7 @@ fn verdict_of(c: &Claim, runs: &[Run]) -> ClaimVerdict {
 mod judge;
 pub mod machines;
 mod pairs;
+mod prior;
 #[cfg(test)]
 mod tests;
 mod why;

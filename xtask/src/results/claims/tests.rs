@@ -83,7 +83,12 @@ fn one_run_carries_the_prior_run_to_run_spread_and_says_so() {
     // Tight pairs, but one run says nothing of how runs differ: the prior's log-SD 0.33, too wide for ±15%.
     assert_eq!(v.verdict, Kind::CannotTell, "{}", v.why);
     assert!(v.why.contains("from one run (r1)"), "{}", v.why);
-    assert!(v.why.contains("the prior 0.33 alone: one run says nothing of how runs differ"), "{}", v.why);
+    assert!(
+        v.why.contains("the machine's prior 0.33 alone: one unit says nothing of how blocks or runs differ"),
+        "{}",
+        v.why
+    );
+    assert!(v.spread.as_ref().unwrap().prior_source.starts_with("assumed"), "one claim fits no prior");
     assert!(v.why.contains("more runs, not more reps"), "{}", v.why);
     let spread = v.spread.as_ref().unwrap();
     assert_eq!((spread.between, spread.own_between), (spread.prior, None));
@@ -284,4 +289,27 @@ fn a_side_that_kept_the_hosts_cores_busy_is_cpu_bound_over_every_pooled_run_and_
     // Runs that read it pool with ones that did not: the readings there are decide it.
     let (_dir, partly) = history(&twelve, with_host_cores(None, Some(1.0)));
     assert_eq!(verdicts(&partly, &[claim(0.5)])[0].verdict, Kind::Reproduces);
+}
+
+#[test]
+fn each_block_of_a_run_is_a_unit_and_its_ratios_are_in_the_verdicts_details() {
+    // One run of six reps, each in a block of its own: six units of one pair, not one unit of six.
+    let ratios = [0.50, 0.52, 0.49, 0.51, 0.50, 0.48];
+    let (_dir, runs) = history(&[&ratios], |r| r.block = Some(r.rep));
+    let v = &verdicts(&runs, &[claim(0.5)])[0];
+    let spread = v.spread.as_ref().unwrap();
+    assert_eq!(spread.units.len(), 6, "{:?}", spread.units);
+    assert!(spread.units.iter().all(|u| u.run == "r1" && u.ratios.len() == 1));
+    let own = spread.own_between.expect("six units show their own spread");
+    assert_eq!(own.df, 5.0);
+    // The same reps without blocks are one unit: the prior alone.
+    let (_dir, runs) = history(&[&ratios], |_| {});
+    let one = &verdicts(&runs, &[claim(0.5)])[0];
+    let spread = one.spread.as_ref().unwrap();
+    assert_eq!((spread.units.len(), spread.own_between), (1, None));
+    // The interval recomputes from the details: mean and standard error of the log ratio, t at its df.
+    let q = streamlab_record::stats::student_t::quantile(0.975, v.spread.as_ref().unwrap().df);
+    let s = v.spread.as_ref().unwrap();
+    let lo = (s.mean_log - q * s.se_log).exp();
+    assert!((lo - v.interval_bounds.unwrap()[0]).abs() < 1e-12);
 }

@@ -69,10 +69,18 @@ pub(super) fn capitalise(s: &str) -> String {
 /// Which spread sets the interval's width: `run-to-run spread (log-SD 0.21: these 8 runs' own 0.18, shrunk toward the
 /// prior 0.33) outweighs rep-to-rep (0.050)`.
 pub(super) fn spread_text(p: &Pooled) -> String {
-    let prior = equivalence::PRIOR_SPREAD.log_sd;
+    let prior = p.prior.log_sd;
     let between = match p.own_between {
-        None => format!("the prior {prior:.2} alone: one run says nothing of how runs differ"),
-        Some(own) => format!("these {} runs' own {:.3}, shrunk toward the prior {prior:.2}", p.runs, own.log_sd),
+        None => format!("the machine's prior {prior:.2} alone: one unit says nothing of how blocks or runs differ"),
+        Some(own) if p.between == own => {
+            format!(
+                "these {} units' own {:.3}, above the machine's prior {prior:.2}, so kept alone",
+                p.runs, own.log_sd
+            )
+        }
+        Some(own) => {
+            format!("these {} units' own {:.3}, shrunk toward the machine's prior {prior:.2}", p.runs, own.log_sd)
+        }
     };
     let (b, within) = (p.between.log_sd, p.within_log_sd);
     if p.run_to_run_dominates() {
