@@ -370,12 +370,12 @@ fn reps_so_far(written: &[Record]) -> BTreeMap<PointKey, u32> {
 /// The claims of the run's matrices (the seeds', not the lab's own comparisons beside them), judged over the runs of
 /// `run_id`'s machine: its verdicts are that machine's.
 pub fn verdicts_of(runs: &[Run], claims: &[Claim], matrices: &[Matrix], run_id: &str) -> Vec<ClaimVerdict> {
-    let ours: Vec<Claim> =
-        claims.iter().filter(|c| !c.beside && matrices.iter().any(|m| m.name == c.matrix)).cloned().collect();
+    // Every claim of these matrices is judged, the lab's own comparisons too: the machine's prior is fitted from all.
+    let ours: Vec<Claim> = claims.iter().filter(|c| matrices.iter().any(|m| m.name == c.matrix)).cloned().collect();
     let machine = runs.iter().find(|r| r.id == run_id).map(|r| r.provenance.machine_key());
     let mine: Vec<Run> =
         runs.iter().filter(|r| machine.is_none() || Some(r.provenance.machine_key()) == machine).cloned().collect();
-    claims::verdicts(&mine, &ours)
+    claims::verdicts(&mine, &ours).into_iter().filter(|v| !v.beside).collect()
 }
 
 /// Refuse a budget that cannot hold even the end's reserve.

@@ -4,6 +4,8 @@
 
 use serde::Serialize;
 
+use super::aa::{self, AaRecord};
+use super::prior::Priors;
 use super::{ClaimVerdict, Kind, verdicts};
 use crate::results::declared::Claim;
 use crate::results::load::Run;
@@ -30,6 +32,8 @@ pub struct MachineVerdicts {
     pub beside: Vec<ClaimVerdict>,
     /// `30 claims: 2 reproduce · ...`.
     pub totals: String,
+    /// Each point measured against itself across blocks, by the same rule: the false alarms the rule raises here.
+    pub aa: AaRecord,
 }
 
 /// Every machine's verdicts, the front page's first: the machine of the newest run that is not a shared CI runner and
@@ -66,16 +70,19 @@ pub fn by_machine(runs: &[Run], claims: &[Claim]) -> Vec<MachineVerdicts> {
 }
 
 /// The verdicts over the runs of the machine `key` alone.
-fn on_machine(runs: &[Run], claims: &[Claim], key: &str, hosted: bool) -> MachineVerdicts {
+fn on_machine(runs: &[Run], all: &[Claim], key: &str, hosted: bool) -> MachineVerdicts {
+    let claims = all;
     let mine: Vec<Run> = runs.iter().filter(|r| r.provenance.machine_key() == key).cloned().collect();
-    let (seeds, lab): (Vec<Claim>, Vec<Claim>) = claims.iter().cloned().partition(|c| !c.beside);
+    // One judgement of every claim, seeds' and the lab's own alike: the machine's prior is fitted from all of them.
+    let (seeds, lab): (Vec<ClaimVerdict>, Vec<ClaimVerdict>) =
+        verdicts(&mine, claims).into_iter().partition(|v| !v.beside);
     let date = |run: Option<&Run>| run.map_or_else(String::new, |r| crate::clock::date_utc(r.provenance.started_ts_ms));
     let named = |mut vs: Vec<ClaimVerdict>| {
         // Every verdict names its machine, a claim this machine never ran included.
         vs.iter_mut().for_each(|v| v.machine = Some(key.to_owned()));
         vs
     };
-    let claims = named(verdicts(&mine, &seeds));
+    let claims = named(seeds);
     MachineVerdicts {
         machine: key.to_owned(),
         slug: slug(key),
@@ -86,7 +93,8 @@ fn on_machine(runs: &[Run], claims: &[Claim], key: &str, hosted: bool) -> Machin
         newest: date(mine.iter().max_by_key(|r| r.provenance.started_ts_ms)),
         totals: totals(&claims),
         claims,
-        beside: named(verdicts(&mine, &lab)),
+        beside: named(lab),
+        aa: aa::record(&mine, all, &Priors::fit(&mine, all).of(key)),
     }
 }
 

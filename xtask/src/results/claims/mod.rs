@@ -217,6 +217,7 @@ fn verdict_of(c: &Claim, runs: &[Run], priors: &Priors) -> ClaimVerdict {
     v
 }
 
+pub mod aa;
 mod judge;
 pub mod machines;
 mod pairs;

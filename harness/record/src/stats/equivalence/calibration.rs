@@ -168,7 +168,9 @@ fn check(rule: &Rule, trials: usize, stop_after: usize) -> (Vec<String>, Vec<Str
     let edge = 1.0 + DEFAULT_TOLERANCE;
     let (mut rows, mut broken) = (Vec::new(), Vec::new());
     for claim in [Claim::Size, Claim::DirectionAndSize] {
-        for cell in grid() {
+        // A two-part claim fails where its size does: its cells against a measured machine suffice.
+        let cells = grid().into_iter().filter(|c| claim == Claim::Size || matches!(c.others, Others::Measured(_)));
+        for cell in cells {
             let at_figure = shares(rule, cell, PUBLISHED, claim, trials);
             let above = shares(rule, cell, PUBLISHED * edge, claim, trials);
             let below = shares(rule, cell, PUBLISHED / edge, claim, trials);
