@@ -175,7 +175,7 @@ pub(super) fn fill_figures(v: &mut ClaimVerdict, p: &Pooled, units: &[Unit], pri
     v.runs = units.iter().map(|u| u.run.clone()).collect::<BTreeSet<_>>().into_iter().collect();
     v.runs.sort_by_key(|id| units.iter().position(|u| &u.run == id));
     v.pairs = p.pairs;
-    v.interval = interval_text(p);
+    v.interval = interval_text(p, v.runs.len());
     v.spread = Some(SpreadUsed {
         within_log_sd: p.within_log_sd,
         between: p.between,

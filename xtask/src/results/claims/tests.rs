@@ -89,7 +89,7 @@ fn one_run_carries_the_prior_run_to_run_spread_and_says_so() {
         v.why
     );
     assert!(v.spread.as_ref().unwrap().prior_source.starts_with("assumed"), "one claim fits no prior");
-    assert!(v.why.contains("more runs, not more reps"), "{}", v.why);
+    assert!(v.why.contains("more blocks or runs, not more reps in one"), "{}", v.why);
     let spread = v.spread.as_ref().unwrap();
     assert_eq!((spread.between, spread.own_between), (spread.prior, None));
     // Far from the figure, even so wide an interval decides.

@@ -27,10 +27,7 @@ pub(super) fn why(
             c.tolerance * 100.0
         )
     });
-    let runs = match p.runs {
-        1 => format!("from one run ({})", anchor.id),
-        n => format!("pooled over {n} comparable runs"),
-    };
+    let runs = pooled_text(p, v.runs.len(), anchor);
     let mut out = format!(
         "{}. {whose} {} ({}){band}, {runs}; {}.",
         capitalise(&v.parts_text),
@@ -85,8 +82,8 @@ pub(super) fn spread_text(p: &Pooled) -> String {
     let (b, within) = (p.between.log_sd, p.within_log_sd);
     if p.run_to_run_dominates() {
         format!(
-            "run-to-run spread (log-SD {b:.3}: {between}) outweighs rep-to-rep ({within:.3}), so more runs, not more \
-             reps, narrow it"
+            "run-to-run spread (log-SD {b:.3}: {between}) outweighs rep-to-rep ({within:.3}), so more blocks or runs, not \
+             more reps in one, narrow it"
         )
     } else {
         format!("rep-to-rep spread (log-SD {within:.3}) outweighs run-to-run ({b:.3}: {between})")
@@ -94,9 +91,29 @@ pub(super) fn spread_text(p: &Pooled) -> String {
 }
 
 /// `95% CI 0.62× – 0.79×, 2 runs, 12 rep pairs`.
-pub(super) fn interval_text(p: &Pooled) -> String {
-    let runs = if p.runs == 1 { "1 run".to_owned() } else { format!("{} runs", p.runs) };
-    format!("95% CI {} – {}, {runs}, {} rep pairs", format::ratio(p.interval[0]), format::ratio(p.interval[1]), p.pairs)
+pub(super) fn interval_text(p: &Pooled, runs: usize) -> String {
+    let (lo, hi) = (format::ratio(p.interval[0]), format::ratio(p.interval[1]));
+    format!("95% CI {lo} – {hi}, {}, {} rep pairs", units_text(p.runs, runs), p.pairs)
+}
+
+/// `1 run`, `3 runs`, or `5 blocks in 1 run` where the units are blocks.
+fn units_text(units: usize, runs: usize) -> String {
+    let of = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    if units == runs {
+        of(runs, "run", "runs")
+    } else {
+        format!("{} in {}", of(units, "block", "blocks"), of(runs, "run", "runs"))
+    }
+}
+
+/// `from one run (r1)`, `pooled over 3 comparable runs`, `from 5 blocks of one run (r1)`.
+fn pooled_text(p: &Pooled, runs: usize, anchor: &Run) -> String {
+    match (runs, p.runs) {
+        (1, 1) => format!("from one run ({})", anchor.id),
+        (1, units) => format!("from {units} blocks of one run ({})", anchor.id),
+        (n, units) if units == n => format!("pooled over {n} comparable runs"),
+        (n, units) => format!("pooled over {units} blocks of {n} comparable runs"),
+    }
 }
 
 /// `95% CI 0.62× – 0.79×, 6 rep pairs`: one run's interval.
@@ -192,10 +209,7 @@ pub(super) fn beside_why(
     (num_records, den_records): (&[&Record], &[&Record]),
     (num, den): (&Side, &Side),
 ) -> String {
-    let runs = match p.runs {
-        1 => format!("from one run ({})", anchor.id),
-        n => format!("pooled over {n} comparable runs"),
-    };
+    let runs = pooled_text(p, v.runs.len(), anchor);
     format!(
         "{} over {}: {} ({}), {runs}; {}. Measured here {}{}; the seed did not run this point, so it is a finding of \
          this lab, not a verdict on the seed.",
