@@ -151,6 +151,18 @@ impl Times {
         }
     }
 
+    /// What each point took, this run's own times first (the machine as it is now: the committed medians mix in
+    /// older, slower runs and once priced a 3.3-minute block at 6 minutes, leaving it unrun), the committed ones for
+    /// points this run has not measured yet.
+    pub fn preferring(run_id: &str, runs: &[Run]) -> Self {
+        let this: Vec<Run> = runs.iter().filter(|r| r.id == run_id).cloned().collect();
+        let (mine, all) = (Times::from_runs(&this), Times::from_runs(runs));
+        Times {
+            by_point: all.by_point.into_iter().chain(mine.by_point).collect(),
+            by_matrix: all.by_matrix.into_iter().chain(mine.by_matrix).collect(),
+        }
+    }
+
     /// Seconds one rep of `t` is expected to take: its point's history, its matrix's, else its windows.
     pub fn of(&self, t: &Task) -> f64 {
         self.by_point.get(&key(t)).or(self.by_matrix.get(&t.bench)).copied().unwrap_or_else(|| windows_s(t))
@@ -308,7 +320,7 @@ impl schedule::Goal for ClaimsDecided<'_> {
             let runs = load_results(self.out_root)?;
             let verdicts = verdicts_of(&runs, self.claims, self.matrices, &self.run_id);
             let ids = decidable(&verdicts, self.claims, &self.run_id, self.first);
-            let times = Times::from_runs(&runs);
+            let times = Times::preferring(&self.run_id, &runs);
             let one = times.of_all(&block_tasks(&ids, self.claims, self.first, written, &self.run_id, block));
             let fit = ((left_s.max(0.0)) / (one + ENV_SWITCH_S).max(1.0)).floor() as usize;
             why.push(format!(
@@ -326,7 +338,7 @@ impl schedule::Goal for ClaimsDecided<'_> {
         let ids = self.blocked.as_deref().unwrap_or_default();
         let tasks = block_tasks(ids, self.claims, self.first, written, &self.run_id, block);
         let runs = load_results(self.out_root)?;
-        let cost = Times::from_runs(&runs).of_all(&tasks) + ENV_SWITCH_S;
+        let cost = Times::preferring(&self.run_id, &runs).of_all(&tasks) + ENV_SWITCH_S;
         if ids.is_empty() || cost > left_s {
             return Ok(Next::Done(format!(
                 "{:.1} min left; {}",

@@ -165,3 +165,26 @@ fn a_users_claim_brings_its_points_into_the_first_pass() {
     let with_mine = first_pass(planned, &matrices, &SiteConfig::builtin().unwrap(), &[claims, mine].concat());
     assert!(at_100_ms(&with_mine), "the user's claim rests on it");
 }
+
+#[test]
+fn a_blocks_cost_goes_by_this_runs_own_times_before_the_committed_ones() {
+    let dir = tempfile::tempdir().unwrap();
+    let timed = |run: &str, label: &str, wall_s: f64| {
+        let mut r = crate::results::fixtures::record(run, "raw", label, &["mode"], true, 1, 1000.0);
+        r.conditions =
+            Some(streamlab_record::Conditions { wall_s, ..crate::results::fixtures::conditions(false, None) });
+        r
+    };
+    // Three older runs took 60 s at the point; this run took 20 s. A point only the older runs measured keeps theirs.
+    for (i, run) in ["old1", "old2", "old3"].iter().enumerate() {
+        let records = [timed(run, "raw rdkafka", 60.0), timed(run, "other", 30.0)];
+        crate::results::fixtures::write_run(dir.path(), run, 1_000 + i as u64, &records);
+    }
+    crate::results::fixtures::write_run(dir.path(), "this", 2_000, &[timed("this", "raw rdkafka", 20.0)]);
+    let runs = load_results(dir.path()).unwrap();
+    let task = |label: &str| Task { label: label.into(), sweep: "mode".into(), ..crate::lab::task::tests::task() };
+    assert_eq!(Times::from_runs(&runs).of(&task("raw rdkafka")), 60.0, "the committed median");
+    let times = Times::preferring("this", &runs);
+    assert_eq!(times.of(&task("raw rdkafka")), 20.0, "this run's own");
+    assert_eq!(times.of(&task("other")), 30.0, "the committed, where this run has none");
+}
