@@ -78,6 +78,13 @@ pub fn machine_table(m: &MachineVerdicts) -> String {
     let dates = if m.first == m.newest { m.newest.clone() } else { format!("{} to {}", m.first, m.newest) };
     let mut out = format!("== verdicts on {}: {} runs, {dates}\n\n", m.machine, m.runs);
     out.push_str(&table(&m.claims));
+    out.push_str(&format!("\n{}\n{}\n", m.aa.text, m.blocks_vs_runs.text));
+    for r in &m.blocks_vs_runs.rows {
+        out.push_str(&format!(
+            "  {:<44} blocks {:.3} ({:>2.0} df)  runs {:.3} ({:.0} df), predicted {:.3}  day-to-day {:.3}  p {:.2}\n",
+            r.claim, r.block.log_sd, r.block.df, r.run.log_sd, r.run.df, r.predicted_run_log_sd, r.day_log_sd, r.p
+        ));
+    }
     if !m.beside.is_empty() {
         out.push_str("\nWhat this lab measured beside the claims (at points the seed did not run; no verdicts):\n");
         for v in &m.beside {

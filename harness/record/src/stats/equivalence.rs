@@ -71,7 +71,8 @@ pub struct Pooled {
     pub estimate: f64,
     /// Its 95% interval.
     pub interval: [f64; 2],
-    pub runs: usize,
+    /// The units pooled: blocks of a run, or runs without blocks.
+    pub units: usize,
     pub pairs: usize,
     /// Mean and standard error of the log ratio, and the degrees of freedom of the interval.
     pub mean_log: f64,
@@ -85,8 +86,8 @@ pub struct Pooled {
     pub own_between: Option<Spread>,
     /// The prior the claim's own spread was shrunk toward.
     pub prior: Spread,
-    /// The variance one more run would add to the mean, per run: τ² + s²/n̄ (the basis of [`runs_to_decide`]).
-    pub var_per_run: f64,
+    /// The variance each unit adds to the mean's, per unit: τ² + s²/n̄ (the basis of [`units_to_decide`]).
+    pub var_per_unit: f64,
     /// Σ 1/nᵢ over the runs (what the pairs put into the mean's variance, with s²/R²).
     pub inv_n: f64,
     /// Pairs whose numerator was higher, and lower (the sign test's counts).
@@ -103,7 +104,7 @@ impl Pooled {
 
     /// Whether the run-to-run part of the interval's variance outweighs the rep-to-rep part.
     pub fn run_to_run_dominates(&self) -> bool {
-        let between = self.between.log_sd.powi(2) / self.runs as f64;
+        let between = self.between.log_sd.powi(2) / self.units as f64;
         between * 2.0 >= self.se_log.powi(2)
     }
 }
@@ -161,7 +162,7 @@ pub fn pooled_by(rule: &Rule, runs: &[Vec<f64>], prior: Spread) -> Option<Pooled
     Some(Pooled {
         estimate: mean_log.exp(),
         interval: [(mean_log - half).exp(), (mean_log + half).exp()],
-        runs: r,
+        units: r,
         pairs: n,
         mean_log,
         se_log,
@@ -170,7 +171,7 @@ pub fn pooled_by(rule: &Rule, runs: &[Vec<f64>], prior: Spread) -> Option<Pooled
         between,
         own_between,
         prior,
-        var_per_run: between.log_sd.powi(2) + var_within * inv_n / r as f64,
+        var_per_unit: between.log_sd.powi(2) + var_within * inv_n / r as f64,
         inv_n,
         higher,
         lower,
@@ -374,29 +375,32 @@ pub fn shape(steps: &[Pooled], tolerance: f64) -> Call {
     }
 }
 
-/// The most runs [`runs_to_decide`] counts: beyond it the estimate sits so close to the band's edge that no
-/// practical number of runs decides it.
-pub const MAX_RUNS_TO_DECIDE: f64 = 30.0;
+/// The most units [`units_to_decide`] counts: beyond it the estimate sits so close to an edge that no practical
+/// number of blocks or runs decides it (60 blocks are about 3 hours of one claim's on a 2-core host).
+pub const MAX_UNITS_TO_DECIDE: f64 = 60.0;
 
-/// How many runs like these in all (each with as many pairs as these had on average; at least one more than
-/// these) would decide a size claim that is undecided: the runs at which the interval's half-width falls below the estimate's distance from the
-/// band's nearer edge. `None` when the claim is decided already, or when more than [`MAX_RUNS_TO_DECIDE`]
-/// would be needed (the estimate sits on an edge).
-pub fn runs_to_decide(p: &Pooled, band: [f64; 2]) -> Option<usize> {
-    let (lo, hi) = (band[0].ln(), band[1].ln());
-    let margin = if (lo..=hi).contains(&p.mean_log) {
-        (p.mean_log - lo).min(hi - p.mean_log)
-    } else {
-        (lo - p.mean_log).max(p.mean_log - hi)
-    };
-    if margin <= 0.0 || against_band(p.interval, band) != Call::Undecided {
+/// The fewest pairs the sign test of [`direction`]'s "higher" can hold on: 2 × 0.5⁶ < 0.05.
+const SIGN_TEST_PAIRS: usize = 6;
+
+/// How many units like these in all (blocks of a run or runs, each with as many pairs as these had on average; at
+/// least one more than these) would decide a part that is undecided: the units at which the interval's half-width
+/// falls below the estimate's distance from the nearest of the part's `edges` (ratios: a band's two ends, a
+/// direction's threshold). `None` when more than [`MAX_UNITS_TO_DECIDE`] would be needed (the estimate sits on an
+/// edge). `higher` adds the sign test's floor of pairs.
+pub fn units_to_decide(p: &Pooled, edges: &[f64], higher: bool) -> Option<usize> {
+    let margin = edges.iter().map(|e| (p.mean_log - e.ln()).abs()).fold(f64::INFINITY, f64::min);
+    if margin <= 0.0 || !margin.is_finite() {
         return None;
     }
     // z rather than t: the answer is a count to plan by, not a bound.
     let z = student_t::quantile(0.5 + CONFIDENCE / 2.0, 1e6);
-    // At least one more run than these: a count these already reach was held back by few degrees of freedom.
-    let runs = (z * z * p.var_per_run / (margin * margin)).ceil().max(p.runs as f64 + 1.0);
-    (runs.is_finite() && runs <= MAX_RUNS_TO_DECIDE).then_some(runs as usize)
+    // At least one more unit than these: a count these already reach was held back by few degrees of freedom.
+    let mut units = (z * z * p.var_per_unit / (margin * margin)).ceil().max(p.units as f64 + 1.0);
+    if higher && p.mean_log > 0.0 {
+        let pairs_per_unit = p.pairs as f64 / p.units as f64;
+        units = units.max((SIGN_TEST_PAIRS as f64 / pairs_per_unit).ceil());
+    }
+    (units.is_finite() && units <= MAX_UNITS_TO_DECIDE).then_some(units as usize)
 }
 
 fn mean(xs: &[f64]) -> f64 {
@@ -425,7 +429,7 @@ mod tests {
         let d = 0.02_f64;
         let p = pooled(&[vec![0.5 * d.exp(), 0.5 * (-d).exp(), 0.5 * d.exp(), 0.5 * (-d).exp()]]).unwrap();
         assert!(close(p.estimate, 0.5, 1e-12));
-        assert_eq!((p.runs, p.pairs, p.between, p.own_between), (1, 4, ASSUMED_PRIOR, None));
+        assert_eq!((p.units, p.pairs, p.between, p.own_between), (1, 4, ASSUMED_PRIOR, None));
         let within_var = 4.0 * d * d / 3.0;
         assert!(close(p.within_log_sd, within_var.sqrt(), 1e-12), "{p:?}");
         let var = ASSUMED_PRIOR.log_sd.powi(2) + within_var / 4.0;
@@ -458,7 +462,7 @@ mod tests {
         // all three.
         let p = pooled(&[quiet(0.2), quiet(0.35), quiet(0.6)]).unwrap();
         let own = p.own_between.unwrap();
-        assert_eq!((p.runs, p.pairs, own.df, p.between), (3, 9, 2.0, own));
+        assert_eq!((p.units, p.pairs, own.df, p.between), (3, 9, 2.0, own));
         assert!(own.log_sd > 0.5);
         assert!(p.interval[0] < 0.2 && p.interval[1] > 0.6, "{:?}", p.interval);
         // Plain shrinkage would have pulled it toward the prior with all the prior's degrees of freedom.
@@ -501,15 +505,25 @@ mod tests {
     }
 
     #[test]
-    fn runs_to_decide_count_what_narrows_the_interval_past_the_nearer_edge() {
+    fn units_to_decide_count_what_narrows_the_interval_past_the_nearest_edge() {
         let p = pooled(&[vec![1.0, 1.02, 0.98], vec![1.01, 0.99, 1.0]]).unwrap();
         let b = band(1.0, 0.15);
         assert_eq!(size(&p, 1.0, 0.15), Call::Undecided);
-        // margin ln 1.15 = 0.1398; var per run ≈ τ² of the prior shrunk by one df (0.072) + tiny: 1.96² · 0.072 /
-        // 0.1398² ≈ 14.2 -> 15 runs.
-        let expected = (1.96_f64.powi(2) * p.var_per_run / 1.15_f64.ln().powi(2)).ceil() as usize;
-        assert_eq!(runs_to_decide(&p, b), Some(expected));
+        // margin ln 1.15 = 0.1398; var per unit ≈ τ² of the prior shrunk by one df (0.072) + tiny: 1.96² · 0.072 /
+        // 0.1398² ≈ 14.2 -> 15 units.
+        let expected = (1.96_f64.powi(2) * p.var_per_unit / 1.15_f64.ln().powi(2)).ceil() as usize;
+        assert_eq!(units_to_decide(&p, &b, false), Some(expected));
         assert!((10..=20).contains(&expected), "{expected}");
-        assert_eq!(runs_to_decide(&p, band(8.0, 0.15)), None, "decided already");
+        // An estimate on the edge: no practical number decides it.
+        assert_eq!(units_to_decide(&p, &[p.estimate * 1.001], false), None);
+    }
+
+    #[test]
+    fn a_higher_claim_needs_the_sign_tests_six_pairs_however_far_from_one_it_sits() {
+        // Two units of one pair each, both far above 1: the interval alone would need few units, the sign test six.
+        let p = pooled(&[vec![3.0], vec![3.3]]).unwrap();
+        assert_eq!(units_to_decide(&p, &[1.0], true), Some(6));
+        // Without the sign test the distance alone decides how many.
+        assert!(units_to_decide(&p, &[1.0], false).unwrap() < 6);
     }
 }

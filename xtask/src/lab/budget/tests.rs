@@ -105,7 +105,7 @@ fn what_fits_counts_each_environment_switch_between_tasks() {
 fn undecided(c: &Claim, run: &str) -> ClaimVerdict {
     ClaimVerdict {
         verdict: Kind::CannotTell,
-        parts: vec![Part { kind: ClaimKind::Size, verdict: Kind::CannotTell, text: String::new() }],
+        parts: vec![Part { kind: ClaimKind::Size, verdict: Kind::CannotTell, text: String::new(), units_to_decide: None }],
         run: Some(run.into()),
         ..claims::verdicts(&[], std::slice::from_ref(c)).remove(0)
     }

@@ -108,8 +108,16 @@ pub(super) fn judge(c: &Claim, runs: &[Run], priors: &Priors, v: &mut ClaimVerdi
         v.parts_text.push_str("; size not claimed");
     }
     v.parts = parts;
-    if c.kind.contains(&ClaimKind::Size) && overall != Kind::Reproduces && limit.is_none() && unread.is_none() {
-        v.runs_to_decide = equivalence::runs_to_decide(&p, equivalence::band(c.published, c.tolerance));
+    if overall == Kind::CannotTell && limit.is_none() && unread.is_none() {
+        let undecided = v.parts.iter().filter(|part| part.verdict == Kind::CannotTell);
+        v.units_to_decide = undecided
+            .map(|part| part.units_to_decide)
+            .collect::<Option<Vec<usize>>>()
+            .and_then(|n| n.into_iter().max());
+        v.to_decide = v.units_to_decide.map(|n| match n.saturating_sub(p.units) {
+            1 => "about 1 more block or run decides it".to_owned(),
+            more => format!("about {more} more blocks or runs decide it"),
+        });
     }
     (overall, why(c, v, &p, anchor, &num_records, &den_records, num, den))
 }
@@ -133,6 +141,17 @@ pub(super) fn units_of(c: &Claim, pool: &[&Run], (num, den): (&Side, &Side), con
         }
     }
     units
+}
+
+/// A claim's units over its comparable runs and the machine they are on; `None` for a claim without two points or
+/// with no run that measured both.
+pub(super) fn claim_units(c: &Claim, runs: &[Run]) -> Option<(String, Vec<Unit>)> {
+    let (Some(num), Some(den)) = (&c.numerator, &c.denominator) else { return None };
+    let pool = comparable_runs(c, runs, num, den)?;
+    let machine = pool.last().expect("the anchor is pooled").provenance.machine_key();
+    let contract =
+        Contract { differs: c.differs.clone(), tolerance: default_tolerances(), equal_knobs: num.sweep == den.sweep };
+    Some((machine, units_of(c, &pool, (num, den), &contract)))
 }
 
 /// The units' ratios, as the rule reads them.
@@ -207,7 +226,7 @@ pub(super) fn part(
             None => {
                 let text = "shape: cannot tell here (a step has no interval: one rep per step; a profile run's reps \
                             decide it)";
-                return Part { kind, verdict: Kind::CannotTell, text: text.to_owned() };
+                return Part { kind, verdict: Kind::CannotTell, text: text.to_owned(), units_to_decide: None };
             }
         },
     };
@@ -222,7 +241,22 @@ pub(super) fn part(
         (_, Kind::DoesNotReproduce) => format!("{} does not hold", kind.text()),
         (_, other) => format!("{}: {}", kind.text(), other.text()),
     };
-    Part { kind, verdict, text }
+    let units_to_decide =
+        (call == Call::Undecided && verdict == Kind::CannotTell).then(|| to_decide(c, kind, p)).flatten();
+    Part { kind, verdict, text, units_to_decide }
+}
+
+/// How many units in all would decide an undecided part: the distance from the edges its call is made against.
+fn to_decide(c: &Claim, kind: ClaimKind, p: &Pooled) -> Option<usize> {
+    match kind {
+        ClaimKind::Size => equivalence::units_to_decide(p, &equivalence::band(c.published, c.tolerance), false),
+        ClaimKind::Parity => equivalence::units_to_decide(p, &equivalence::band(1.0, c.tolerance), false),
+        ClaimKind::Direction => match c.direction.unwrap_or(Direction::Higher) {
+            Direction::Higher => equivalence::units_to_decide(p, &[1.0], true),
+            Direction::NotLower => equivalence::units_to_decide(p, &[1.0 / (1.0 + c.tolerance)], false),
+        },
+        ClaimKind::Shape => None,
+    }
 }
 
 /// A shape claim over the pooled runs: each consecutive step of its labels pooled over the runs that hold it; `None`

@@ -5,6 +5,7 @@
 use serde::Serialize;
 
 use super::aa::{self, AaRecord};
+use super::blocks_vs_runs::{self, BlocksVsRuns};
 use super::prior::Priors;
 use super::{ClaimVerdict, Kind, verdicts};
 use crate::results::declared::Claim;
@@ -34,6 +35,8 @@ pub struct MachineVerdicts {
     pub totals: String,
     /// Each point measured against itself across blocks, by the same rule: the false alarms the rule raises here.
     pub aa: AaRecord,
+    /// Each claim's spread between blocks of one run beside the spread between its runs: whether blocks stand for runs.
+    pub blocks_vs_runs: BlocksVsRuns,
 }
 
 /// Every machine's verdicts, the front page's first: the machine of the newest run that is not a shared CI runner and
@@ -95,6 +98,7 @@ fn on_machine(runs: &[Run], all: &[Claim], key: &str, hosted: bool) -> MachineVe
         claims,
         beside: named(lab),
         aa: aa::record(&mine, all, &Priors::fit(&mine, all).of(key)),
+        blocks_vs_runs: blocks_vs_runs::table(&mine, all),
     }
 }
 

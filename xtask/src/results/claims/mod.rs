@@ -64,6 +64,9 @@ pub struct Part {
     pub verdict: Kind,
     /// `size does not reproduce`, `direction holds`.
     pub text: String,
+    /// How many blocks or runs like these in all would decide the part, where it is undecided and a count can
+    /// (`None`: decided, a shape, beyond this host's ceiling, or an estimate on an edge).
+    pub units_to_decide: Option<usize>,
 }
 
 /// The spreads the interval carries.
@@ -144,8 +147,10 @@ pub struct ClaimVerdict {
     pub runs: Vec<String>,
     pub pairs: usize,
     pub spread: Option<SpreadUsed>,
-    /// How many runs like these would decide a size claim this host cannot tell yet.
-    pub runs_to_decide: Option<usize>,
+    /// How many blocks or runs like these in all would decide a claim this host can show but has not decided yet
+    /// (the most any undecided part needs), and the cell's words for it: `about 4 more blocks or runs decide it`.
+    pub units_to_decide: Option<usize>,
+    pub to_decide: Option<String>,
     /// What this host can show: its ceiling for the ratio, or that a side saturated its cores.
     pub host_note: Option<String>,
     /// The published figure needs more than this host's ceiling: no rep or run here can tell its size.
@@ -202,7 +207,8 @@ fn verdict_of(c: &Claim, runs: &[Run], priors: &Priors) -> ClaimVerdict {
         runs: Vec::new(),
         pairs: 0,
         spread: None,
-        runs_to_decide: None,
+        units_to_decide: None,
+        to_decide: None,
         host_note: None,
         above_ceiling: false,
         host_limit: None,
@@ -218,6 +224,7 @@ fn verdict_of(c: &Claim, runs: &[Run], priors: &Priors) -> ClaimVerdict {
 }
 
 pub mod aa;
+pub mod blocks_vs_runs;
 mod judge;
 pub mod machines;
 mod pairs;

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use streamlab_record::stats::{equivalence, prior};
 
-use super::judge::{comparable_runs, unit_ratios, units_of};
+use super::judge::{claim_units, unit_ratios};
 use super::*;
 
 /// The prior a machine's verdicts use, and where it comes from.
@@ -27,16 +27,7 @@ impl Priors {
     /// prior fitted from each machine's.
     pub fn fit(runs: &[Run], claims: &[Claim]) -> Priors {
         let mut own: BTreeMap<String, Vec<Spread>> = BTreeMap::new();
-        for c in claims {
-            let (Some(num), Some(den)) = (&c.numerator, &c.denominator) else { continue };
-            let Some(pool) = comparable_runs(c, runs, num, den) else { continue };
-            let machine = pool.last().expect("the anchor is pooled").provenance.machine_key();
-            let contract = Contract {
-                differs: c.differs.clone(),
-                tolerance: default_tolerances(),
-                equal_knobs: num.sweep == den.sweep,
-            };
-            let units = units_of(c, &pool, (num, den), &contract);
+        for (machine, units) in claims.iter().filter_map(|c| claim_units(c, runs)) {
             own.entry(machine).or_default().extend(equivalence::own_spread(&unit_ratios(&units)));
         }
         let by_machine = own.into_iter().filter_map(|(m, spreads)| Some((m, fitted(&spreads)?))).collect();

@@ -73,7 +73,14 @@ fn an_interval_inside_the_band_reproduces_wholly_outside_does_not_and_across_an_
     // Our 0.50× on the band's lower edge: neither can be shown.
     let edge = &verdicts(&runs, &[claim(0.5 * 1.15)])[0];
     assert_eq!(edge.verdict, Kind::CannotTell, "{}", edge.why);
-    assert_eq!(edge.runs_to_decide, None, "no number of runs decides a figure on the edge: {}", edge.why);
+    assert_eq!(edge.units_to_decide, None, "no number of units decides a figure on the edge: {}", edge.why);
+    assert!(edge.why.contains("too close to an edge"), "{}", edge.why);
+    // Our 0.50× a little inside the band: a count of blocks or runs decides it, and the cell says how many more.
+    let near = &verdicts(&runs, &[claim(0.5 * 1.05)])[0];
+    assert_eq!(near.verdict, Kind::CannotTell, "{}", near.why);
+    let n = near.units_to_decide.expect("a count decides a figure 5% inside the band");
+    assert!(n > 12, "more than these 12 runs: {n}");
+    assert_eq!(near.to_decide.as_deref(), Some(format!("about {} more blocks or runs decide it", n - 12).as_str()));
 }
 
 #[test]

@@ -35,12 +35,18 @@ pub(super) fn why(
         v.interval,
         spread_text(p)
     );
-    let size_undecided = v.parts.iter().any(|p| p.kind == ClaimKind::Size && p.verdict == Kind::CannotTell);
-    match v.runs_to_decide {
-        Some(n) => out.push_str(&format!(" About {n} runs like these in all would decide the size.")),
-        None if size_undecided && v.host_note.is_none() => out.push_str(&format!(
-            " Our figure sits too close to the band's edge for {} runs like these to decide the size.",
-            equivalence::MAX_RUNS_TO_DECIDE
+    // Undecided overall: a part neither holds nor fails, and none fails.
+    let undecided = v.parts.iter().any(|p| p.verdict == Kind::CannotTell && p.kind != ClaimKind::Shape)
+        && !v.parts.iter().any(|p| p.verdict == Kind::DoesNotReproduce);
+    match v.units_to_decide {
+        Some(n) => out.push_str(&format!(
+            " About {n} blocks or runs like these in all would decide it ({} more): the interval narrows with the \
+             root of the units, at the spreads above.",
+            n.saturating_sub(p.units)
+        )),
+        None if undecided && v.host_note.is_none() && v.host_limit.is_none() => out.push_str(&format!(
+            " Our figure sits too close to an edge for {} blocks or runs like these to decide it.",
+            equivalence::MAX_UNITS_TO_DECIDE
         )),
         None => {}
     }
@@ -72,11 +78,11 @@ pub(super) fn spread_text(p: &Pooled) -> String {
         Some(own) if p.between == own => {
             format!(
                 "these {} units' own {:.3}, above the machine's prior {prior:.2}, so kept alone",
-                p.runs, own.log_sd
+                p.units, own.log_sd
             )
         }
         Some(own) => {
-            format!("these {} units' own {:.3}, shrunk toward the machine's prior {prior:.2}", p.runs, own.log_sd)
+            format!("these {} units' own {:.3}, shrunk toward the machine's prior {prior:.2}", p.units, own.log_sd)
         }
     };
     let (b, within) = (p.between.log_sd, p.within_log_sd);
@@ -93,7 +99,7 @@ pub(super) fn spread_text(p: &Pooled) -> String {
 /// `95% CI 0.62× – 0.79×, 2 runs, 12 rep pairs`.
 pub(super) fn interval_text(p: &Pooled, runs: usize) -> String {
     let (lo, hi) = (format::ratio(p.interval[0]), format::ratio(p.interval[1]));
-    format!("95% CI {lo} – {hi}, {}, {} rep pairs", units_text(p.runs, runs), p.pairs)
+    format!("95% CI {lo} – {hi}, {}, {} rep pairs", units_text(p.units, runs), p.pairs)
 }
 
 /// `1 run`, `3 runs`, or `5 blocks in 1 run` where the units are blocks.
@@ -108,7 +114,7 @@ fn units_text(units: usize, runs: usize) -> String {
 
 /// `from one run (r1)`, `pooled over 3 comparable runs`, `from 5 blocks of one run (r1)`.
 fn pooled_text(p: &Pooled, runs: usize, anchor: &Run) -> String {
-    match (runs, p.runs) {
+    match (runs, p.units) {
         (1, 1) => format!("from one run ({})", anchor.id),
         (1, units) => format!("from {units} blocks of one run ({})", anchor.id),
         (n, units) if units == n => format!("pooled over {n} comparable runs"),
