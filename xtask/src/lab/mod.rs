@@ -44,8 +44,8 @@ pub struct RunArgs {
     #[arg(long, value_parser = named::<Profile>(Profile::NAMES))]
     pub profile: Option<Profile>,
     /// A wall-clock budget (45m, 20m, 3h, 1h30m): first one rep of every point the seeds' claims and the
-    /// headline ratios rest on, then rep pairs where they bring an undecided claim to its verdict, until the
-    /// budget is spent. The default, 45m, when no --profile, --reps or --precision is given.
+    /// headline ratios and the lab's own findings rest on (block 1), then blocks of the claims this host can decide
+    /// (each a fresh environment and one rep of each of their points), while a whole block fits. The default, 45m, when no --profile, --reps or --precision is given.
     #[arg(long, value_name = "DURATION", value_parser = budget::parse_budget)]
     pub budget: Option<std::time::Duration>,
     /// auto (external with --bootstrap; else docker where an engine answers, else native), native, docker or

@@ -96,6 +96,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     match budget {
         Some(b) => {
             let ctx = Budgeted { clock: budget::Clock::since(started, b), times: &times, claims, out_root: &out_root };
+            budget::fit_text(&todo, &times, ctx.clock.left_s()).iter().for_each(|l| println!("{l}"));
             run_budgeted(&mut session, &tasks, &todo, &matrices, &spec, &ctx)?;
         }
         None => {
@@ -163,8 +164,8 @@ struct Budgeted<'a> {
     out_root: &'a Path,
 }
 
-/// The first pass as far as the budget allows, then one claim's rep pairs at a time, each to the undecided
-/// claim whose verdict they reach at the least cost, until none is within reach of the time left.
+/// The first pass (block 1) as far as the budget allows, then blocks of the claims this host can decide, each in a
+/// fresh environment, while a whole block fits in the time left.
 fn run_budgeted(
     session: &mut Session,
     first: &[Task],
