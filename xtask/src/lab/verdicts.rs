@@ -82,7 +82,14 @@ pub fn machine_table(m: &MachineVerdicts) -> String {
     for r in &m.blocks_vs_runs.rows {
         out.push_str(&format!(
             "  {:<44} blocks {:.3} ({:>2.0} df)  runs {:.3} ({:.0} df), predicted {:.3}  day-to-day {:.3}  p {:.2}\n",
-            r.claim, r.block.log_sd, r.block.df, r.run.log_sd, r.run.df, r.predicted_run_log_sd, r.day_log_sd, r.p
+            r.claim,
+            r.spreads.block.log_sd,
+            r.spreads.block.df,
+            r.spreads.run.log_sd,
+            r.spreads.run.df,
+            r.spreads.predicted_run_log_sd,
+            r.spreads.day_log_sd,
+            r.spreads.p
         ));
     }
     if !m.beside.is_empty() {

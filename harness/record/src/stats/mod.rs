@@ -16,6 +16,7 @@
 
 use serde::{Deserialize, Serialize};
 
+pub mod blocks;
 pub mod change_points;
 pub mod equivalence;
 pub mod precision;
@@ -193,6 +194,13 @@ pub fn ratio_spans_one(ratios: &Summary) -> Option<bool> {
 pub fn intervals_overlap(a: &Summary, b: &Summary) -> Option<bool> {
     let ([a_lo, a_hi], [b_lo, b_hi]) = (a.ci95?, b.ci95?);
     Some(a_lo <= b_hi && b_lo <= a_hi)
+}
+
+/// A standard normal draw (Box–Muller; 1 − u keeps the logarithm finite), for the simulations that calibrate the rules.
+#[cfg(test)]
+pub(crate) fn normal(rng: &mut fastrand::Rng) -> f64 {
+    let (u, v) = (1.0 - rng.f64(), rng.f64());
+    (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
 }
 
 #[cfg(test)]

@@ -96,6 +96,7 @@ fn tetragamma(x: f64) -> f64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::stats::normal;
 
     #[test]
     fn the_special_functions_match_their_known_values() {
@@ -109,11 +110,6 @@ mod tests {
         for x in [0.05, 0.7, 3.0, 40.0, 5e4] {
             assert!((trigamma_inverse(trigamma(x)) - x).abs() < 1e-6 * x, "{x}");
         }
-    }
-
-    fn normal(rng: &mut fastrand::Rng) -> f64 {
-        let (u, v) = (1.0 - rng.f64(), rng.f64());
-        (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
     }
 
     /// A claim's own estimate of a true spread `sd` from `df` + 1 draws.

@@ -23,6 +23,7 @@
 
 use super::super::prior;
 use super::*;
+use crate::stats::normal;
 
 const TRIALS: usize = 2000;
 /// The error rate the rule must hold in every cell.
@@ -73,12 +74,6 @@ fn grid() -> Vec<Cell> {
         }
     }
     cells
-}
-
-fn normal(rng: &mut fastrand::Rng) -> f64 {
-    // Box–Muller; 1 − u keeps the logarithm finite.
-    let (u, v) = (1.0 - rng.f64(), rng.f64());
-    (-2.0 * u.ln()).sqrt() * (2.0 * std::f64::consts::PI * v).cos()
 }
 
 /// One claim's units: `runs` × `blocks` blocks of one pair each, at the true log ratio `truth`.
