@@ -59,7 +59,7 @@ pub fn run(args: RunArgs) -> Result<()> {
     println!("run {run_id}: {} tasks, profile {}, {} environment", todo.len(), spec.profile, backend.name());
     // What each point took in the runs before this one: the budget's plan and its rounds go by them.
     let earlier: Vec<Run> = if out_root.exists() { load_results(&out_root)? } else { Vec::new() };
-    let times = budget::Times::from_runs(&earlier);
+    let times = budget::Times::on_machine(&provenance::collect_host().machine_key(), &earlier);
     if let Some(b) = budget {
         budget::plan_text(&todo, &times, b).iter().for_each(|l| println!("{l}"));
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get()) as u32;

@@ -156,7 +156,19 @@ impl Times {
     /// points this run has not measured yet.
     pub fn preferring(run_id: &str, runs: &[Run]) -> Self {
         let this: Vec<Run> = runs.iter().filter(|r| r.id == run_id).cloned().collect();
-        let (mine, all) = (Times::from_runs(&this), Times::from_runs(runs));
+        Times::layered(&this, runs)
+    }
+
+    /// What each point took on the machine `host_key` names, every machine's median where it has none: the plan's
+    /// estimate before a run (every machine's medians priced this Xeon's 24-minute first pass at 27).
+    pub fn on_machine(host_key: &str, runs: &[Run]) -> Self {
+        let mine: Vec<Run> = runs.iter().filter(|r| r.provenance.host.machine_key() == host_key).cloned().collect();
+        Times::layered(&mine, runs)
+    }
+
+    /// `preferred`'s times over `all`'s.
+    fn layered(preferred: &[Run], all: &[Run]) -> Self {
+        let (mine, all) = (Times::from_runs(preferred), Times::from_runs(all));
         Times {
             by_point: all.by_point.into_iter().chain(mine.by_point).collect(),
             by_matrix: all.by_matrix.into_iter().chain(mine.by_matrix).collect(),

@@ -213,3 +213,29 @@ fn a_blocks_cost_goes_by_this_runs_own_times_before_the_committed_ones() {
     assert_eq!(times.of(&task("raw rdkafka")), 20.0, "this run's own");
     assert_eq!(times.of(&task("other")), 30.0, "the committed, where this run has none");
 }
+
+#[test]
+fn the_plan_goes_by_this_machines_committed_times_before_other_machines() {
+    let dir = tempfile::tempdir().unwrap();
+    let timed = |run: &str, wall_s: f64| {
+        let mut r = crate::results::fixtures::record(run, "raw", "raw rdkafka", &["mode"], true, 1, 1000.0);
+        r.conditions =
+            Some(streamlab_record::Conditions { wall_s, ..crate::results::fixtures::conditions(false, None) });
+        r
+    };
+    // Two runs of a slower machine took 90 s at the point, one of this machine 30 s.
+    for (i, run) in ["slow1", "slow2"].iter().enumerate() {
+        let path = crate::results::fixtures::write_run(dir.path(), run, 1_000 + i as u64, &[timed(run, 90.0)]);
+        let prov = path.join(crate::provenance::PROVENANCE_FILE);
+        let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&prov).unwrap()).unwrap();
+        v["host"]["cpu_model"] = "family 25, model 1".into();
+        std::fs::write(&prov, v.to_string()).unwrap();
+    }
+    crate::results::fixtures::write_run(dir.path(), "mine", 3_000, &[timed("mine", 30.0)]);
+    let runs = load_results(dir.path()).unwrap();
+    let here = runs.iter().find(|r| r.id == "mine").unwrap().provenance.host.machine_key();
+    let task = Task { label: "raw rdkafka".into(), sweep: "mode".into(), ..crate::lab::task::tests::task() };
+    assert_eq!(Times::from_runs(&runs).of(&task), 90.0, "every machine's median");
+    assert_eq!(Times::on_machine(&here, &runs).of(&task), 30.0, "this machine's own");
+    assert_eq!(Times::on_machine("a machine with no runs", &runs).of(&task), 90.0, "every machine's where it has none");
+}
