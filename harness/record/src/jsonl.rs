@@ -141,6 +141,7 @@ mod tests {
             rep,
             block: None,
             reproduce: "cargo xtask lab run".into(),
+            measured_as: None,
             conditions: None,
         }
     }

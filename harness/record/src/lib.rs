@@ -17,5 +17,6 @@ pub mod tools;
 pub use descriptor::EnvDescriptor;
 pub use integrity::{Integrity, IntegrityStatus};
 pub use record::{
-    CPU_BOUND_SHARE, Conditions, HOST_CORES, Measurement, Metric, Record, RunInfo, SCHEMA, SCHEMA_V1, Status, Variant,
+    CPU_BOUND_SHARE, Conditions, HOST_CORES, Measurement, MeasurementId, Metric, PointRef, Record, RunInfo, SCHEMA,
+    SCHEMA_V1, Status, Variant,
 };

@@ -47,6 +47,12 @@ pub struct Record {
     pub block: Option<u32>,
     /// The command that reproduces this record.
     pub reproduce: String,
+    /// The point whose task made this rep's measurement, where that is another point of the same configuration (the
+    /// same arm and knobs: the same environment and work) in the same block, or outside blocks at the same rep: the
+    /// lab measures such a configuration once and its record stands for each of the points. Absent where this
+    /// point's own task measured it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_as: Option<PointRef>,
     /// What else the machine was doing while this task ran; absent in records written before it existed.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub conditions: Option<Conditions>,
@@ -154,6 +160,19 @@ pub struct Variant {
     pub knobs: BTreeMap<String, serde_json::Value>,
 }
 
+/// One rep of a point of a matrix: its sweep, its label in that sweep and the rep.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PointRef {
+    pub sweep: String,
+    pub label: String,
+    pub rep: u32,
+}
+
+/// Which measurement a record holds: its run, matrix, arm and block, and the rep of the point whose task made it.
+/// Two records with one id are one measurement, never two independent ones.
+pub type MeasurementId<'r> = (&'r str, &'r str, &'r str, Option<u32>, PointRef);
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Status {
@@ -245,6 +264,17 @@ impl Record {
             self.variant.label,
             self.rep
         )
+    }
+
+    /// The measurement this record holds: its own task's, or that of the point it was measured as.
+    pub fn measurement_id(&self) -> MeasurementId<'_> {
+        let own = || PointRef {
+            sweep: self.variant.sweeps.first().cloned().unwrap_or_default(),
+            label: self.variant.label.clone(),
+            rep: self.rep,
+        };
+        let point = self.measured_as.clone().unwrap_or_else(own);
+        (&self.run.id, &self.bench, &self.arm, self.block, point)
     }
 
     /// Whether this record may be drawn as a number: it ran and its integrity held.

@@ -5,6 +5,7 @@ use std::collections::BTreeMap;
 
 use anyhow::{Context, Result, bail};
 
+use streamlab_record::Record;
 use streamlab_record::run_spec::{Profile, RunSpec};
 
 use super::matrix::{BROKER_CORES_AT_MOST_KNOB, BROKER_CORES_KNOB, FAULT_KNOB, KAFKA_VERSION_KNOB, Matrix, NO_FAULT};
@@ -53,6 +54,36 @@ impl Task {
     /// The environment this task runs in: its matrix's brokers at its Kafka version.
     pub fn shape(&self) -> Result<EnvShape> {
         Ok(EnvShape { brokers: self.brokers, kafka: self.kafka()? })
+    }
+
+    /// Whether `earlier`'s measurement is this task's too: the same matrix, arm and knobs (so the same environment
+    /// and work) in the same block, or outside blocks at the same rep. A run measures such a configuration once
+    /// (a matrix's default point sits in each of its sweeps) and the record stands for both points.
+    pub fn same_work(&self, earlier: &Task) -> bool {
+        self.measures_as(&earlier.bench, &earlier.arm, &earlier.knobs, earlier.block, earlier.rep)
+            && earlier.not_run.is_none()
+    }
+
+    /// Whether `r` is a measurement this task can stand on instead of its own ([`Task::same_work`]): one that ran
+    /// and held its integrity.
+    pub fn same_work_as_record(&self, r: &Record) -> bool {
+        r.is_publishable() && self.measures_as(&r.bench, &r.arm, &r.variant.knobs, r.block, r.rep)
+    }
+
+    fn measures_as(
+        &self,
+        bench: &str,
+        arm: &str,
+        knobs: &BTreeMap<String, serde_json::Value>,
+        block: Option<u32>,
+        rep: u32,
+    ) -> bool {
+        self.not_run.is_none()
+            && self.bench == bench
+            && self.arm == arm
+            && &self.knobs == knobs
+            && self.block == block
+            && (block.is_some() || self.rep == rep)
     }
 
     /// The broker cores this task asks for, if it asks (0 = uncapped); `broker_cores_at_most` asks only on a
@@ -352,6 +383,24 @@ pub(crate) mod tests {
         distinct.dedup();
         assert_eq!(in_order.len(), distinct.len(), "environments in the order they come up: {in_order:?}");
         assert!(distinct.contains(&"3 brokers, Kafka 4.1.0".to_owned()), "{distinct:?}");
+    }
+
+    #[test]
+    fn a_matrix_default_point_in_several_sweeps_is_one_work_within_a_rep_or_a_block_and_no_further() {
+        let tasks = expand(&toy(), &opts("standard", Some(2), &[])).unwrap();
+        let at = |sweep: &str, label: &str, rep: u32| {
+            tasks.iter().find(|t| t.arm == "slow" && t.sweep == sweep && t.label == label && t.rep == rep).unwrap()
+        };
+        let (mode, batch_500) = (at("mode", "slow arm", 1), at("batch", "500", 1));
+        assert!(batch_500.same_work(mode), "the slow arm's default sits in the mode and the batch sweeps");
+        assert!(!at("batch", "100", 1).same_work(mode), "another batch is other work");
+        assert!(!at("batch_fast_pause", "500", 1).same_work(mode), "a held pause is other work");
+        assert!(!at("batch", "500", 2).same_work(mode), "outside blocks each rep measures afresh");
+        let in_block = |t: &Task, block: u32| Task { block: Some(block), ..t.clone() };
+        assert!(in_block(at("batch", "500", 2), 3).same_work(&in_block(mode, 3)), "a block measures it once");
+        assert!(!in_block(batch_500, 3).same_work(&in_block(mode, 2)), "each block measures it afresh");
+        let not_run = Task { not_run: Some("refused".into()), ..mode.clone() };
+        assert!(!batch_500.same_work(&not_run), "a point not run measured nothing");
     }
 
     #[test]

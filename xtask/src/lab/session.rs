@@ -18,7 +18,7 @@ use super::matrix::Matrix;
 use super::plan::Task;
 use super::results::RunDir;
 use super::run_provenance::{collect_provenance, run_info, write_provenance};
-use super::task::{Outcome, not_run_record, run_task, to_record};
+use super::task::{Outcome, measured_as, not_run_record, run_task, to_record};
 use super::ui::{phase, say};
 use crate::env::backend::{Backend, EnvShape, EnvSpec, Environment};
 use crate::env::health::ServiceDown;
@@ -181,8 +181,11 @@ impl<'a> Session<'a> {
     }
 
     /// Run one task (or record why it is not run), append its record to the run directory and return it.
+    /// A point whose configuration this block (or, outside blocks, this rep) has measured already stands on that
+    /// measurement: the record says which point's task made it.
     pub fn run(&mut self, task: &Task, reproduce: &str, bar: &ProgressBar) -> Result<&Record> {
-        let runs = task.not_run.is_none() && self.stopped.is_none();
+        let origin = self.written.iter().rev().find(|r| task.same_work_as_record(r)).cloned();
+        let runs = task.not_run.is_none() && self.stopped.is_none() && origin.is_none();
         if runs {
             self.replace_if_down(bar)?;
             self.stop_if_disk_short(bar);
@@ -191,9 +194,13 @@ impl<'a> Session<'a> {
             self.fresh_env_for_block(task, bar)?;
             self.switch_env_for(task, bar)?;
         }
-        let record = match (&task.not_run, &self.stopped) {
-            (Some(reason), _) | (None, Some(reason)) => not_run_record(task, &self.run_info, reproduce, reason),
-            (None, None) => self.measure(task, reproduce, bar)?,
+        let record = match (&task.not_run, &self.stopped, origin) {
+            (Some(reason), _, _) | (None, Some(reason), _) => not_run_record(task, &self.run_info, reproduce, reason),
+            (None, None, Some(origin)) => {
+                self.prov.note_task(&task.describe());
+                measured_as(task, &origin, reproduce)
+            }
+            (None, None, None) => self.measure(task, reproduce, bar)?,
         };
         self.run_dir.append(&record)?;
         if record.status != Status::NotRun {

@@ -202,7 +202,21 @@ pub fn to_record(task: &Task, run: &RunInfo, reproduce: &str, outcome: Outcome) 
         rep: task.rep,
         block: task.block,
         reproduce: reproduce.to_owned(),
+        measured_as: None,
         conditions: None,
+    }
+}
+
+/// `task`'s record from `origin`'s measurement of the same configuration ([`Task::same_work_as_record`]): that
+/// measurement, its conditions and versions, under `task`'s point, rep and command, naming the point that made it.
+pub fn measured_as(task: &Task, origin: &Record, reproduce: &str) -> Record {
+    Record {
+        variant: variant(task),
+        rep: task.rep,
+        block: task.block,
+        reproduce: reproduce.to_owned(),
+        measured_as: Some(origin.measurement_id().4),
+        ..origin.clone()
     }
 }
 
@@ -253,18 +267,23 @@ pub(crate) mod tests {
         assert_eq!(arm_error(""), "(no output)");
     }
 
-    #[test]
-    fn a_claim_the_watermarks_do_not_back_is_withdrawn_with_its_reason() {
-        let measured = Measurement {
+    /// A produce measurement of 1000 records whose topic's watermarks hold `observed`.
+    fn acked_of_1000(observed: u64) -> Measurement {
+        Measurement {
             kind: "produce".into(),
             metrics: BTreeMap::from([("records_per_s".into(), Metric::new(1e6, "records/s", true))]),
-            integrity: Integrity::compare(1000, 990, "sum of partition high watermarks"),
+            integrity: Integrity::compare(1000, observed, "sum of partition high watermarks"),
             verdict: BTreeMap::new(),
             note: None,
             details: BTreeMap::new(),
             versions: BTreeMap::new(),
             applied: Default::default(),
-        };
+        }
+    }
+
+    #[test]
+    fn a_claim_the_watermarks_do_not_back_is_withdrawn_with_its_reason() {
+        let measured = acked_of_1000(990);
         let r = to_record(&task(), &run_info(), "cargo xtask lab run", Outcome::Measured(measured));
         assert_eq!(r.status, Status::Ok);
         assert_eq!(r.measurement.integrity.status, streamlab_record::IntegrityStatus::Failed);
@@ -274,6 +293,30 @@ pub(crate) mod tests {
             Some("integrity failed: expected 1000 but observed 990 (sum of partition high watermarks)")
         );
         assert!(crate::lab::summary::record_line(&r).starts_with("  WITHDRAWN"));
+    }
+
+    #[test]
+    fn a_point_measured_as_another_carries_that_measurement_and_names_the_point_that_made_it() {
+        let measured = acked_of_1000(1000);
+        let block = |t: Task| Task { block: Some(2), ..t };
+        let mode = block(Task { arm: "framework".into(), label: "framework path".into(), rep: 2, ..task() });
+        let origin = to_record(&mode, &run_info(), "run mode", Outcome::Measured(measured));
+        let batch = block(Task { sweep: "batch".into(), label: "500k".into(), ..mode.clone() });
+        assert!(batch.same_work_as_record(&origin));
+        let copy = measured_as(&batch, &origin, "run batch");
+        assert_eq!((copy.variant.label.as_str(), copy.variant.sweeps.as_slice()), ("500k", &["batch".to_owned()][..]));
+        assert_eq!((copy.rep, copy.block, copy.reproduce.as_str()), (2, Some(2), "run batch"));
+        assert_eq!(copy.measurement, origin.measurement, "the one measurement, not another");
+        assert_eq!(copy.measurement_id(), origin.measurement_id());
+        // A third point measured as the copy names the point whose task made it.
+        let queue = block(Task { sweep: "queue".into(), label: "100k".into(), ..mode.clone() });
+        let again = measured_as(&queue, &copy, "run queue");
+        let named = again.measured_as.as_ref().unwrap();
+        assert_eq!((named.sweep.as_str(), named.label.as_str(), named.rep), ("mode", "framework path", 2));
+        // A failed measurement is no measurement to stand on: the point runs its own.
+        let failed =
+            to_record(&mode, &run_info(), "run mode", Outcome::Failed { reason: "x".into(), log_tail: "".into() });
+        assert!(!batch.same_work_as_record(&failed));
     }
 
     #[test]

@@ -188,6 +188,13 @@ pub struct CsvRow {
     pub sweep: String,
     pub point: String,
     pub rep: u32,
+    /// The block of its run the rep was measured in; empty in runs measured without blocks.
+    pub block: Option<u32>,
+    /// `sweep/label/rep` of the point whose task made this measurement where it is another point of the same
+    /// configuration (the rows are that measurement again, not another); empty where this point's own task made it.
+    pub measured_as: String,
+    /// Measured while other work loaded the machine: the site sets these reps apart from its figures.
+    pub foreign_load: bool,
     /// `ok`, `failed` or `not_run`.
     pub status: String,
     /// `verified`, `failed` or empty (not run).
@@ -215,6 +222,12 @@ pub fn csv_files(runs: &[Run]) -> Result<BTreeMap<String, Vec<u8>>> {
                     sweep: r.variant.sweeps.first().cloned().unwrap_or_default(),
                     point: r.variant.label.clone(),
                     rep: r.rep,
+                    block: r.block,
+                    measured_as: r
+                        .measured_as
+                        .as_ref()
+                        .map_or_else(String::new, |p| format!("{}/{}/{}", p.sweep, p.label, p.rep)),
+                    foreign_load: r.conditions.as_ref().is_some_and(|c| c.foreign_load),
                     status: serde_json::to_value(r.status)?.as_str().unwrap_or_default().to_owned(),
                     integrity: serde_json::to_value(r.measurement.integrity.status)?
                         .as_str()

@@ -25,8 +25,10 @@ use crate::results::load::{Run, load_results};
 /// `lab run` with no profile, reps or precision flag: the whole answer within this.
 pub const DEFAULT_BUDGET: Duration = Duration::from_secs(45 * 60);
 
-/// What bringing up another environment costs (a broker or a cluster, the calibration is not repeated).
-const ENV_SWITCH_S: f64 = 40.0;
+/// What bringing up another environment costs (a broker or a cluster, the calibration is not repeated): 5 to 10 s
+/// for a broker started from its class-data archive between a block's tasks here (run
+/// 20261207T154601Z-standard-b325, where 40 s priced a 2.9-minute block at 4), with room for a cluster.
+const ENV_SWITCH_S: f64 = 15.0;
 
 /// A point with no history and no timed phases to go by.
 const UNKNOWN_POINT_S: f64 = 60.0;
@@ -136,7 +138,9 @@ pub struct Times {
 impl Times {
     pub fn from_runs(runs: &[Run]) -> Self {
         let (mut points, mut matrices): (BTreeMap<PointKey, Vec<f64>>, BTreeMap<String, Vec<f64>>) = Default::default();
-        for r in runs.iter().flat_map(|run| run.matrices.values()).flat_map(|f| &f.records) {
+        // A record measured as another point took no time of its own.
+        let own = runs.iter().flat_map(|run| run.matrices.values()).flat_map(|f| &f.records);
+        for r in own.filter(|r| r.measured_as.is_none()) {
             let Some(wall) = r.conditions.as_ref().map(|c| c.wall_s).filter(|w| *w > 0.0) else { continue };
             points.entry(record_key(r)).or_default().push(wall);
             matrices.entry(r.bench.clone()).or_default().push(wall);
@@ -180,10 +184,12 @@ impl Times {
         self.by_point.get(&key(t)).or(self.by_matrix.get(&t.bench)).copied().unwrap_or_else(|| windows_s(t))
     }
 
-    /// Seconds the tasks take in this order, environment switches included.
+    /// Seconds the tasks take in this order, environment switches included; a task that does an earlier one's
+    /// work stands on its measurement and takes none.
     pub fn of_all(&self, tasks: &[Task]) -> f64 {
+        let measured = tasks.iter().enumerate().filter(|(i, t)| !tasks[..*i].iter().any(|e| t.same_work(e)));
         let switches = tasks.windows(2).filter(|w| !same_environment(&w[0], &w[1]));
-        tasks.iter().map(|t| self.of(t)).sum::<f64>() + ENV_SWITCH_S * switches.count() as f64
+        measured.map(|(_, t)| self.of(t)).sum::<f64>() + ENV_SWITCH_S * switches.count() as f64
     }
 }
 

@@ -95,12 +95,27 @@ fn what_fits_counts_each_environment_switch_between_tasks() {
     let three = first.iter().find(|t| t.brokers == 3).unwrap().clone();
     let times = Times::default();
     let (a, b) = (times.of(&one), times.of(&three));
-    let alternating = [one.clone(), three.clone(), one.clone()];
+    let next = Task { rep: 2, ..one.clone() };
+    let alternating = [one.clone(), three.clone(), next.clone()];
     assert_eq!(times.of_all(&alternating), 2.0 * a + b + 2.0 * ENV_SWITCH_S);
     // Room for the three tasks' own times but not their two switches: the third does not fit.
     assert_eq!(fitting(&alternating, &times, 2.0 * a + b + ENV_SWITCH_S), 2);
     assert_eq!(fitting(&alternating, &times, 2.0 * a + b + 2.0 * ENV_SWITCH_S), 3);
-    assert_eq!(fitting(&[one.clone(), one.clone()], &times, 2.0 * a), 2, "no switch on one environment");
+    assert_eq!(fitting(&[one.clone(), next], &times, 2.0 * a), 2, "no switch on one environment");
+}
+
+#[test]
+fn a_block_prices_a_configuration_its_claims_share_once() {
+    let (_, _, first, claims) = whole_lab();
+    // The framework's default is the numerator of one claim and the denominator of the other, at two points.
+    let ids: Vec<String> = ["000-framework-over-raw", "000-queue-1m-over-100k"].map(String::from).to_vec();
+    let block = block_tasks(&ids, &claims, &first, &[], "this", 2);
+    assert_eq!(block.len(), 4, "{:?}", block.iter().map(Task::describe).collect::<Vec<_>>());
+    let shared: Vec<&Task> = block.iter().filter(|t| block.iter().any(|o| o != *t && t.same_work(o))).collect();
+    assert_eq!(shared.len(), 2, "mode's framework path and the queue's 100k are one configuration");
+    let times = Times::default();
+    let each: f64 = block.iter().map(|t| times.of(t)).sum();
+    assert_eq!(times.of_all(&block), each - times.of(shared[0]), "measured once, priced once");
 }
 
 /// A claim's verdict as the first pass leaves it: undecided, anchored in `run`.

@@ -7,6 +7,7 @@
 use std::collections::BTreeMap;
 
 use serde::Serialize;
+use streamlab_record::MeasurementId;
 
 use super::pairs::records_at;
 use super::prior::MachinePrior;
@@ -44,13 +45,21 @@ pub fn record(runs: &[Run], claims: &[Claim], prior: &MachinePrior) -> AaRecord 
     let mut rows = Vec::new();
     for run in runs {
         let mut seen: BTreeSet<String> = BTreeSet::new();
+        // A point measured as another of the same configuration repeats that point's comparison: it is not another.
+        let mut measured: BTreeSet<MeasurementId> = BTreeSet::new();
         for c in claims {
             for side in [&c.numerator, &c.denominator].into_iter().flatten() {
                 let point = format!("{} {}, {}", c.matrix, side.describe(), c.metric);
                 if !seen.insert(point.clone()) {
                     continue;
                 }
-                if let Some(row) = compare(run, &records_at(run, &c.matrix, side), &c.metric, point, prior) {
+                let records = records_at(run, &c.matrix, side);
+                let ids: Vec<MeasurementId> = records.iter().map(|r| r.measurement_id()).collect();
+                if ids.iter().any(|id| measured.contains(id)) {
+                    continue;
+                }
+                measured.extend(ids);
+                if let Some(row) = compare(run, &records, &c.metric, point, prior) {
                     rows.push(row);
                 }
             }
@@ -110,6 +119,8 @@ pub const AA_TOLERANCE: f64 = equivalence::DEFAULT_TOLERANCE;
 
 #[cfg(test)]
 mod tests {
+    use streamlab_record::Variant;
+
     use super::*;
     use crate::results::fixtures;
     use crate::results::load::load_results;
@@ -132,6 +143,41 @@ mod tests {
 
     fn claims() -> Vec<Claim> {
         crate::results::declared::builtin().unwrap().into_iter().filter(|c| c.id == "000-framework-over-raw").collect()
+    }
+
+    #[test]
+    fn a_point_measured_as_another_is_not_a_second_comparison() {
+        let prior = MachinePrior { spread: equivalence::ASSUMED_PRIOR, source: String::new() };
+        let (dir, _) = run_of_blocks(&[1000.0, 1004.0, 998.0, 1001.0]);
+        // The queue sweep's 100k is the framework's default: each block measured it as the mode sweep's point.
+        let mut records =
+            crate::results::load::load_results(dir.path()).unwrap()[0].matrices["kafka_sink"].records.clone();
+        let copies: Vec<Record> = records
+            .iter()
+            .filter(|r| r.arm == "framework")
+            .map(|r| Record {
+                variant: Variant {
+                    label: "100k".into(),
+                    sweeps: vec!["queue_buffering_max_messages".into()],
+                    ..r.variant.clone()
+                },
+                measured_as: Some(r.measurement_id().4),
+                ..r.clone()
+            })
+            .collect();
+        records.extend(copies);
+        let dir = tempfile::tempdir().unwrap();
+        fixtures::write_run(dir.path(), "r1", 1_000, &records);
+        let runs = load_results(dir.path()).unwrap();
+        let both: Vec<Claim> = crate::results::declared::builtin()
+            .unwrap()
+            .into_iter()
+            .filter(|c| ["000-framework-over-raw", "000-queue-1m-over-100k"].contains(&c.id.as_str()))
+            .collect();
+        let aa = record(&runs, &both, &prior);
+        let points: Vec<&str> = aa.rows.iter().map(|r| r.point.as_str()).collect();
+        assert_eq!(points.len(), 2, "raw and the framework's default, once: {points:?}");
+        assert!(!points.iter().any(|p| p.contains("100k")), "{points:?}");
     }
 
     #[test]

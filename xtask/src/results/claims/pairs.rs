@@ -16,7 +16,10 @@ pub(super) fn pair_reps<'r>(
     contract: &Contract,
 ) -> parity::Sorted<'r> {
     let (a, b) = (drawn_by_rep(num_records, metric), drawn_by_rep(den_records, metric));
-    let by_number = a.iter().filter_map(|(rep, x)| b.get(rep).map(|y| (*x, *y)));
+    // Two points of one configuration measured once are one measurement: no pair, whose ratio would be 1 by
+    // construction.
+    let one = |x: &&Record, y: &&Record| x.measurement_id() == y.measurement_id();
+    let by_number = a.iter().filter_map(|(rep, x)| b.get(rep).filter(|y| !one(x, y)).map(|y| (*x, *y)));
     let left = |this: &BTreeMap<u32, &'r Record>, other: &BTreeMap<u32, &'r Record>| {
         this.iter().filter(|(rep, _)| !other.contains_key(rep)).map(|(_, r)| *r).collect::<Vec<_>>()
     };
@@ -60,5 +63,30 @@ mod tests {
         let sorted = pair_reps(&f, &r, "records_per_s", &contract);
         let reps: Vec<(u32, u32)> = sorted.holding.iter().map(|(x, y)| (x.rep, y.rep)).collect();
         assert_eq!(reps, [(1, 1), (4, 4), (3, 2)], "same numbers first, then the leftovers in order");
+    }
+
+    #[test]
+    fn two_points_measured_once_are_no_pair() {
+        let framework: Vec<Record> = (1..=3)
+            .map(|rep| fixtures::record("run", "framework", "framework path", &["mode"], true, rep, 1e3))
+            .collect();
+        // The batch sweep's 500k is the same configuration: reps 1 and 2 stood on the mode sweep's, rep 3 ran its own.
+        let batch: Vec<Record> = framework
+            .iter()
+            .map(|r| Record {
+                variant: streamlab_record::Variant {
+                    label: "500k".into(),
+                    sweeps: vec!["batch_max_rows".into()],
+                    ..r.variant.clone()
+                },
+                measured_as: (r.rep < 3).then(|| r.measurement_id().4),
+                ..r.clone()
+            })
+            .collect();
+        let contract = Contract { differs: vec![], tolerance: default_tolerances(), equal_knobs: false };
+        let (b, f): (Vec<&Record>, Vec<&Record>) = (batch.iter().collect(), framework.iter().collect());
+        let sorted = pair_reps(&b, &f, "records_per_s", &contract);
+        let reps: Vec<(u32, u32)> = sorted.holding.iter().map(|(x, y)| (x.rep, y.rep)).collect();
+        assert_eq!(reps, [(3, 3)], "only the rep each measured for itself pairs");
     }
 }
