@@ -7,9 +7,12 @@ use streamlab_record::stats::Summary;
 use streamlab_record::stats::precision::{reached_text, target_note};
 use streamlab_record::{IntegrityStatus, Record, Status};
 
-/// The line printed as each task ends.
+/// The line printed as each task ends; a point measured as another names it.
 pub fn record_line(r: &Record) -> String {
-    let what = r.task_name();
+    let mut what = r.task_name();
+    if let Some(p) = &r.measured_as {
+        what.push_str(&format!(", measured as [{} {}] rep {}", p.sweep, p.label, p.rep));
+    }
     match (r.status, r.measurement.metrics.get("records_per_s")) {
         (Status::Ok, _) if !r.is_publishable() => {
             format!("  WITHDRAWN {what}: {}", r.reason.clone().unwrap_or_default())

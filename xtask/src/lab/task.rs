@@ -308,6 +308,8 @@ pub(crate) mod tests {
         assert_eq!((copy.rep, copy.block, copy.reproduce.as_str()), (2, Some(2), "run batch"));
         assert_eq!(copy.measurement, origin.measurement, "the one measurement, not another");
         assert_eq!(copy.measurement_id(), origin.measurement_id());
+        let line = crate::lab::summary::record_line(&copy);
+        assert!(line.contains("[batch 500k] rep 2, measured as [mode framework path] rep 2: 1000000"), "{line}");
         // A third point measured as the copy names the point whose task made it.
         let queue = block(Task { sweep: "queue".into(), label: "100k".into(), ..mode.clone() });
         let again = measured_as(&queue, &copy, "run queue");

@@ -74,6 +74,13 @@ pub(super) fn judge(c: &Claim, runs: &[Run], priors: &Priors, v: &mut ClaimVerdi
     let unread = if let HostCpu::Unread(why) = &host_cpu { Some(why.clone()) } else { None };
     v.host_limit = limit.as_ref().map(|l| l.short.clone());
     let Some(p) = equivalence::pooled(&unit_ratios(&units), prior.spread) else {
+        // What was measured is shown, without an interval: one pair is a figure, not nothing.
+        let all: Vec<f64> = units.iter().flat_map(|u| u.ratios.iter().copied()).collect();
+        if let Some(figure) = stats::geometric_mean(&all) {
+            v.measured = format::ratio(figure);
+            v.pairs = all.len();
+            v.interval = format!("{} rep pair{}: no interval", all.len(), if all.len() == 1 { "" } else { "s" });
+        }
         let mut why = format!(
             "No interval of the ratio yet: {} unit(s) pooled (a block, or a run without blocks), none with two rep \
              pairs, or the pairs have no spread at all.",
