@@ -174,6 +174,7 @@ fn launch_node(
 ) -> Result<Node> {
     let dir = if cluster.nodes > 1 { s.dir.join(format!("node-{id}")) } else { s.dir.to_owned() };
     std::fs::create_dir_all(dir.join("logs"))?;
+    std::fs::create_dir_all(dir.join(JVM_TMP_DIR))?;
     let properties = dir.join("server.properties");
     secrets::write_secret(&properties, &render_server_properties(&dir, id, ports, cluster, tls)?)?;
     let storage =
@@ -292,13 +293,18 @@ pub fn sizing(brokers: usize, from_archive: bool) -> String {
     format!("{shape}; each JVM {}; {}{start}", BROKER_JVM.join(" "), threads.join(" "))
 }
 
-/// The broker's JVM: [`BROKER_JVM`], then its logging.
+/// The broker's own temporary directory, inside its node's: lz4-java and snappy-java unpack their native libraries
+/// into java.io.tmpdir and leave them there, so in /tmp every broker start left two files behind.
+const JVM_TMP_DIR: &str = "tmp";
+
+/// The broker's JVM: [`BROKER_JVM`], then its logging and its temporary directory.
 fn jvm_flags(dir: &Path, pin: &KafkaPin) -> Vec<String> {
     let mut flags: Vec<String> = BROKER_JVM.iter().map(|f| f.to_string()).collect();
     flags.extend([
         "-Djava.awt.headless=true".into(),
         pin.broker_log_flag(),
         format!("-Dkafka.logs.dir={}", dir.join("logs").display()),
+        format!("-Djava.io.tmpdir={}", dir.join(JVM_TMP_DIR).display()),
     ]);
     flags
 }

@@ -64,6 +64,9 @@ impl<'t> Jvm<'t> {
             .arg(HEAP)
             .args(PERFORMANCE_OPTS)
             .arg(format!("-Dlog4j2.configurationFile={}", self.dir.path().join(TOOLS_LOG_CONFIG_FILE).display()))
+            // lz4-java and snappy-java unpack their native libraries here and never remove them: the private
+            // directory goes with the run, /tmp would keep them.
+            .arg(format!("-Djava.io.tmpdir={}", self.dir.path().display()))
             .arg("-cp")
             .arg(std::env::join_paths(&self.tools.classpath).unwrap_or_default())
             .arg(main_class)
