@@ -67,7 +67,7 @@ pub fn render_site(runs: &[Run], cfg: &SiteConfig) -> Result<SiteFiles> {
     let machines: Vec<_> = index.machine.iter().chain(&index.other_machines).cloned().collect();
     files.extend(data_files(runs, &machines, cfg, &env)?);
     files.insert("history.html".into(), page(&env, "history.html", "", &pages::history_page(runs, cfg))?);
-    let latest = pages::latest_runs(runs);
+    let latest = pages::latest_runs(runs, index.machine.as_ref().map(|m| m.machine.as_str()));
     if let Some(view) = latest.get(durability::MATRIX).and_then(|run| durability::page(run)) {
         files.insert(durability::HREF.into(), page(&env, "durability.html", "", &view)?);
     }

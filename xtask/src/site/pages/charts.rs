@@ -21,6 +21,8 @@ pub struct Section {
     pub caption: Option<String>,
     /// Knobs the sweep holds away from their defaults, as `knob = value`.
     pub fixed: Vec<String>,
+    /// Set when the run holds records for only some of the sweep's points, saying how many.
+    pub incomplete: Option<String>,
     pub charts: Vec<ChartView>,
 }
 
@@ -117,10 +119,25 @@ pub fn sections(data: &MatrixData, cfg: &SiteConfig) -> Vec<Section> {
             title: sweep.title.clone(),
             caption: sweep.caption.clone(),
             fixed: sweep.fixed.clone(),
+            incomplete: incomplete(data, sweep),
             charts,
         });
     }
     out
+}
+
+/// What a sweep of which the run holds only some points says: a budgeted run measures the points its claims rest
+/// on, a --point run the points it names, and a run cut by its deadline the points it reached.
+fn incomplete(data: &MatrixData, sweep: &SweepInfo) -> Option<String> {
+    let declared = sweep.arms.len() * if sweep.knob.is_some() { sweep.labels.len() } else { 1 };
+    let held = data.points(sweep).len();
+    (held < declared).then(|| {
+        format!(
+            "Incomplete: this run holds {held} of the sweep's {declared} points. The others were not in its plan (a \
+             budgeted run measures the points the claims rest on, a --point run those it names) or its deadline \
+             came first; `--profile standard` runs them all."
+        )
+    })
 }
 
 /// The chart and data table of one metric over one sweep.
@@ -337,5 +354,18 @@ mod tests {
             r.measurement.metrics.insert("records_per_cpu_s".into(), Metric::new(1e5, "records / CPU s", true));
         }
         assert_eq!(charts_of_mode(&records), ["Records per second", "Records per CPU second, client and brokers"]);
+    }
+
+    #[test]
+    fn a_sweep_the_run_holds_only_some_points_of_says_how_many() {
+        let cfg = SiteConfig::builtin().unwrap();
+        let info = fixtures::kafka_sink_info();
+        let records = fixtures::kafka_sink_records("run-a");
+        let data = MatrixData::for_site("kafka_sink", Some(&info), &records, &cfg);
+        let sections = sections(&data, &cfg);
+        let of = |anchor: &str| sections.iter().find(|s| s.anchor == anchor).unwrap().incomplete.clone();
+        assert_eq!(of("sweep-mode"), None, "both arms measured");
+        let batch = of("sweep-batch-max-rows").expect("10k, 100k and the default's 500k of five batch sizes");
+        assert!(batch.starts_with("Incomplete: this run holds 3 of the sweep's 5 points."), "{batch}");
     }
 }

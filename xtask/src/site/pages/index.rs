@@ -90,7 +90,10 @@ pub struct IndexMatrix {
 }
 
 pub fn index_page(runs: &[Run], cfg: &SiteConfig) -> IndexPage {
-    let matrices = latest_runs(runs)
+    let mut machines = by_machine(runs, &cfg.claims).into_iter();
+    let (machine, other_machines): (Option<MachineVerdicts>, Vec<MachineVerdicts>) =
+        (machines.next(), machines.collect());
+    let matrices = latest_runs(runs, machine.as_ref().map(|m| m.machine.as_str()))
         .into_iter()
         .map(|(name, run)| {
             let file = &run.matrices[&name];
@@ -115,9 +118,6 @@ pub fn index_page(runs: &[Run], cfg: &SiteConfig) -> IndexPage {
             }
         })
         .collect();
-    let mut machines = by_machine(runs, &cfg.claims).into_iter();
-    let (machine, other_machines): (Option<MachineVerdicts>, Vec<MachineVerdicts>) =
-        (machines.next(), machines.collect());
     IndexPage {
         columns: other_machines.iter().map(Column::of).collect(),
         machine,

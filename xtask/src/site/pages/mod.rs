@@ -67,15 +67,22 @@ fn environment(p: &Provenance) -> Vec<KeyValue> {
     out
 }
 
-/// The run each matrix page shows, by matrix name: the newest that ran the whole matrix as defined, else the
-/// newest.
-pub fn latest_runs(runs: &[Run]) -> BTreeMap<String, &Run> {
+/// The run each matrix page, the front page's figures and the durability page show, by matrix name: a run of the
+/// `lead` machine (the front page's, whose verdicts it shows), the newest that ran the whole matrix as defined, else
+/// its newest; for a matrix that machine never ran, another machine's the same way, never a shared CI runner's or a
+/// quick run's of another machine.
+pub fn latest_runs<'r>(runs: &'r [Run], lead: Option<&str>) -> BTreeMap<String, &'r Run> {
+    let mine = |run: &Run| lead.is_some_and(|key| run.provenance.machine_key() == key);
+    let quick = |run: &Run| run.provenance.profile == "quick";
+    let shown = |run: &Run| mine(run) || !(run.provenance.host.is_hosted_runner() || quick(run));
+    let rank = |run: &Run| (mine(run), !quick(run), !run.is_partial());
     let mut out: BTreeMap<String, &Run> = BTreeMap::new();
-    // Runs are sorted oldest first, so a later run replaces the one held, unless it ran only part of the
-    // matrix (--arm/--point) or changed its knobs (--set), and the one held ran all of it as defined.
-    for run in runs {
+    // Runs are sorted oldest first, so a later run replaces the one held unless the one held ranks higher: the lead
+    // machine's over another's, then one not at the quick profile (the tests') over a quick one, then one that ran
+    // all of the matrix as defined over one limited with --arm, --point or a budget, or with knobs changed by --set.
+    for run in runs.iter().filter(|r| shown(r)) {
         for name in run.matrices.keys() {
-            if out.get(name).is_none_or(|held| !run.is_partial() || held.is_partial()) {
+            if out.get(name).is_none_or(|held| rank(run) >= rank(held)) {
                 out.insert(name.clone(), run);
             }
         }
@@ -100,7 +107,7 @@ mod tests {
 
     fn page_run(results: &Path) -> String {
         let runs = load_results(results).unwrap();
-        latest_runs(&runs)["kafka_sink"].id.clone()
+        latest_runs(&runs, None)["kafka_sink"].id.clone()
     }
 
     #[test]
@@ -124,5 +131,44 @@ mod tests {
         assert_eq!(page_run(dir.path()), "b-whole", "nor a budgeted run, which ran only the claims' points");
         write("f-whole", 5_000, &[], &[]);
         assert_eq!(page_run(dir.path()), "f-whole");
+    }
+
+    #[test]
+    fn the_pages_show_the_front_page_machines_run_and_no_other_machines_quick_or_hosted_one() {
+        let dir = tempfile::tempdir().unwrap();
+        // Rewrite a written run's provenance as another machine's: `edit` changes it.
+        let write = |id: &str, ts: u64, edit: &dyn Fn(&mut crate::provenance::Provenance)| {
+            let run = fixtures::write_run(dir.path(), id, ts, &fixtures::kafka_sink_records(id));
+            let mut p = fixtures::provenance(id, ts);
+            edit(&mut p);
+            std::fs::write(run.join(crate::provenance::PROVENANCE_FILE), serde_json::to_string(&p).unwrap()).unwrap();
+            run
+        };
+        let xeon = |p: &mut crate::provenance::Provenance| {
+            (p.host.cpu_brand, p.host.cpu_model) = ("Intel Xeon".into(), Some("family 6, model 167".into()));
+        };
+        let budgeted = write("a-mine-budgeted", 1_000, &xeon);
+        let spec = serde_json::json!({"schema": 2, "matrices": [], "profile": "standard", "env": "native",
+            "bootstrap": null, "mysql_dsn": null, "reps": null, "budget_s": 2700});
+        std::fs::write(budgeted.join("run.json"), spec.to_string()).unwrap();
+        write("b-other-whole", 2_000, &|_| {});
+        write("c-other-quick", 3_000, &|p| p.profile = "quick".into());
+        write("d-hosted", 4_000, &|p| {
+            p.host.runner = Some(format!("{} 2", streamlab_record::provenance::HOSTED_RUNNER))
+        });
+        let runs = load_results(dir.path()).unwrap();
+        let mine = runs[0].provenance.machine_key();
+        assert_eq!(
+            latest_runs(&runs, Some(&mine))["kafka_sink"].id,
+            "a-mine-budgeted",
+            "the lead machine's, partial too"
+        );
+        let other = runs[1].provenance.machine_key();
+        assert_eq!(latest_runs(&runs, Some(&other))["kafka_sink"].id, "b-other-whole", "its quick run never leads");
+        assert_eq!(
+            latest_runs(&runs, Some("a machine with no run"))["kafka_sink"].id,
+            "b-other-whole",
+            "where the lead never ran the matrix, another machine's, never a quick or a hosted run"
+        );
     }
 }
