@@ -8,7 +8,8 @@
 #
 # Environment: OUT (the results directory, default results), STATUS_DIR (default lab-status), PR_DIR (default
 # lab-pr), PROFILE (for the title), SITE_OUT (default target/site), XTASK (default `cargo xtask`), RUN_URL (the
-# workflow run, for the body).
+# workflow run, for the body), PLANNED (the plan job's JSON array of the matrix jobs' matrices: a job that wrote no
+# status is named as failed).
 set -euo pipefail
 
 : "${OUT:=results}" "${STATUS_DIR:=lab-status}" "${PR_DIR:=lab-pr}" "${PROFILE:=budget}" "${SITE_OUT:=target/site}"
@@ -44,6 +45,17 @@ for f in "$STATUS_DIR"/*.env; do
   cp -r "$OUT/$run_id" "$PR_DIR/results/"
   echo "- \`$name\`: \`$OUT/$run_id/\`, $how" >>"$jobs"
 done
+# A planned job that left no status failed before the lab ran (or before its upload): it is named, and marks the run.
+if [ -n "${PLANNED:-}" ]; then
+  while IFS= read -r entry; do
+    read -r -a planned_matrices <<<"$entry"
+    name="$(IFS=-; echo "${planned_matrices[*]:-all}")"
+    if [ ! -e "$STATUS_DIR/$name.env" ]; then
+      echo "- \`$name\`: no status: the job failed before the lab ran, or before it uploaded (see the workflow run)" >>"$jobs"
+      marked=true
+    fi
+  done < <(jq -r '.[]' <<<"$PLANNED")
+fi
 if [ ! -s "$PR_DIR/runs.txt" ]; then
   echo "::error::no matrix job wrote a run (nothing in $STATUS_DIR/ names one)"
   cat "$jobs" >&2

@@ -44,14 +44,27 @@ while read -r action; do
 done < <(grep -rhoE 'uses: [A-Za-z0-9_.-]+/[A-Za-z0-9_.-]+(/[A-Za-z0-9_.-]+)?@[0-9a-f]{40}' "$clone/.github/workflows" |
   sed -E 's/^uses: ([^/]+\/[^/@]+)(\/[^@]+)?@/\1@/' | sort -u)
 
-# The host is root and has no sudo; the jobs call it.
+# The jobs' `sudo` steps change the machine they run on (apt-get, purging MySQL, rm -rf of the runner's spare
+# directories): on this host they are skipped and listed, never run. What they install is what .ci/run installs.
 mkdir -p "$dir/bin"
-printf '#!/bin/sh\nexec "$@"\n' >"$dir/bin/sudo"
-chmod +x "$dir/bin/sudo"
+cat >"$dir/bin/sudo" <<'SUDO'
+#!/bin/sh
+echo "rehearsal: not run on the host: sudo $*" | tee -a "$REHEARSAL_DIR/skipped-on-host.txt" >&2
+SUDO
+# gh: the pull request the propose job opens is written down and numbered; a workflow it dispatches is written down.
+cat >"$dir/bin/gh" <<'GH'
+#!/bin/sh
+echo "gh $*" >>"$REHEARSAL_DIR/gh.log"
+case "$1 $2" in "pr create") echo "https://github.com/rehearsal/streamlab/pull/1" ;; esac
+GH
+chmod +x "$dir/bin/sudo" "$dir/bin/gh"
+# GitHub's repository, for the propose job's push: a bare copy of this checkout's, which gains its branch.
+rm -rf "$dir/origin.git"
+git clone -q --bare "$repo" "$dir/origin.git"
 
 common=(
   -P ubuntu-24.04=-self-hosted --action-offline-mode --no-cache-server
-  --env "REHEARSAL_DIR=$dir" --env "PATH=$dir/bin:$PATH"
+  --env "REHEARSAL_DIR=$dir" --env "PATH=$dir/bin:$PATH" --env "LAB_REMOTE=$dir/origin.git"
   --env "CARGO_TARGET_DIR=${REHEARSAL_TARGET_DIR:-$HOME/.cache/streamlab/rehearsal-target}"
   --var "LAB_DEADLINE_S=${DEADLINE_S:-300}"
   "${maps[@]}"
@@ -61,7 +74,7 @@ common=(
 act_home="$HOME/.cache/act"
 mkdir -p "$act_home"
 before="$(ls "$act_home")"
-# shellcheck disable=SC2317 # called by the trap
+# shellcheck disable=SC2317,SC2329 # called by the trap (0.9 and 0.11 name it differently)
 cleanup() {
   for d in "$act_home"/*; do
     [ -e "$d" ] || continue

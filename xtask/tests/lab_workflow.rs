@@ -101,3 +101,198 @@ fn a_matrix_job_stopped_at_its_deadline_keeps_its_records_and_the_merge_proposes
         "the site has no page of the run\n{merge_log}"
     );
 }
+
+/// How a lab run's results are proposed: lab.yml's propose job now, and the rolling pull request it replaced.
+#[derive(Clone, Copy, PartialEq, Debug)]
+enum Flow {
+    /// .github/scripts/lab-propose.sh: a branch per run, off the remote's main, adding the run and nothing else.
+    PerRun,
+    /// The old job: lab/results's results/ checked out over main's, the new run copied in, force-pushed.
+    Rolling,
+}
+
+/// `git ARGS` in `dir` with no user or system configuration: its stdout; panics with its stderr when it fails.
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Cmd::new("git")
+        .current_dir(dir)
+        .args(args)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_AUTHOR_NAME", "a person")
+        .env("GIT_COMMITTER_NAME", "a person")
+        .env("GIT_AUTHOR_EMAIL", "person@example.invalid")
+        .env("GIT_COMMITTER_EMAIL", "person@example.invalid")
+        .output(std::time::Duration::from_secs(60))
+        .unwrap();
+    assert!(out.status.success(), "git {args:?} in {}: {}", dir.display(), out.stderr);
+    out.stdout
+}
+
+/// Write `text` to `dir/path`, creating its directories.
+fn put(dir: &Path, path: &str, text: &str) {
+    let path = dir.join(path);
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    std::fs::write(path, text).unwrap();
+}
+
+/// A local stand-in for GitHub: a bare repository whose main holds two committed runs, and a person's clone of it.
+struct StandIn {
+    work: tempfile::TempDir,
+}
+
+impl StandIn {
+    fn new() -> StandIn {
+        let work = tempfile::tempdir().unwrap();
+        let s = StandIn { work };
+        git(s.work.path(), &["init", "-q", "--bare", "-b", "main", "origin.git"]);
+        git(s.work.path(), &["clone", "-q", "origin.git", "person"]);
+        put(&s.person(), "results/old-run/kafka_sink.jsonl", "{\"schema\": 1}\n");
+        put(&s.person(), "results/withdrawn-run/kafka_sink.jsonl", "{\"schema\": 2}\n");
+        git(&s.person(), &["add", "-A"]);
+        git(&s.person(), &["commit", "-q", "-m", "two runs"]);
+        git(&s.person(), &["push", "-q", "origin", "HEAD:main"]);
+        // The workflow's checkout, made now: later proposals must go by main as it is then, not as checked out.
+        git(s.work.path(), &["clone", "-q", "origin.git", "checkout"]);
+        s
+    }
+
+    fn person(&self) -> std::path::PathBuf {
+        self.work.path().join("person")
+    }
+
+    /// Propose `run` as `flow` does from the workflow's checkout: the branch its pull request is on, or the error.
+    fn propose(&self, flow: Flow, run: &str) -> Result<String, String> {
+        let pr = self.work.path().join(format!("lab-pr-{run}"));
+        put(&pr, &format!("results/{run}/kafka_sink.jsonl"), &format!("{{\"run\": \"{run}\"}}\n"));
+        put(&pr, "runs.txt", &format!("{run}\n"));
+        put(&pr, "title.txt", &format!("Lab results: {run}\n"));
+        let checkout = self.work.path().join("checkout");
+        let cmd = match flow {
+            Flow::PerRun => Cmd::new("bash").arg(repo_root().join(".github/scripts/lab-propose.sh")).arg("origin"),
+            Flow::Rolling => Cmd::new("bash").arg("-c").arg(
+                "set -e; git fetch -q origin; git checkout -q --detach origin/main; mkdir -p results
+                 if git rev-parse -q --verify refs/remotes/origin/lab/results >/dev/null; then
+                   git checkout refs/remotes/origin/lab/results -- results/; fi
+                 cp -r \"$PR_DIR/results/.\" results/; git add -A results
+                 git -c user.name=lab -c user.email=lab@example.invalid commit -q -m rolling
+                 git push -q -f origin HEAD:refs/heads/lab/results; echo lab/results",
+            ),
+        };
+        let out = cmd
+            .current_dir(&checkout)
+            .env("PR_DIR", &pr)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .output(std::time::Duration::from_secs(60))
+            .unwrap();
+        match out.status.success() {
+            true => Ok(out.stdout.trim().to_owned()),
+            false => Err(out.stderr),
+        }
+    }
+
+    /// What a person does on main: edit a committed run's file (a `lab migrate`) and withdraw another run.
+    fn edit_main(&self) {
+        git(&self.person(), &["pull", "-q", "origin", "main"]);
+        put(&self.person(), "results/old-run/kafka_sink.jsonl", "{\"schema\": 2}\n");
+        git(&self.person(), &["rm", "-q", "-r", "results/withdrawn-run"]);
+        git(&self.person(), &["commit", "-q", "-am", "migrate old-run; withdraw withdrawn-run"]);
+        git(&self.person(), &["push", "-q", "origin", "HEAD:main"]);
+    }
+
+    /// A person merges the pull request on `branch` into main.
+    fn merge(&self, branch: &str) {
+        git(&self.person(), &["fetch", "-q", "origin"]);
+        git(&self.person(), &["merge", "-q", "--no-ff", "-m", "merge", &format!("origin/{branch}")]);
+        git(&self.person(), &["push", "-q", "origin", "HEAD:main"]);
+    }
+
+    /// main's commit on the stand-in.
+    fn main(&self) -> String {
+        git(&self.work.path().join("origin.git"), &["rev-parse", "main"])
+    }
+
+    /// The files under results/ on main.
+    fn results_on_main(&self) -> Vec<String> {
+        let listed = git(&self.work.path().join("origin.git"), &["ls-tree", "-r", "--name-only", "main", "results"]);
+        listed.lines().map(str::to_owned).collect()
+    }
+
+    fn on_main(&self, path: &str) -> String {
+        git(&self.work.path().join("origin.git"), &["show", &format!("main:{path}")])
+    }
+}
+
+/// Two good runs and a failed one between them proposed, main edited between the proposals, and the person merging
+/// the good runs' pull requests (the rolling flow has one, holding all three): what main then holds.
+fn publish(flow: Flow) -> StandIn {
+    let s = StandIn::new();
+    let before = s.main();
+    let good = s.propose(flow, "run-a").unwrap();
+    assert_eq!(s.main(), before, "{flow:?}: a proposal pushed to main");
+    s.edit_main();
+    let failed = s.propose(flow, "run-failed").unwrap();
+    let next = s.propose(flow, "run-c").unwrap();
+    if flow == Flow::PerRun {
+        assert_eq!(
+            [good.as_str(), failed.as_str(), next.as_str()],
+            ["lab/run-run-a", "lab/run-run-failed", "lab/run-run-c"]
+        );
+    }
+    for branch in [good, next].iter().collect::<std::collections::BTreeSet<_>>() {
+        s.merge(branch);
+    }
+    s
+}
+
+#[test]
+fn a_proposal_adds_its_run_and_nothing_else_and_nothing_reaches_main_unmerged() {
+    let s = publish(Flow::PerRun);
+    let results = s.results_on_main();
+    assert_eq!(
+        results,
+        ["results/old-run/kafka_sink.jsonl", "results/run-a/kafka_sink.jsonl", "results/run-c/kafka_sink.jsonl"],
+        "the two merged runs added, the withdrawn run still gone, the failed run never merged"
+    );
+    assert_eq!(s.on_main("results/old-run/kafka_sink.jsonl"), "{\"schema\": 2}\n", "the migration on main is kept");
+    // A run main holds is never proposed again, and a run id is checked before anything is pushed.
+    let again = s.propose(Flow::PerRun, "run-a").unwrap_err();
+    assert!(again.contains("the branch lab/run-run-a exists already"), "{again}");
+    git(&s.work.path().join("origin.git"), &["branch", "-q", "-D", "lab/run-run-a"]);
+    let again = s.propose(Flow::PerRun, "run-a").unwrap_err();
+    assert!(again.contains("results/run-a is on main already"), "{again}");
+    let bad = s.propose(Flow::PerRun, "../escape").unwrap_err();
+    assert!(bad.contains("is not a run id"), "{bad}");
+}
+
+#[test]
+fn the_rolling_pull_request_reverted_main_and_merged_an_unapproved_run() {
+    // The flow lab.yml had: the same steps, and the three defects this stand-in replays.
+    let s = publish(Flow::Rolling);
+    let results = s.results_on_main();
+    assert!(results.contains(&"results/withdrawn-run/kafka_sink.jsonl".to_owned()), "withdrawn run back: {results:?}");
+    assert!(results.contains(&"results/run-failed/kafka_sink.jsonl".to_owned()), "failed run merged: {results:?}");
+    assert_eq!(s.on_main("results/old-run/kafka_sink.jsonl"), "{\"schema\": 1}\n", "the migration reverted");
+}
+
+#[test]
+fn a_planned_job_that_left_no_status_is_named_and_marks_the_proposal() {
+    let work = tempfile::tempdir().unwrap();
+    let w = work.path();
+    put(w, "results/run-1/kafka_sink.jsonl", "");
+    put(w, "lab-status/kafka_sink.env", "run_id=run-1\nstatus=0\nstopped=\n");
+    let merged = Cmd::new("bash")
+        .arg(repo_root().join(".github/scripts/lab-merge.sh"))
+        .current_dir(w)
+        // The site build, the verdicts and the comparison are the other test's: here they do nothing.
+        .env("XTASK", "true")
+        .env("PLANNED", r#"["kafka_sink","clients durability"]"#)
+        .output(std::time::Duration::from_secs(60))
+        .unwrap();
+    assert!(merged.status.success(), "{}\n{}", merged.stdout, merged.stderr);
+    let title = std::fs::read_to_string(w.join("lab-pr/title.txt")).unwrap();
+    assert!(title.starts_with("lab run with failures: Lab results: 1 run(s)"), "{title}");
+    let body = std::fs::read_to_string(w.join("lab-pr/body.md")).unwrap();
+    assert!(body.contains("- `clients-durability`: no status: the job failed before the lab ran"), "{body}");
+    assert!(!body.contains("`kafka_sink`: no status"), "{body}");
+}
