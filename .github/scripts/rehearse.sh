@@ -57,7 +57,16 @@ cat >"$dir/bin/gh" <<'GH'
 echo "gh $*" >>"$REHEARSAL_DIR/gh.log"
 case "$1 $2" in "pr create") echo "https://github.com/rehearsal/streamlab/pull/1" ;; esac
 GH
-chmod +x "$dir/bin/sudo" "$dir/bin/gh"
+# rustup: the jobs install Rust 1.95 and make it the default, which would change the host's default toolchain (the
+# host's own 1.95 runs them instead); anything else goes to the real rustup.
+cat >"$dir/bin/rustup" <<RUSTUP
+#!/bin/sh
+case "\$1" in
+  toolchain | default) echo "rehearsal: not run on the host: rustup \$*" | tee -a "\$REHEARSAL_DIR/skipped-on-host.txt" >&2 ;;
+  *) exec "$(command -v rustup)" "\$@" ;;
+esac
+RUSTUP
+chmod +x "$dir/bin/sudo" "$dir/bin/gh" "$dir/bin/rustup"
 # GitHub's repository, for the propose job's push: a bare copy of this checkout's, which gains its branch.
 rm -rf "$dir/origin.git"
 git clone -q --bare "$repo" "$dir/origin.git"
