@@ -36,6 +36,17 @@ impl Missing {
             Missing::NoMetric => "not reported",
         }
     }
+
+    /// The word the site's data for programs use (the CSV's `set_apart` column).
+    pub fn key(self) -> &'static str {
+        match self {
+            Missing::Withdrawn => "withdrawn",
+            Missing::Failed => "failed",
+            Missing::NotRun => "not_run",
+            Missing::ForeignLoad => "foreign_load",
+            Missing::NoMetric => "no_metric",
+        }
+    }
 }
 
 /// Whether a record may be drawn, and if not, why (with its recorded reason).

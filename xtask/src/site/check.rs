@@ -1,5 +1,6 @@
-//! `cargo xtask site check`: validate a built site with the Nu HTML Checker (vnu.jar) and open every
-//! page in headless Chromium (site/check/check.mjs). Both tools come from site/check's npm lock file.
+//! `cargo xtask site check`: hold the site's data for programs to their schemas (site/check/contract.mjs, with
+//! ajv), validate every page with the Nu HTML Checker (vnu.jar) and open every page in headless Chromium
+//! (site/check/check.mjs). The tools come from site/check's npm lock file.
 
 use std::path::{Path, PathBuf};
 
@@ -16,6 +17,7 @@ struct Tools {
     vnu_jar: PathBuf,
     node: PathBuf,
     script: PathBuf,
+    contract: PathBuf,
     chromium: PathBuf,
 }
 
@@ -31,9 +33,10 @@ impl Tools {
             PathBuf::new()
         });
         let vnu_jar = check_dir.join("node_modules/vnu-jar/build/dist/vnu.jar");
-        let playwright = check_dir.join("node_modules/playwright-core/package.json");
-        if !vnu_jar.is_file() || !playwright.is_file() {
-            missing.push(format!("vnu-jar and playwright-core (site/check/package-lock.json): {INSTALL_NPM}"));
+        let modules = ["playwright-core", "ajv", "ajv-formats", "csv-parse"];
+        let installed = |m: &str| check_dir.join("node_modules").join(m).join("package.json").is_file();
+        if !vnu_jar.is_file() || !modules.iter().all(|m| installed(m)) {
+            missing.push(format!("vnu-jar, playwright-core and ajv (site/check/package-lock.json): {INSTALL_NPM}"));
         }
         let chromium = chromium().unwrap_or_else(|| {
             missing.push("chromium (or set CHROMIUM to a Chrome/Chromium binary): apt-get install chromium".to_owned());
@@ -42,7 +45,8 @@ impl Tools {
         if !missing.is_empty() {
             bail!("site check cannot run; missing:\n  - {}", missing.join("\n  - "));
         }
-        Ok(Tools { java, vnu_jar, node, script: check_dir.join("check.mjs"), chromium })
+        let (script, contract) = (check_dir.join("check.mjs"), check_dir.join("contract.mjs"));
+        Ok(Tools { java, vnu_jar, node, script, contract, chromium })
     }
 }
 
@@ -54,6 +58,7 @@ pub fn run(site: &Path) -> Result<()> {
         site.display()
     );
     let tools = Tools::find(&paths::repo_root().join("site").join("check"))?;
+    keep_contract(&tools, site)?;
     validate_html(&tools, site)?;
     browse(&tools, site)?;
     tracing::info!("site check passed: {}", site.display());
@@ -80,6 +85,17 @@ fn validate_html(tools: &Tools, site: &Path) -> Result<()> {
         .args(&files)
         .run(CHECK_TIMEOUT)
         .context("the Nu HTML Checker found errors (listed above)")?;
+    Ok(())
+}
+
+/// verdicts.json, runs.json, badge.json, every CSV and every run's bmf.json against the schemas published beside
+/// them (Bencher's own for bmf.json).
+fn keep_contract(tools: &Tools, site: &Path) -> Result<()> {
+    Cmd::new(&tools.node)
+        .arg(&tools.contract)
+        .arg(site)
+        .run(CHECK_TIMEOUT)
+        .context("the site's data break their published schemas (listed above)")?;
     Ok(())
 }
 
@@ -168,6 +184,61 @@ mod tests {
             assert!(faults.iter().any(|f| f.contains(fault)), "no \"{fault}\" in {faults:#?}");
         }
         assert!(out.stderr.contains("1 of 3 pages have problems"), "{}", out.stderr);
+    }
+
+    /// The contract check on a built site, then on copies with one fault each: a renamed field, a renamed CSV
+    /// column, a Bencher value that is not a number.
+    #[test]
+    #[ignore = "runs node with site/check's modules: cargo xtask test"]
+    fn the_contract_check_passes_a_built_site_and_names_a_renamed_field_a_renamed_column_and_a_bad_bmf_value() {
+        use crate::results::fixtures;
+        let run = "20261207T120000Z-quick-00aa";
+        let results = tempfile::tempdir().unwrap();
+        fixtures::write_run(results.path(), run, 1, &fixtures::kafka_sink_records(run));
+        let cfg = crate::results::config::SiteConfig::builtin().unwrap();
+        let files = super::super::build_site(results.path(), &cfg).unwrap();
+        let tools = Tools::find(&paths::repo_root().join("site").join("check")).unwrap();
+        let check = |path: &str, fault: &dyn Fn(String) -> String| {
+            let mut files = files.clone();
+            if let Some(bytes) = files.get_mut(path) {
+                *bytes = fault(String::from_utf8(bytes.clone()).unwrap()).into_bytes();
+            }
+            let dir = tempfile::tempdir().unwrap();
+            let site = dir.path().join("site");
+            super::super::write_site(&site, &files).unwrap();
+            Cmd::new(&tools.node).arg(&tools.contract).arg(&site).output(CHECK_TIMEOUT).unwrap()
+        };
+        let kept = check("", &|text| text);
+        assert!(kept.status.success(), "{}\n{}", kept.stdout, kept.stderr);
+        assert!(kept.stdout.contains("1 bmf.json files checked"), "{}", kept.stdout);
+
+        let renamed = check("verdicts.json", &|text| text.replace("\"estimate\":", "\"estimated\":"));
+        assert!(!renamed.status.success(), "{}", renamed.stdout);
+        for fault in ["must NOT have additional properties (estimated)", "must have required property 'estimate'"] {
+            assert!(
+                renamed.stderr.contains(&format!("verdicts.json: /machines/0/claims/0: {fault}")),
+                "{}",
+                renamed.stderr
+            );
+        }
+
+        let column = check("data/kafka_sink.csv", &|text| text.replacen("set_apart", "excluded", 1));
+        assert!(!column.status.success(), "{}", column.stdout);
+        assert!(column.stderr.contains("data/kafka_sink.csv: header is [") && column.stderr.contains(", excluded,"));
+
+        let bmf = check(&format!("runs/{run}/bmf.json"), &|text| {
+            let mut doc: serde_json::Value = serde_json::from_str(&text).unwrap();
+            let measure = doc.as_object_mut().unwrap().values_mut().next().unwrap();
+            let figure = measure.as_object_mut().unwrap().values_mut().next().unwrap();
+            figure["value"] = serde_json::json!("600");
+            doc.to_string()
+        });
+        let bmf_text = format!("{}{}", bmf.stdout, bmf.stderr);
+        assert!(!bmf.status.success(), "{bmf_text}");
+        assert!(
+            bmf_text.contains(&format!("runs/{run}/bmf.json: /")) && bmf_text.contains("must be number"),
+            "{bmf_text}"
+        );
     }
 
     #[test]

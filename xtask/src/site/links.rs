@@ -52,6 +52,11 @@ pub fn run_href(id: &str) -> String {
     format!("runs/{id}/index.html")
 }
 
+/// A run's medians in Bencher's metric format, beside its page.
+pub fn run_bmf_href(id: &str) -> String {
+    format!("runs/{id}/bmf.json")
+}
+
 pub fn run_matrix_href(id: &str, matrix: &str) -> String {
     format!("runs/{id}/{matrix}.html")
 }

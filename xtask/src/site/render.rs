@@ -83,13 +83,18 @@ pub fn render_site(runs: &[Run], cfg: &SiteConfig) -> Result<SiteFiles> {
             }
             files.insert(format!("runs/{}/{name}.jsonl", run.id), read(&file.path)?);
         }
+        files.insert(pages::run_bmf_href(&run.id), pretty(&data::bmf::of_run(run))?);
     }
     Ok(files)
 }
 
-/// The data for programs beside the pages (`site::data`): verdicts, runs, each matrix's CSV, the feed, the badge.
+/// The data for programs beside the pages (`site::data`): verdicts, runs, each matrix's CSV, the feed, the badge,
+/// and the schemas they keep to.
 fn data_files(runs: &[Run], machines: &[MachineVerdicts], cfg: &SiteConfig, env: &Environment) -> Result<SiteFiles> {
     let mut files = SiteFiles::new();
+    for (path, text) in data::SCHEMAS {
+        files.insert((*path).into(), text.as_bytes().to_vec());
+    }
     files.insert(data::VERDICTS_FILE.into(), pretty(&data::VerdictsFile::of(machines))?);
     files.insert(data::RUNS_FILE.into(), pretty(&data::RunsFile::of(runs))?);
     files.insert(data::BADGE_FILE.into(), pretty(&data::Badge::of(machines.first()))?);

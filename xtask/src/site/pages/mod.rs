@@ -24,7 +24,7 @@ pub use matrix::matrix_page;
 pub use run::run_page;
 
 pub(crate) use crate::site::links::{
-    KeyValue, RunLink, footer, kv, latest_matrix_href, run_href, run_link, run_matrix_href, short_commit,
+    KeyValue, RunLink, footer, kv, latest_matrix_href, run_bmf_href, run_href, run_link, run_matrix_href, short_commit,
 };
 
 fn environment(p: &Provenance) -> Vec<KeyValue> {

@@ -1,11 +1,12 @@
 //! The site's data for programs, beside its pages: every machine's verdicts (`verdicts.json`), every run
-//! (`runs.json`), each matrix's records (`data/<matrix>.csv`, one row per record and metric), an Atom feed of
-//! verdict changes and regressions (`feed.xml`) and a badge (`badge.json`, shields.io's endpoint schema). Each is
-//! written from the lab's own types; the tests read each back (the feed with a real feed parser).
+//! (`runs.json`), a badge (`badge.json`, shields.io's endpoint schema), each matrix's records (`data/<matrix>.csv`,
+//! [`matrix_csv`]), each run's figures in Bencher's metric format (`runs/<id>/bmf.json`, [`bmf`]) and an Atom feed of
+//! verdict changes and regressions (`feed.xml`, [`feed`]). Each JSON file and the CSV's columns have a JSON Schema
+//! published beside them ([`SCHEMAS`], from site/schema/); `cargo xtask site check` validates every built file
+//! against it with a validator of its own (site/check/contract.mjs).
 
 use std::collections::BTreeMap;
 
-use anyhow::{Context, Result};
 use serde::{Deserialize, Serialize};
 
 use crate::results::claims::machines::MachineVerdicts;
@@ -14,12 +15,27 @@ use crate::results::format;
 use crate::results::load::Run;
 use crate::results::model;
 
+pub mod bmf;
+pub mod feed;
+pub mod matrix_csv;
+
+pub use feed::FeedPage;
+pub use matrix_csv::csv_files;
+
 pub const VERDICTS_SCHEMA: &str = "streamlab.verdicts/1";
 pub const RUNS_SCHEMA: &str = "streamlab.runs/1";
 pub const VERDICTS_FILE: &str = "verdicts.json";
 pub const RUNS_FILE: &str = "runs.json";
 pub const BADGE_FILE: &str = "badge.json";
 pub const FEED_FILE: &str = "feed.xml";
+
+/// The schemas the site publishes, each beside the files it describes: site path -> text.
+pub const SCHEMAS: &[(&str, &str)] = &[
+    ("verdicts.schema.json", include_str!("../../../../site/schema/verdicts.schema.json")),
+    ("runs.schema.json", include_str!("../../../../site/schema/runs.schema.json")),
+    ("badge.schema.json", include_str!("../../../../site/schema/badge.schema.json")),
+    ("data/csv.schema.json", include_str!("../../../../site/schema/csv.schema.json")),
+];
 
 /// `verdicts.json`: every machine's verdicts, the front page's machine first.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -178,87 +194,6 @@ impl RunsFile {
     }
 }
 
-/// One row of `data/<matrix>.csv`: one metric of one record.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct CsvRow {
-    pub run: String,
-    pub machine: String,
-    pub commit: String,
-    pub arm: String,
-    pub sweep: String,
-    pub point: String,
-    pub rep: u32,
-    /// The block of its run the rep was measured in; empty in runs measured without blocks.
-    pub block: Option<u32>,
-    /// `sweep/label/rep` of the point whose task made this measurement where it is another point of the same
-    /// configuration (the rows are that measurement again, not another); empty where this point's own task made it.
-    pub measured_as: String,
-    /// Measured while other work loaded the machine: the site sets these reps apart from its figures.
-    pub foreign_load: bool,
-    /// `ok`, `failed` or `not_run`.
-    pub status: String,
-    /// `verified`, `failed` or empty (not run).
-    pub integrity: String,
-    pub metric: String,
-    pub value: f64,
-    pub unit: String,
-    pub higher_is_better: bool,
-}
-
-/// Each matrix's CSV, every run's records in run order (a record without metrics, not run or failed, gives one row
-/// with no metric, so it is seen).
-pub fn csv_files(runs: &[Run]) -> Result<BTreeMap<String, Vec<u8>>> {
-    let mut writers: BTreeMap<String, csv::Writer<Vec<u8>>> = BTreeMap::new();
-    for run in runs {
-        let machine = run.provenance.machine_key();
-        for (name, file) in &run.matrices {
-            let w = writers.entry(name.clone()).or_insert_with(|| csv::Writer::from_writer(Vec::new()));
-            for r in &file.records {
-                let base = CsvRow {
-                    run: run.id.clone(),
-                    machine: machine.clone(),
-                    commit: run.provenance.git.commit.clone(),
-                    arm: r.arm.clone(),
-                    sweep: r.variant.sweeps.first().cloned().unwrap_or_default(),
-                    point: r.variant.label.clone(),
-                    rep: r.rep,
-                    block: r.block,
-                    measured_as: r
-                        .measured_as
-                        .as_ref()
-                        .map_or_else(String::new, |p| format!("{}/{}/{}", p.sweep, p.label, p.rep)),
-                    foreign_load: r.conditions.as_ref().is_some_and(|c| c.foreign_load),
-                    status: serde_json::to_value(r.status)?.as_str().unwrap_or_default().to_owned(),
-                    integrity: serde_json::to_value(r.measurement.integrity.status)?
-                        .as_str()
-                        .unwrap_or_default()
-                        .to_owned(),
-                    metric: String::new(),
-                    value: f64::NAN,
-                    unit: String::new(),
-                    higher_is_better: false,
-                };
-                if r.measurement.metrics.is_empty() {
-                    w.serialize(&base)?;
-                }
-                for (metric, m) in &r.measurement.metrics {
-                    w.serialize(CsvRow {
-                        metric: metric.clone(),
-                        value: m.value,
-                        unit: m.unit.clone(),
-                        higher_is_better: m.higher_is_better,
-                        ..base.clone()
-                    })?;
-                }
-            }
-        }
-    }
-    writers
-        .into_iter()
-        .map(|(name, w)| Ok((format!("data/{name}.csv"), w.into_inner().context("writing a CSV")?)))
-        .collect()
-}
-
 /// `badge.json`: shields.io's endpoint schema, the front page machine's tally.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -297,128 +232,9 @@ impl Badge {
     }
 }
 
-/// One entry of the feed: a verdict that changed, or a regression against the machine's previous run.
-#[derive(Debug, Clone, Serialize)]
-pub struct FeedEntry {
-    pub id: String,
-    pub title: String,
-    /// RFC 3339: the run's start.
-    pub updated: String,
-    pub summary: String,
-    /// Relative to the site's root.
-    pub href: String,
-}
-
-/// Points worse by more than this percent (and significantly so) are regressions, as the lab workflow's merge says.
-pub const REGRESSION_PCT: f64 = 10.0;
-
-/// The feed's entries, newest first: on each machine, every claim whose verdict a run changed (judged over the
-/// machine's runs up to it against those before it), and every point a run measured significantly worse than the
-/// machine's previous run with that matrix.
-pub fn feed_entries(
-    runs: &[Run],
-    machines: &[MachineVerdicts],
-    cfg: &crate::results::config::SiteConfig,
-) -> Vec<(u64, FeedEntry)> {
-    let mut entries = Vec::new();
-    for (i, m) in machines.iter().enumerate() {
-        let mut mine: Vec<&Run> = runs.iter().filter(|r| r.provenance.machine_key() == m.machine).collect();
-        mine.sort_by_key(|r| r.provenance.started_ts_ms);
-        let href = if i == 0 { "index.html".to_owned() } else { format!("machines/{}.html", m.slug) };
-        entries.extend(verdict_changes(&mine, m, &href, cfg));
-        entries.extend(regressions(&mine, &m.machine, cfg));
-    }
-    entries.sort_by(|(a, x), (b, y)| b.cmp(a).then_with(|| x.id.cmp(&y.id)));
-    entries
-}
-
-fn verdict_changes(
-    mine: &[&Run],
-    m: &MachineVerdicts,
-    href: &str,
-    cfg: &crate::results::config::SiteConfig,
-) -> Vec<(u64, FeedEntry)> {
-    let seeds: Vec<_> = cfg.claims.iter().filter(|c| !c.beside).cloned().collect();
-    let mut before: Vec<ClaimVerdict> = Vec::new();
-    let mut out = Vec::new();
-    // The machine's runs up to each one in turn: each run is copied in once, as its turn comes.
-    let mut upto: Vec<Run> = Vec::with_capacity(mine.len());
-    for &run in mine {
-        upto.push(run.clone());
-        let now = crate::results::claims::verdicts(&upto, &seeds);
-        for v in &now {
-            let was = before.iter().find(|b| b.id == v.id).map_or(Kind::NotRun, |b| b.verdict);
-            if was == v.verdict {
-                continue;
-            }
-            out.push((
-                run.provenance.started_ts_ms,
-                FeedEntry {
-                    id: format!("tag:streamlab,2026:verdict/{}/{}/{}", m.slug, v.id, run.id),
-                    title: format!("{}: {} → {} on {}", v.short, was.text(), v.verdict.text(), m.machine),
-                    updated: format::rfc3339(run.provenance.started_ts_ms),
-                    summary: v.why.clone(),
-                    href: format!("{href}#claim-{}", v.id),
-                },
-            ));
-        }
-        before = now;
-    }
-    out
-}
-
-fn regressions(mine: &[&Run], machine: &str, cfg: &crate::results::config::SiteConfig) -> Vec<(u64, FeedEntry)> {
-    let mut out = Vec::new();
-    for (k, run) in mine.iter().enumerate() {
-        for matrix in run.matrices.keys() {
-            let Some(earlier) = mine[..k].iter().rev().find(|r| r.matrices.contains_key(matrix)) else { continue };
-            let Some(metric) = cfg.headline(matrix).and_then(|h| h.metric.clone()) else { continue };
-            let rows: Vec<_> = crate::results::compare::compare(earlier, run, &metric)
-                .into_iter()
-                .filter(|r| &r.matrix == matrix)
-                .collect();
-            for worse in crate::results::compare::regressions(&rows, REGRESSION_PCT) {
-                out.push((
-                    run.provenance.started_ts_ms,
-                    FeedEntry {
-                        id: format!("tag:streamlab,2026:regression/{}/{}", run.id, worse.replace(' ', "_")),
-                        title: format!("{worse} in run {} against {} on {machine}", run.id, earlier.id),
-                        updated: format::rfc3339(run.provenance.started_ts_ms),
-                        summary: format!(
-                            "cargo xtask lab compare {} {}: {worse}, significantly (Mann-Whitney) and by more than \
-                             {REGRESSION_PCT}%",
-                            earlier.id, run.id
-                        ),
-                        href: crate::site::pages::run_href(&run.id),
-                    },
-                ));
-            }
-        }
-    }
-    out
-}
-
-/// The feed as the template renders it.
-#[derive(Debug, Clone, Serialize)]
-pub struct FeedPage {
-    /// The newest entry's time, or the newest run's start (RFC 3339).
-    pub updated: String,
-    pub entries: Vec<FeedEntry>,
-}
-
-impl FeedPage {
-    pub fn of(runs: &[Run], machines: &[MachineVerdicts], cfg: &crate::results::config::SiteConfig) -> FeedPage {
-        let entries = feed_entries(runs, machines, cfg);
-        let newest = entries.first().map(|(ts, _)| *ts).or(runs.iter().map(|r| r.provenance.started_ts_ms).max());
-        FeedPage {
-            updated: format::rfc3339(newest.unwrap_or(0)),
-            entries: entries.into_iter().map(|(_, e)| e).collect(),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use super::matrix_csv::CsvRow;
     use super::*;
     use crate::results::claims::machines::by_machine;
     use crate::results::declared::builtin;
@@ -473,16 +289,16 @@ mod tests {
         assert!(!r1.machine.contains(&r1.kernel), "the kernel is recorded beside the machine key, not in it");
         assert!(r1.started.ends_with('Z') && r1.started.contains('T'), "{}", r1.started);
 
-        let mut reader = csv::Reader::from_reader(file(&files, "data/kafka_sink.csv"));
+        let mut reader = ::csv::Reader::from_reader(file(&files, "data/kafka_sink.csv"));
         let rows: Vec<CsvRow> = reader.deserialize().collect::<Result<_, _>>().unwrap();
         let metrics: usize =
             runs.iter().flat_map(|r| &r.matrices["kafka_sink"].records).map(|r| r.measurement.metrics.len()).sum();
-        assert_eq!(rows.len(), metrics, "one row per record and metric");
+        assert_eq!(rows.len(), metrics, "one row per record and metric (each record in one sweep here)");
         let row = rows
             .iter()
             .find(|r| r.run == "r3" && r.arm == "framework" && r.rep == 1 && r.metric == "records_per_s")
             .unwrap();
-        assert_eq!((row.value, row.status.as_str(), row.integrity.as_str()), (200.0, "ok", "verified"));
+        assert_eq!((row.value, row.status.as_str(), row.integrity.as_str()), (Some(200.0), "ok", "verified"));
 
         let feed = feed_rs::parser::parse(file(&files, FEED_FILE)).expect("an Atom feed a feed parser reads");
         let titles: Vec<String> =
