@@ -129,17 +129,19 @@ fn a_precision_target_adds_reps_until_met_or_spent_and_a_records_reproduce_comma
 #[ignore = "starts Kafka and runs arms: cargo xtask test"]
 fn a_budgeted_run_spends_its_minutes_on_blocks_of_a_claim_and_ends_with_the_verdicts_and_the_site() {
     let out = tempfile::tempdir().unwrap();
-    // Room for the first pass and the claim's first pairs even while CI's other lane loads the machine (the first
-    // pass alone once took 2.5 of 4 minutes then); the run ends as soon as no pair is within reach, so a quiet
-    // machine takes no longer for it.
+    // Room for the first pass and a second block even while CI's other lane loads the machine (the first pass alone
+    // once took 2.5 of 4 minutes then); --blocks 2 ends the run after the second, so a quiet machine spends 2-3 min
+    // of the 6 (a budget's blocks otherwise go on while one fits: 4.6 min of CI's time here).
     let budget = Duration::from_secs(360);
     let started = Instant::now();
     // The 000 framework-over-raw claim's two points, at the quick profile with a window long enough for the
     // framework's whole-batch acknowledgements to give a rate every rep: 8 s gave 9 (of the 10 a rate needs) once
     // in CI at faf900f, at a third of the framework's quiet rate while the other lane ran; 12 s keeps that margin.
-    let args = ["lab", "run", "--env", "native", "--profile", "quick", "--budget", "6m", "--matrix", "kafka_sink"];
+    let args = ["lab", "run", "--env", "native", "--profile", "quick", "--matrix", "kafka_sink"];
+    let budget_args = ["--budget", "6m", "--blocks", "2"];
     let points = ["--point", "mode=raw rdkafka", "--point", "mode=framework path", "--set", "window_s=12"];
-    let done = xtask().args(args).args(points).arg("--out").arg(out.path()).output(RUN_TIMEOUT).unwrap();
+    let done =
+        xtask().args(args).args(budget_args).args(points).arg("--out").arg(out.path()).output(RUN_TIMEOUT).unwrap();
     let elapsed = started.elapsed();
     let stdout = &done.stdout;
     // The plan said what fits before it started; the run kept to its budget (the end's reserve covers the last
@@ -168,10 +170,10 @@ fn a_budgeted_run_spends_its_minutes_on_blocks_of_a_claim_and_ends_with_the_verd
         assert!(done.stderr.contains("records failed or failed their integrity check"), "{}", done.stderr);
     }
     // Blocks were added beyond the first pass (block 1), each one rep of both sides: every rep pairs in its block.
-    assert!(reps("raw").len() >= 2, "{stdout}\n{}", done.stderr);
+    assert_eq!(reps("raw"), [1, 2], "{stdout}\n{}", done.stderr);
     assert_eq!(reps("raw"), reps("framework"), "{stdout}");
     let blocks: std::collections::BTreeSet<Option<u32>> = records.iter().map(|r| r.block).collect();
-    assert!(blocks.contains(&Some(1)) && blocks.contains(&Some(2)) && !blocks.contains(&None), "{blocks:?}");
+    assert_eq!(blocks, [Some(1), Some(2)].into(), "--blocks 2: the first pass and one block");
     for block in &blocks {
         let arms: Vec<&str> = records.iter().filter(|r| r.block == *block).map(|r| r.arm.as_str()).collect();
         assert_eq!(arms.len(), 2, "block {block:?}: one rep of each side, {arms:?}");
@@ -184,6 +186,7 @@ fn a_budgeted_run_spends_its_minutes_on_blocks_of_a_claim_and_ends_with_the_verd
         "{stdout}"
     );
     assert!(stdout.contains("block 2: bringing up a fresh environment"), "{stdout}");
+    assert!(phases.contains("2 blocks, as --blocks 2 asked"), "{phases}");
     // It ends with the answer: the claim's verdict and the site built.
     assert!(stdout.contains("The framework path (1.21M rec/s) sustains ~49%"), "{stdout}");
     assert!(stdout.contains(" claims: ") && stdout.contains(" reproduce · "), "{stdout}");

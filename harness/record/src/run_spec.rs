@@ -148,6 +148,9 @@ pub struct RunSpec {
     /// and headline ratios rest on, then reps where they decide a claim; absent: every planned task.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub budget_s: Option<u64>,
+    /// `--blocks N`: a budgeted run's blocks at most, the first pass counting as block 1; absent: while they fit.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub blocks: Option<u32>,
     /// `--claims FILE`: a user's claims beside the seeds' (their paths, read again on resume): a budgeted run
     /// spends reps on their points too.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -209,6 +212,7 @@ impl RunSpec {
                     points: Vec::new(),
                     sets: old.sets,
                     budget_s: None,
+                    blocks: None,
                     claims: Vec::new(),
                 })
             }

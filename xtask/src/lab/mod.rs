@@ -48,6 +48,10 @@ pub struct RunArgs {
     /// (each a fresh environment and one rep of each of their points), while a whole block fits. The default, 45m, when no --profile, --reps or --precision is given.
     #[arg(long, value_name = "DURATION", value_parser = budget::parse_budget)]
     pub budget: Option<std::time::Duration>,
+    /// At most this many blocks in a budgeted run, the first pass counting as block 1: a design fixed in advance,
+    /// as another run's `blocks` to repeat it, rather than as many as the budget holds.
+    #[arg(long, value_name = "N")]
+    pub blocks: Option<u32>,
     /// auto (external with --bootstrap; else docker where an engine answers, else native), native, docker or
     /// external.
     #[arg(long, default_value = "auto", value_parser = named::<BackendChoice>(BackendChoice::NAMES))]
@@ -123,6 +127,7 @@ impl RunArgs {
             points: self.points.clone(),
             sets: self.sets.clone(),
             budget_s: self.budget().map(|b| b.as_secs()),
+            blocks: self.blocks,
             claims: self.claims.iter().map(|f| std::path::absolute(f).unwrap_or_else(|_| f.clone())).collect(),
         }
     }

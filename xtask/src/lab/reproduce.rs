@@ -35,6 +35,7 @@ pub fn run_command(args: &RunSpec) -> String {
         Some(budget) => words.extend(["--budget".into(), format!("{budget}s")]),
         None => {}
     }
+    words.extend(args.blocks.map(|n| ["--blocks".into(), n.to_string()]).into_iter().flatten());
     if args.budget_s.is_none() || args.profile != Profile::Standard {
         words.extend(["--profile".into(), args.profile.to_string()]);
     }
@@ -161,6 +162,8 @@ pub(crate) mod tests {
         assert!(full.contains("--profile standard") && !full.contains("--budget"), "{full}");
         let both = run_command(&parse_run_args(&["run", "--profile", "quick", "--budget", "90s"]).spec());
         assert!(both.contains("--budget 90s --profile quick"), "{both}");
+        let blocks = run_command(&parse_run_args(&["run", "--budget", "2h", "--blocks", "12"]).spec());
+        assert!(blocks.contains("--budget 120m --blocks 12"), "{blocks}");
         assert_eq!(redact_dsn("mysql://u:secret@127.0.0.1:3306"), "mysql://u:PASSWORD@127.0.0.1:3306");
     }
 }

@@ -142,6 +142,7 @@ fn check_input(args: &RunArgs, out_root: &Path) -> Result<Checked> {
     if let Some(b) = budget {
         budget::check(b)?;
     }
+    budget::check_blocks(spec.blocks, budget.is_some())?;
     let cfg = SiteConfig::with_claims(super::claim_points::load(&spec.claims)?)?;
     let mut tasks = plan::for_run(&matrices, &spec, backend.as_ref())?;
     if budget.is_some() {
@@ -190,6 +191,7 @@ fn run_budgeted(
         first,
         out_root: ctx.out_root,
         run_id: session.run_id().to_owned(),
+        max_blocks: spec.blocks,
         blocked: None,
     };
     schedule::run_rounds(&mut goal, &mut SessionRuns { session, matrices, spec })?;

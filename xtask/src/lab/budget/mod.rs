@@ -350,6 +350,8 @@ pub struct ClaimsDecided<'a> {
     /// The results directory this run writes into: the verdicts pool its earlier runs on this machine.
     pub out_root: &'a Path,
     pub run_id: String,
+    /// `--blocks`: the most blocks in all, the first pass included.
+    pub max_blocks: Option<u32>,
     /// The claims the blocks measure, fixed after the first pass ([`decidable`]).
     pub blocked: Option<Vec<String>>,
 }
@@ -370,6 +372,7 @@ impl schedule::Goal for ClaimsDecided<'_> {
             let ids = decidable(&verdicts, self.claims, &self.run_id, self.first);
             let one = times.of_all(&block_tasks(&ids, self.claims, self.first, written, &self.run_id, block));
             let fit = ((left_s.max(0.0)) / (one + ENV_SWITCH_S).max(1.0)).floor() as usize;
+            let fit = self.max_blocks.map_or(fit, |most| fit.min(most.saturating_sub(1) as usize));
             why.push(format!(
                 "blocks of the claims this host can decide ({}; {} in all): each a fresh environment and one rep \
                  of each of their points in a shuffled order, about {} a block; about {fit} more fit in the {:.0} min \
@@ -381,6 +384,12 @@ impl schedule::Goal for ClaimsDecided<'_> {
                 fit + 1
             ));
             self.blocked = Some(ids);
+        }
+        if let Some(most) = self.max_blocks.filter(|most| block > *most) {
+            return Ok(Next::Done(format!(
+                "{:.1} min left; {most} blocks, as --blocks {most} asked",
+                left_s.max(0.0) / 60.0
+            )));
         }
         let ids = self.blocked.as_deref().unwrap_or_default();
         let tasks = block_tasks(ids, self.claims, self.first, written, &self.run_id, block);
@@ -442,6 +451,18 @@ pub fn check(budget: Duration) -> Result<()> {
         bail!("--budget {}s: too short to run anything; give at least {}s", budget.as_secs(), RESERVE_S * 2.0);
     }
     Ok(())
+}
+
+/// `--blocks` counts a budgeted run's blocks, the first pass as block 1.
+pub fn check_blocks(blocks: Option<u32>, budgeted: bool) -> Result<()> {
+    match blocks {
+        Some(0) => bail!("--blocks 0: the first pass is block 1, so give 1 or more"),
+        Some(n) if !budgeted => bail!(
+            "--blocks {n} caps a budgeted run's blocks, and --profile, --reps or --precision run every point \
+             instead: drop --blocks, or those flags and give --budget"
+        ),
+        _ => Ok(()),
+    }
 }
 
 #[cfg(test)]

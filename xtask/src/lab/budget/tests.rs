@@ -5,6 +5,14 @@ use crate::lab::{matrix, plan};
 use crate::results::claims::Part;
 
 #[test]
+fn blocks_count_from_the_first_pass_and_only_a_budgeted_run_takes_them() {
+    assert!(check_blocks(Some(0), true).unwrap_err().to_string().contains("--blocks 0: the first pass is block 1"));
+    let err = check_blocks(Some(6), false).unwrap_err().to_string();
+    assert!(err.contains("--blocks 6 caps a budgeted run's blocks") && err.contains("give --budget"), "{err}");
+    assert!(check_blocks(Some(1), true).is_ok() && check_blocks(None, false).is_ok());
+}
+
+#[test]
 fn a_budget_reads_as_a_duration_and_anything_else_says_what_would_be_right() {
     assert_eq!(parse_budget("45m"), Ok(Duration::from_secs(2700)));
     assert_eq!(parse_budget("1h30m"), Ok(Duration::from_secs(5400)));
