@@ -1,7 +1,9 @@
 //! The lab workflow's own step scripts, run here as GitHub would run them (lab.yml): a matrix job's
 //! .github/scripts/lab-run.sh with a deadline shorter than its run, then the merge job's lab-merge.sh over what it
 //! kept. A job's run cut off by its deadline must keep its records, say its run id and status, and be proposed
-//! marked as a partial run, never lost.
+//! marked as a partial run, never lost. Then the propose job's git against a local stand-in for GitHub, beside the
+//! rolling flow it replaced, and what no workflow may do (merge, push to main, write a workflow), beside the steps
+//! that once did.
 
 use std::path::Path;
 
@@ -295,4 +297,88 @@ fn a_planned_job_that_left_no_status_is_named_and_marks_the_proposal() {
     let body = std::fs::read_to_string(w.join("lab-pr/body.md")).unwrap();
     assert!(body.contains("- `clients-durability`: no status: the job failed before the lab ran"), "{body}");
     assert!(!body.contains("`kafka_sink`: no status"), "{body}");
+}
+
+/// What a workflow's steps may not do, read from its YAML: merge a pull request (nothing merges without a person),
+/// push to main (only a person's merge reaches it, and only a person's push runs pages.yml after it), or write a
+/// workflow file (GITHUB_TOKEN may not push one). One line per step that does, `file: job: step: what`.
+fn publishing_violations(file: &str, yaml: &str) -> Vec<String> {
+    let doc: serde_json::Value = yaml_serde::from_str(yaml).unwrap_or_else(|e| panic!("{file} is not YAML: {e}"));
+    let mut found = Vec::new();
+    let jobs = doc["jobs"].as_object().cloned().unwrap_or_default();
+    for (job, spec) in &jobs {
+        for (i, step) in spec["steps"].as_array().into_iter().flatten().enumerate() {
+            let name = step["name"].as_str().or(step["uses"].as_str()).map_or(format!("step {}", i + 1), str::to_owned);
+            let run = step["run"].as_str().unwrap_or_default();
+            let inputs = step["with"].to_string();
+            let code: Vec<&str> = run.lines().map(str::trim).filter(|l| !l.starts_with('#')).collect();
+            let mut say = |what: &str| found.push(format!("{file}: {job}: {name}: {what}"));
+            if code.iter().any(|l| l.contains("gh pr merge"))
+                || step["uses"].as_str().is_some_and(|u| u.contains("merge"))
+            {
+                say("merges a pull request by itself");
+            }
+            let to_main = |l: &&&str| l.contains("git push") && (l.contains(":main") || l.ends_with(" main"));
+            if code.iter().any(|l| to_main(&l)) {
+                say("pushes to main");
+            }
+            if code.iter().any(|l| l.contains(".github/workflows/")) || inputs.contains(".github/workflows/") {
+                say("writes a workflow file");
+            }
+        }
+    }
+    found
+}
+
+#[test]
+fn no_workflow_merges_pushes_to_main_or_writes_a_workflow_and_a_persons_merge_deploys() {
+    let dir = repo_root().join(".github/workflows");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        let file = path.file_name().unwrap().to_string_lossy().into_owned();
+        found.extend(publishing_violations(&file, &std::fs::read_to_string(&path).unwrap()));
+    }
+    assert!(found.is_empty(), "{found:#?}");
+    // A person's merge is a push to main: pages.yml deploys on it whenever it adds results.
+    let pages: serde_json::Value =
+        yaml_serde::from_str(&std::fs::read_to_string(dir.join("pages.yml")).unwrap()).unwrap();
+    let push = &pages["on"]["push"];
+    assert!(push["branches"].as_array().unwrap().iter().any(|b| b == "main"), "{push}");
+    assert!(push["paths"].as_array().unwrap().iter().any(|p| p == "results/**"), "{push}");
+}
+
+/// The steps the workflows had before one pull request per run (lab.yml's propose job and pin-images at 86fd22e, cut
+/// to the lines that did it): the check names each.
+#[test]
+fn the_old_auto_merge_and_pin_images_steps_are_each_named() {
+    let old = r#"
+jobs:
+  propose:
+    steps:
+      - name: Auto-merge when ci passes, where the repository allows it
+        run: |
+          gh pr merge "$PR" --repo "$GITHUB_REPOSITORY" --auto --merge \
+            || echo "::notice::pull request #$PR waits for a person"
+  pin:
+    steps:
+      - name: Pin ci.yml's container to debian:bookworm's digest
+        run: |
+          sed -i -E "s|image: debian:bookworm|image: debian:bookworm@${digest#debian@}|" .github/workflows/ci.yml
+      - uses: peter-evans/create-pull-request@5f6978faf089d4d20b00c7766989d076bb2fc7f1 # v8.1.1
+        with:
+          add-paths: |
+            .github/workflows/ci.yml
+"#;
+    let found = publishing_violations("old.yml", old);
+    assert_eq!(
+        found,
+        [
+            "old.yml: pin: Pin ci.yml's container to debian:bookworm's digest: writes a workflow file",
+            "old.yml: pin: peter-evans/create-pull-request@5f6978faf089d4d20b00c7766989d076bb2fc7f1: writes a workflow file",
+            "old.yml: propose: Auto-merge when ci passes, where the repository allows it: merges a pull request by itself",
+        ]
+    );
+    let push = "jobs:\n  p:\n    steps:\n      - run: git push -q origin HEAD:main\n";
+    assert_eq!(publishing_violations("push.yml", push), ["push.yml: p: step 1: pushes to main"]);
 }
