@@ -8,6 +8,7 @@ pub mod kafka;
 pub mod private_files;
 pub mod probe;
 pub mod versions;
+pub mod warm_up;
 
 /// The harness crate's directory, read when the test runs: `env!` would compile in the path of whichever
 /// checkout built it, and cargo reuses that build for a checkout at another path.

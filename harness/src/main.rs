@@ -47,6 +47,11 @@ enum Command {
         #[arg(long)]
         env: PathBuf,
     },
+    /// A fresh environment's warm-up before its first task: a bulk produce, then one-record round trips; as JSON.
+    WarmUp {
+        #[arg(long)]
+        env: PathBuf,
+    },
     /// Print the client library versions this build links, as JSON.
     Versions,
     /// The arms this harness can run and the knobs each reads (the contract xtask checks matrices against).
@@ -96,6 +101,10 @@ fn run() -> Result<()> {
         Command::Calibrate { env } => {
             let env = EnvDescriptor::load(&env)?;
             println!("{}", serde_json::to_string(&harness::calibrate::calibrate(&env)?)?);
+        }
+        Command::WarmUp { env } => {
+            let env = EnvDescriptor::load(&env)?;
+            println!("{}", serde_json::to_string(&harness::warm_up::warm_up(&env)?)?);
         }
         Command::Versions => println!("{}", serde_json::to_string(&harness::versions::client_versions())?),
         Command::Arms { json: true } => println!("{}", arms::registry_json()),

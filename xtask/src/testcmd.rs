@@ -97,7 +97,7 @@ pub fn run(args: TestArgs) -> Result<()> {
 
 /// The harness's modules whose ignored tests run against the shared environment (by test-name filter: the
 /// workspace is tested as a whole so that nothing is built twice).
-const SHARED_ENV_MODULES: [&str; 5] = ["arms::", "drivers::", "calibrate::", "probe::", "kafka::"];
+const SHARED_ENV_MODULES: [&str; 6] = ["arms::", "drivers::", "calibrate::", "probe::", "kafka::", "warm_up::"];
 
 /// Tests marked #[ignore] need services, on two lanes, as most of their time is spent waiting on brokers and JVMs.
 /// One lane runs the harness's tests against one environment brought up here; the other runs xtask's unit-level

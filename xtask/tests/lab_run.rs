@@ -186,6 +186,9 @@ fn a_budgeted_run_spends_its_minutes_on_blocks_of_a_claim_and_ends_with_the_verd
         "{stdout}"
     );
     assert!(stdout.contains("block 2: bringing up a fresh environment"), "{stdout}");
+    // A fresh environment is warmed before its first task, as the run's first is by the calibration at its start.
+    let provenance = std::fs::read_to_string(run.join("provenance.json")).unwrap();
+    assert!(provenance.contains("block 2: a fresh environment; warmed up: a bulk produce at "), "{provenance}");
     assert!(phases.contains("2 blocks, as --blocks 2 asked"), "{phases}");
     // It ends with the answer: the claim's verdict and the site built.
     assert!(stdout.contains("The framework path (1.21M rec/s) sustains ~49%"), "{stdout}");

@@ -50,6 +50,26 @@ pub fn cluster(harness: &Path, descriptor: &Path) -> Result<ClusterInfo> {
 }
 
 /// The machine's own noise now (`harness calibrate`: a fixed CPU loop and a fixed loopback produce).
+/// `harness warm-up` on a fresh environment: what it did, in words.
+pub fn warm_up(harness: &Path, descriptor: &Path) -> Result<String> {
+    let out = Cmd::new(harness)
+        .args(["warm-up", "--env"])
+        .arg(descriptor)
+        .output(Duration::from_secs(120))
+        .context("running the warm-up")?;
+    anyhow::ensure!(out.status.success(), "the warm-up failed:\n{}", out.tail(10));
+    let did: serde_json::Value =
+        serde_json::from_str(&out.stdout).context("harness warm-up printed nothing to read")?;
+    let number = |key: &str| did[key].as_f64().unwrap_or(f64::NAN);
+    Ok(format!(
+        "warmed up: a bulk produce at {:.0} records/s, then {:.0} one-record round trips (the last thousand's median \
+         {:.0} µs)",
+        number("bulk_records_per_s"),
+        number("round_trips"),
+        number("round_trip_p50_us")
+    ))
+}
+
 pub fn calibrate(harness: &Path, descriptor: &Path) -> Result<CalibrationResult> {
     let out = Cmd::new(harness)
         .args(["calibrate", "--env"])
