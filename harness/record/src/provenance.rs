@@ -126,6 +126,10 @@ pub struct EnvServed {
     pub mysql_flavour: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mysql_version: Option<String>,
+    /// How it was warmed up before its first task (`harness warm-up`), or why it was not; absent in provenance
+    /// written before environments were warmed, and for an external cluster.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub warm_up: Option<String>,
     /// The tasks that ran in it, as `<matrix> <arm> [<sweep> <point>] rep <n>`.
     #[serde(default)]
     pub tasks: Vec<String>,
@@ -367,8 +371,16 @@ impl Provenance {
             brokers: u32::try_from(env.kafka.broker_count()).ok(),
             mysql_flavour: env.mysql.as_ref().map(|m| m.flavour.clone()),
             mysql_version: env.mysql.as_ref().map(|m| m.version.clone()),
+            warm_up: None,
             tasks: Vec::new(),
         });
+    }
+
+    /// How the newest environment was warmed up.
+    pub fn note_warm_up(&mut self, said: &str) {
+        if let Some(env) = self.environments.last_mut() {
+            env.warm_up = Some(said.to_owned());
+        }
     }
 
     /// A task ran in the newest environment.

@@ -128,9 +128,7 @@ impl<'a> Session<'a> {
         // the lab's to warm).
         if backend.kind() != BackendKind::External {
             let warmed = session.warm_up(&ProgressBar::hidden());
-            if let Some(first) = session.prov.environments.last_mut() {
-                first.why = format!("{}; {warmed}", first.why);
-            }
+            session.prov.note_warm_up(&warmed);
         }
         write_provenance(&session.run_dir, &session.prov)?;
         if let Some(start) = started {
@@ -280,7 +278,8 @@ impl<'a> Session<'a> {
         self.shape = shape;
         self.env = self.env_up()?;
         let warmed = self.warm_up(bar);
-        self.prov.note_environment(self.env.descriptor(), &format!("block {block}: a fresh environment; {warmed}"));
+        self.prov.note_environment(self.env.descriptor(), &format!("block {block}: a fresh environment"));
+        self.prov.note_warm_up(&warmed);
         write_provenance(&self.run_dir, &self.prov)
     }
 
@@ -299,7 +298,8 @@ impl<'a> Session<'a> {
             self.prov.note_kafka_broker(kafka.version, kafka.provenance()?);
         }
         let warmed = self.warm_up(bar);
-        self.prov.note_environment(self.env.descriptor(), &format!("switched to {shape}; {warmed}"));
+        self.prov.note_environment(self.env.descriptor(), &format!("switched to {shape}"));
+        self.prov.note_warm_up(&warmed);
         write_provenance(&self.run_dir, &self.prov)
     }
 
@@ -384,7 +384,8 @@ impl<'a> Session<'a> {
         let warmed = self.warm_up(bar);
         let env = self.env.descriptor();
         restart.new_env = Some(env.id.clone());
-        self.prov.note_environment(env, &format!("replaced environment {failed_env}: {down}; {warmed}"));
+        self.prov.note_environment(env, &format!("replaced environment {failed_env}: {down}"));
+        self.prov.note_warm_up(&warmed);
         let ready =
             format!("  environment {} is up after {:.1} s; the run goes on", env.id, started.elapsed().as_secs_f64());
         say(bar, ready);
@@ -395,7 +396,7 @@ impl<'a> Session<'a> {
     /// A broker just started is still compiling its hot paths: in the first 4 blocked runs the first latency task
     /// after a fresh environment read a produce-ack p99 of 0.9-1.5 ms and the later ones 0.2-0.5 ms, so which arm the
     /// shuffle put first moved its claim. Before a fresh environment's first task, `harness warm-up` sends it a bulk
-    /// produce and one-record round trips. What it did goes to the terminal and to the environment's line in
+    /// produce and one-record round trips. What it did goes to the terminal and to the environment's `warm_up` in
     /// provenance; one that fails leaves the task to a cold broker, said so.
     fn warm_up(&mut self, bar: &ProgressBar) -> String {
         let descriptor = self.env.descriptor().dir.join(DESCRIPTOR_FILE);
