@@ -49,7 +49,6 @@ pub fn cluster(harness: &Path, descriptor: &Path) -> Result<ClusterInfo> {
     serde_json::from_str(&out.stdout).context("harness cluster printed no cluster description")
 }
 
-/// The machine's own noise now (`harness calibrate`: a fixed CPU loop and a fixed loopback produce).
 /// `harness warm-up` on a fresh environment: what it did, in words.
 pub fn warm_up(harness: &Path, descriptor: &Path) -> Result<String> {
     let out = Cmd::new(harness)
@@ -70,6 +69,7 @@ pub fn warm_up(harness: &Path, descriptor: &Path) -> Result<String> {
     ))
 }
 
+/// The machine's own noise now (`harness calibrate`: a fixed CPU loop and a fixed loopback produce).
 pub fn calibrate(harness: &Path, descriptor: &Path) -> Result<CalibrationResult> {
     let out = Cmd::new(harness)
         .args(["calibrate", "--env"])
