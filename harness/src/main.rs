@@ -51,6 +51,9 @@ enum Command {
     WarmUp {
         #[arg(long)]
         env: PathBuf,
+        /// The quick profile's short warm-up (a tenth of the round trips).
+        #[arg(long)]
+        quick: bool,
     },
     /// Print the client library versions this build links, as JSON.
     Versions,
@@ -102,9 +105,11 @@ fn run() -> Result<()> {
             let env = EnvDescriptor::load(&env)?;
             println!("{}", serde_json::to_string(&harness::calibrate::calibrate(&env)?)?);
         }
-        Command::WarmUp { env } => {
+        Command::WarmUp { env, quick } => {
+            use harness::warm_up::RoundTrips;
             let env = EnvDescriptor::load(&env)?;
-            println!("{}", serde_json::to_string(&harness::warm_up::warm_up(&env)?)?);
+            let round_trips = if quick { RoundTrips::QUICK } else { RoundTrips::MEASURING };
+            println!("{}", serde_json::to_string(&harness::warm_up::warm_up(&env, round_trips)?)?);
         }
         Command::Versions => println!("{}", serde_json::to_string(&harness::versions::client_versions())?),
         Command::Arms { json: true } => println!("{}", arms::registry_json()),

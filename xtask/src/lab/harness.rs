@@ -49,11 +49,12 @@ pub fn cluster(harness: &Path, descriptor: &Path) -> Result<ClusterInfo> {
     serde_json::from_str(&out.stdout).context("harness cluster printed no cluster description")
 }
 
-/// `harness warm-up` on a fresh environment: what it did, in words.
-pub fn warm_up(harness: &Path, descriptor: &Path) -> Result<String> {
+/// `harness warm-up` on a fresh environment (`quick`: the quick profile's tenth of it): what it did, in words.
+pub fn warm_up(harness: &Path, descriptor: &Path, quick: bool) -> Result<String> {
     let out = Cmd::new(harness)
         .args(["warm-up", "--env"])
         .arg(descriptor)
+        .args(quick.then_some("--quick"))
         .output(Duration::from_secs(120))
         .context("running the warm-up")?;
     anyhow::ensure!(out.status.success(), "the warm-up failed:\n{}", out.tail(10));

@@ -9,7 +9,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use indicatif::ProgressBar;
 use streamlab_record::descriptor::{BackendKind, DESCRIPTOR_FILE};
-use streamlab_record::run_spec::{Need, RunSpec};
+use streamlab_record::run_spec::{Need, Profile, RunSpec};
 use streamlab_record::{Record, RunInfo, Status};
 
 use super::conditions::{Placement, Probe, plan_placement};
@@ -397,10 +397,12 @@ impl<'a> Session<'a> {
     /// after a fresh environment read a produce-ack p99 of 0.9-1.5 ms and the later ones 0.2-0.5 ms, so which arm the
     /// shuffle put first moved its claim. Before a fresh environment's first task, `harness warm-up` sends it a bulk
     /// produce and one-record round trips. What it did goes to the terminal and to the environment's `warm_up` in
-    /// provenance; one that fails leaves the task to a cold broker, said so.
+    /// provenance; one that fails leaves the task to a cold broker, said so. The quick profile, whose figures decide
+    /// nothing, sends a tenth of the round trips (about 4 s less for each environment a test brings up).
     fn warm_up(&mut self, bar: &ProgressBar) -> String {
         let descriptor = self.env.descriptor().dir.join(DESCRIPTOR_FILE);
-        let said = match harness::warm_up(self.setup.harness, &descriptor) {
+        let quick = self.setup.spec.profile == Profile::Quick;
+        let said = match harness::warm_up(self.setup.harness, &descriptor, quick) {
             Ok(did) => did,
             Err(e) => format!("not warmed up ({e:#})"),
         };

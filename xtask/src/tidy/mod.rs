@@ -214,6 +214,34 @@ mod tests {
         assert!(harness_own >= 3, "the harness pins its client crates itself ({harness_own} found)");
     }
 
+    /// `cargo xtask test` builds every target (dev-dependencies in), and each lab run a test starts builds the
+    /// workspace without them: where a dev-dependency turns on a feature of a crate the harness or xtask links, the
+    /// two builds differ and the first lab run rebuilds both (54 s here). The workspace pins such features itself.
+    #[test]
+    fn a_lab_runs_build_links_what_the_tests_build() {
+        let features = |edges: &str| -> BTreeSet<String> {
+            let tree = crate::cargo::cargo()
+                .args(["tree", "--workspace", "--offline", "--locked", "--prefix", "none", "-f", "{p} {f}", "-e"])
+                .arg(edges)
+                .output(std::time::Duration::from_secs(120))
+                .unwrap();
+            assert!(tree.status.success(), "{}", tree.tail(10));
+            tree.stdout.lines().filter(|l| !l.ends_with("(*)")).map(str::to_owned).collect()
+        };
+        let without_dev = features("normal,build");
+        let crate_of = |line: &str| line.split(' ').next().unwrap().to_owned();
+        let built_by_both: BTreeSet<String> = without_dev.iter().map(|l| crate_of(l)).collect();
+        let differ: Vec<String> = features("normal,build,dev")
+            .difference(&without_dev)
+            .filter(|l| built_by_both.contains(&crate_of(l)))
+            .cloned()
+            .collect();
+        assert!(
+            differ.is_empty(),
+            "dev-dependencies change these crates' features; pin them in Cargo.toml:\n{differ:#?}"
+        );
+    }
+
     /// Repository paths the README names: code spans that look like a path (a `/` and no spaces), up to the
     /// first placeholder (`<run-id>`) or glob.
     fn readme_paths(text: &str) -> Vec<String> {
