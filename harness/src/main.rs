@@ -55,6 +55,18 @@ enum Command {
         #[arg(long)]
         quick: bool,
     },
+    /// The paced workload's end-to-end consumer: read `topic` from offset 0 until `records` distinct stamped records
+    /// came; prints `ready` once reading, then its receipts as JSON.
+    PacedConsume {
+        #[arg(long)]
+        env: PathBuf,
+        #[arg(long)]
+        topic: String,
+        #[arg(long)]
+        partitions: i32,
+        #[arg(long)]
+        records: u64,
+    },
     /// Print the client library versions this build links, as JSON.
     Versions,
     /// The arms this harness can run and the knobs each reads (the contract xtask checks matrices against).
@@ -110,6 +122,16 @@ fn run() -> Result<()> {
             let env = EnvDescriptor::load(&env)?;
             let round_trips = if quick { RoundTrips::QUICK } else { RoundTrips::MEASURING };
             println!("{}", serde_json::to_string(&harness::warm_up::warm_up(&env, round_trips)?)?);
+        }
+        Command::PacedConsume { env, topic, partitions, records } => {
+            use std::io::Write;
+            let env = EnvDescriptor::load(&env)?;
+            let ready = || {
+                println!("ready");
+                let _ = std::io::stdout().flush();
+            };
+            let receipts = harness::arms::clients::paced::consume(&env, &topic, partitions, records, ready)?;
+            println!("{}", serde_json::to_string(&receipts)?);
         }
         Command::Versions => println!("{}", serde_json::to_string(&harness::versions::client_versions())?),
         Command::Arms { json: true } => println!("{}", arms::registry_json()),

@@ -9,6 +9,7 @@
 mod config;
 mod fetch;
 mod latency;
+mod paced;
 mod produce;
 
 use std::time::{Duration, Instant};
@@ -46,6 +47,8 @@ pub enum Work {
     Fetch { high_watermark: u64 },
     /// Sequential produce round trips to partition 0, `warmup` unmeasured (bench_latency).
     Latency { warmup: u64, samples: u64 },
+    /// `records` stamped records offered at `rate` a second, open loop (the clients matrix's paced workload).
+    Paced { rate: u64, records: u64 },
 }
 
 /// What a loop measured.
@@ -55,6 +58,7 @@ pub enum Outcome {
     Produced(Produced),
     Fetched(Fetched),
     Latencies(Latencies),
+    Paced { run: streamlab_record::paced::PacedLoop, setup_note: Option<String> },
 }
 
 /// Run `job` on a multi-thread runtime like the seed's `#[tokio::main]` (one worker per CPU).
@@ -64,6 +68,12 @@ pub fn run(job: &Job) -> Result<Outcome> {
         .enable_time()
         .build()
         .context("cannot start the tokio runtime")?;
+    if let Work::Paced { rate, records } = job.work {
+        let (run, setup_note) =
+            paced::paced(&rt, job.settings.producer()?, &job.topic, rate, records, job.settings.payload_bytes)?;
+        rt.shutdown_timeout(Duration::from_secs(5));
+        return Ok(Outcome::Paced { run, setup_note });
+    }
     let outcome = rt.block_on(async {
         match job.work {
             Work::Produce { count, on_full } => {
@@ -79,6 +89,7 @@ pub fn run(job: &Job) -> Result<Outcome> {
                 let cfg = job.settings.latency_producer()?;
                 latency::latency(cfg, record, warmup, samples).await.map(Outcome::Latencies)
             }
+            Work::Paced { .. } => unreachable!("run on a plain thread above"),
         }
     });
     // Without waiting on the crate's background tasks (metadata refresh, idle connections).

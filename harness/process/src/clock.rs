@@ -1,4 +1,5 @@
-//! The wall clock, in the units records and logs use.
+//! The wall clock, in the units records and logs use, and the host's monotonic clock, which every process on it
+//! reads alike (the paced workload's intended send times, read back by a consumer in another process).
 
 use std::time::{SystemTime, UNIX_EPOCH};
 
@@ -27,8 +28,22 @@ pub fn now_ms_f64() -> f64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64() * 1e3)
 }
 
+/// Nanoseconds of CLOCK_MONOTONIC: one clock for every process on this host, never stepped by NTP.
+pub fn monotonic_ns() -> u64 {
+    let t = nix::time::clock_gettime(nix::time::ClockId::CLOCK_MONOTONIC).expect("CLOCK_MONOTONIC is always there");
+    t.tv_sec() as u64 * 1_000_000_000 + t.tv_nsec() as u64
+}
+
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_monotonic_clock_moves_forward_with_real_time() {
+        let a = super::monotonic_ns();
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let b = super::monotonic_ns();
+        assert!((20_000_000..5_000_000_000).contains(&(b - a)), "{a} -> {b}");
+    }
+
     #[test]
     fn both_clocks_agree_to_the_millisecond() {
         let (a, b) = (super::now_ms(), super::now_ms_f64());

@@ -8,6 +8,7 @@ pub mod descriptor;
 pub mod fault;
 pub mod integrity;
 pub mod jsonl;
+pub mod paced;
 pub mod provenance;
 pub mod record;
 pub mod run_spec;

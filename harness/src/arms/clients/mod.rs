@@ -14,10 +14,13 @@
 //! - fetch: the topic is filled first (untimed, by rust-rdkafka), then read from offset 0 across all
 //!   partitions; integrity: consumed == the high-watermark sum;
 //! - latency: `latency_warmup` + `latency_samples` sequential produce -> ack round trips on one partition,
-//!   nearest-rank percentiles in microseconds.
+//!   nearest-rank percentiles in microseconds;
+//! - paced: `rate` records a second for `paced_seconds`, open loop, each record timed from its intended send to
+//!   its acknowledgement and to a separate consumer's receipt ([`paced`]).
 
 #[cfg(test)]
 mod on_a_broker;
+pub mod paced;
 mod run;
 
 use std::collections::BTreeMap;

@@ -5,6 +5,7 @@
 use anyhow::Result;
 use streamlab_record::Measurement;
 
+use super::paced::{EndToEnd, paced_measurement};
 use super::{
     Broker, admin_config, fetch_measurement, fresh_run_topic, latency_measurement, preload, produce_measurement,
     read_knobs, topic_high_watermark,
@@ -40,6 +41,18 @@ pub fn run(ctx: &ArmContext, driver: &dyn KafkaDriver) -> Result<Measurement> {
             let host = Some(host.finish());
             Ok(fetch_measurement(ran, Broker { high_watermark: records, cpu_s: brokers.spent(), host }))
         }),
+        Workload::Paced => {
+            let descriptor = env.dir.join(streamlab_record::descriptor::DESCRIPTOR_FILE);
+            let records = knobs.paced_records();
+            let consumer = EndToEnd::start(&descriptor, &topic, knobs.partitions, records)?;
+            let host = HostSpan::start();
+            driver.paced(env, &knobs, &topic).and_then(|ran| {
+                let host = Some(host.finish());
+                let receipts = consumer.finish();
+                let high_watermark = topic_high_watermark(env, &topic)?;
+                Ok(paced_measurement(&knobs, ran, receipts, Broker { high_watermark, cpu_s: None, host }))
+            })
+        }
         Workload::Latency => {
             let host = HostSpan::start();
             driver.latency(env, &knobs, &topic).and_then(|ran| {

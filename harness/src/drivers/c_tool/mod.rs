@@ -66,6 +66,9 @@ impl KafkaDriver for RdkafkaPerformance {
     }
 
     fn refuse(&self, knobs: &ClientKnobs) -> Result<()> {
+        if knobs.workload == contract::Workload::Paced {
+            return Err(contract::NotRunnable(PACED_NOT_RUNNABLE.into()).into());
+        }
         contract::one_connection_per_broker(knobs, "rdkafka_performance (librdkafka)")?;
         contract::x_payload_only(knobs, "rdkafka_performance (librdkafka)")?;
         check_reported_version(&self.tool()?)
@@ -84,6 +87,11 @@ const LATENCY_NOT_RUNNABLE: &str = "rdkafka_performance has no sequential produc
     the next sent when its ack arrives). What it can measure instead: -l -A <file> -r <rate> records, per message, \
     the wall-clock time from just before rd_kafka_produce to its delivery report, with the send rate limited by -r \
     rather than by the ack; that is a rate-limited latency, not the sequential round trip the other clients measure";
+
+const PACED_NOT_RUNNABLE: &str = "rdkafka_performance's -r is not the paced workload's schedule: after each send it \
+    polls until one interval has passed from then (the schedule slips with every late send and never catches up), \
+    and its -l latency runs from the produce() call, not from the record's intended send, so a stall that delays \
+    sending is not in it (coordinated omission). Its numbers would not mean what the paced records mean";
 
 /// The binary the tools file names must still be the build it describes.
 fn check_reported_version(tool: &CTool) -> Result<()> {

@@ -39,16 +39,35 @@ pub fn workload(knobs: &ClientKnobs) -> String {
             "latency {} sequential round trips of {} B to 1 partition after {} warm-up",
             knobs.latency_samples, knobs.payload_bytes, knobs.latency_warmup
         ),
+        Workload::Paced => format!(
+            "paced {} x {} B (stamped) to {} partitions over {} s, open loop",
+            knobs.paced_records(),
+            knobs.payload_bytes,
+            knobs.partitions,
+            knobs.paced_seconds
+        ),
     }
 }
 
-fn offered_load(workload: Workload) -> &'static str {
-    match workload {
-        Workload::Produce => "unbounded",
-        Workload::Fetch => "all records present before the start",
-        Workload::Latency => "one record in flight",
+fn offered_load(knobs: &ClientKnobs) -> String {
+    match knobs.workload {
+        Workload::Produce => "unbounded".into(),
+        Workload::Fetch => "all records present before the start".into(),
+        Workload::Latency => "one record in flight".into(),
+        Workload::Paced => format!("{} records/s", knobs.rate),
     }
 }
+
+/// The value's bytes: a paced record's begins with its stamp.
+fn format(knobs: &ClientKnobs) -> &'static str {
+    match knobs.workload {
+        Workload::Paced => "bytes, a 16-byte sequence and intended-send stamp, then 'x'",
+        _ => knobs.payload.format(),
+    }
+}
+
+/// Each record is timed from the moment the schedule meant it to be sent, not from when the client took it.
+pub const CLOCK_INTENDED_SEND: &str = "each record from its intended send time";
 
 /// The keys every client record has: workload, format (`bytes`: every client sends the same 'x' payload; Java
 /// may send perf-test's random A-Z instead, said in the format),
@@ -57,11 +76,11 @@ fn offered_load(workload: Workload) -> &'static str {
 pub fn base(knobs: &ClientKnobs, connections_per_broker: usize, clock_start: &str) -> AppliedBuilder {
     AppliedBuilder::new()
         .set(applied::WORKLOAD, workload(knobs))
-        .set(applied::FORMAT, knobs.payload.format())
+        .set(applied::FORMAT, format(knobs))
         .set(applied::KEY, "none")
         .set(applied::CONNECTIONS, format!("{connections_per_broker} per broker"))
         .set(applied::CLOCK_START, clock_start)
-        .set(applied::OFFERED_LOAD, offered_load(knobs.workload))
+        .set(applied::OFFERED_LOAD, offered_load(knobs))
 }
 
 #[cfg(test)]

@@ -20,6 +20,7 @@ use streamlab_record::{EnvDescriptor, Metric};
 
 pub use self::ledger::{FIRST_ACK_WAIT, FirstAck, LedgerProduced, LedgerWork, first_ack};
 pub use streamlab_record::arms::NotRunnable;
+pub use streamlab_record::paced::{PacedLoop, Schedule, Sent, Tally};
 pub use streamlab_record::tools::{CTool, JavaTools, Tool, Tools};
 
 /// One Kafka client, as every Kafka bench drives it. `produce`, `fetch` and `latency` serve the clients bench;
@@ -53,6 +54,13 @@ pub trait KafkaDriver: Sync {
     /// `topic`: the measured ones' times in microseconds.
     fn latency(&self, _env: &EnvDescriptor, _knobs: &ClientKnobs, _topic: &str) -> Result<Ran<Vec<f64>>> {
         bail!("{} has no latency workload", self.name())
+    }
+
+    /// The paced workload ([`streamlab_record::paced`]): `knobs.paced_records()` records offered at `knobs.rate` a
+    /// second on a [`Schedule`], each value stamped, each acknowledgement tallied from the record's intended and
+    /// actual send times; not runnable for a client without an open-loop produce.
+    fn paced(&self, _env: &EnvDescriptor, _knobs: &ClientKnobs, _topic: &str) -> Result<Ran<PacedLoop>> {
+        Err(NotRunnable(format!("{} has no paced (open-loop, fixed-rate) produce loop", self.name())).into())
     }
 
     /// The client as a producer that keeps a ledger, if it can.
@@ -102,6 +110,8 @@ pub enum Workload {
     Produce,
     Fetch,
     Latency,
+    /// Open loop at a fixed offered rate: publish and end-to-end latency from each record's intended send time.
+    Paced,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
@@ -187,9 +197,20 @@ pub struct ClientKnobs {
     pub payload: Payload,
     /// What partitionline's produce loop does on QueueFull (librdkafka's and Java's loops wait in the client).
     pub queue_full: QueueFull,
+    /// The paced workload's offered rate, records a second.
+    #[serde(default)]
+    pub rate: u64,
+    /// How long the paced workload offers its rate: `rate * paced_seconds` records.
+    #[serde(default)]
+    pub paced_seconds: u64,
 }
 
 impl ClientKnobs {
+    /// The records a paced run sends.
+    pub fn paced_records(&self) -> u64 {
+        self.rate * self.paced_seconds
+    }
+
     /// The settings every Kafka bench shares.
     pub fn producer(&self) -> ProducerSettings {
         ProducerSettings {

@@ -42,6 +42,10 @@ const LATENCY_NOT_RUNNABLE: &str = "Kafka's Java perf tools have no sequential p
      ProducerPerformance reports send->callback latencies of a full-speed run in integer milliseconds, and \
      EndToEndLatency times produce+consume round trips, also in integer milliseconds";
 
+const PACED_NOT_RUNNABLE: &str = "the lab has no paced loop for the Java client yet; Kafka's ProducerPerformance \
+     --throughput paces from its send() calls and times each record from the send, in integer milliseconds, so it \
+     cannot stand in for one";
+
 /// Kafka's own perf tools on the pinned Java client, with the tools file's JVM; for durability, Kafka's
 /// KafkaProducer through the lab's ledger-writing driver ([`ledger`]).
 pub struct Java;
@@ -71,6 +75,9 @@ impl KafkaDriver for Java {
     }
 
     fn refuse(&self, knobs: &ClientKnobs) -> Result<()> {
+        if knobs.workload == Workload::Paced {
+            return Err(NotRunnable(PACED_NOT_RUNNABLE.into()).into());
+        }
         if knobs.workload == Workload::Produce {
             contract::one_connection_per_broker(knobs, "the Java producer")?;
             runnable_producer(knobs)?;

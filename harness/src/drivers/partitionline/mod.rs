@@ -19,8 +19,8 @@ pub(crate) mod config;
 
 use self::config::{compression, consumer_applied, describe_producer, producer_applied, queue_cap, settings};
 use super::contract::{
-    self, Asymmetries, ClientInfo, ClientKnobs, Fetched, KafkaDriver, LedgerProducer, Produced, QueueFullSeen, Ran,
-    Tool, Workload, applied as client_applied,
+    self, Asymmetries, ClientInfo, ClientKnobs, Fetched, KafkaDriver, LedgerProducer, PacedLoop, Produced,
+    QueueFullSeen, Ran, Tool, Workload, applied as client_applied,
 };
 
 pub mod ledger;
@@ -39,7 +39,7 @@ impl KafkaDriver for Partitionline {
 
     fn refuse(&self, knobs: &ClientKnobs) -> Result<()> {
         contract::x_payload_only(knobs, "partitionline")?;
-        if knobs.workload == Workload::Produce {
+        if matches!(knobs.workload, Workload::Produce | Workload::Paced) {
             compression(knobs.compression)?;
         }
         Ok(())
@@ -197,6 +197,43 @@ impl KafkaDriver for Partitionline {
         );
         let info = info(command, asymmetries, outcome.setup_note, applied, build);
         Ok(Ran { measured: outcome.samples_us, info })
+    }
+
+    fn paced(&self, env: &EnvDescriptor, knobs: &ClientKnobs, topic: &str) -> Result<Ran<PacedLoop>> {
+        let (listener, password) = contract::listener(env, knobs)?;
+        let settings = settings(knobs, listener, password)?;
+        let (cfg, security) = (settings.producer()?, settings.security()?);
+        let described = describe_producer(&cfg);
+        let asymmetries = paced_asymmetries(&cfg, knobs.partitions);
+        let applied = client_applied::base(knobs, cfg.connections, client_applied::CLOCK_INTENDED_SEND)
+            .producer(producer_applied(&cfg, &security))
+            .set(streamlab_record::applied::QUEUE_CAP, queue_cap(&cfg))
+            .build();
+        let work = Work::Paced { rate: knobs.rate, records: knobs.paced_records() };
+        let (outcome, build) = in_seed_build(&Job { settings, topic: topic.to_owned(), work })?;
+        let Outcome::Paced { run, setup_note } = outcome else {
+            bail!("partitionline-bench answered a paced job with {outcome:?}")
+        };
+        let command = format!(
+            "partitionline {} Producer on {} ({}): {described}; a plain thread offers each stamped record when due \
+             and spawns send(record).await on the runtime; each record timed from its intended send to its \
+             RecordMetadata",
+            partitionline::CLIENT_VERSION,
+            knobs.listener,
+            security.described,
+        );
+        Ok(Ran { measured: run, info: info(command, asymmetries, setup_note, applied, build) })
+    }
+}
+
+/// The paced loop's asymmetries: the produce shape, a record's acknowledgement read from its own send future.
+fn paced_asymmetries(cfg: &ProducerConfig, partitions: i32) -> Asymmetries {
+    Asymmetries {
+        clock: "each record from its intended send time (the schedule's) to its send() future resolving; the \
+                producer connected and the topic's metadata read before the first record is due"
+            .into(),
+        payload: "a 16-byte stamp (sequence, intended send), then 'x'".into(),
+        ..produce_asymmetries(cfg, partitions)
     }
 }
 

@@ -18,14 +18,15 @@ use streamlab_record::EnvDescriptor;
 use streamlab_record::applied::{self, Applied, AppliedBuilder};
 
 use super::contract::{
-    self, Asymmetries, ClientInfo, ClientKnobs, Fetched, KafkaDriver, LedgerProducer, Produced, ProducerSettings,
-    QueueFullSeen, Ran, applied as client_applied,
+    self, Asymmetries, ClientInfo, ClientKnobs, Fetched, KafkaDriver, LedgerProducer, PacedLoop, Produced,
+    ProducerSettings, QueueFullSeen, Ran, applied as client_applied,
 };
 use crate::kafka::config::client_config;
 use crate::kafka::deliveries::Counting;
 use crate::kafka::effective::LibrdkafkaConf;
 
 pub mod ledger;
+mod paced;
 
 /// Give up on a fetch that makes no progress for this long.
 const STALL_TIMEOUT: Duration = Duration::from_secs(60);
@@ -47,12 +48,12 @@ impl KafkaDriver for Rdkafka {
         Some(self)
     }
 
+    fn paced(&self, env: &EnvDescriptor, knobs: &ClientKnobs, topic: &str) -> Result<Ran<PacedLoop>> {
+        self.paced_run(env, knobs, topic)
+    }
+
     fn produce(&self, env: &EnvDescriptor, knobs: &ClientKnobs, topic: &str) -> Result<Ran<Produced>> {
-        let mut cfg = client_config(env, &knobs.listener)?;
-        let props = producer_properties(knobs);
-        for (k, v) in &props {
-            cfg.set(*k, v);
-        }
+        let (cfg, props) = producer_config(env, knobs)?;
         let applied = producer_applied(knobs, &cfg, client_applied::CLOCK_BEFORE_CONNECT)?.build();
         let producer: BaseProducer<Counting> =
             cfg.create_with_context(Counting::default()).context("cannot create the producer")?;
@@ -213,6 +214,40 @@ impl KafkaDriver for Rdkafka {
         );
         Ok(Ran { measured: samples, info })
     }
+}
+
+impl Rdkafka {
+    /// The paced workload (see [`KafkaDriver::paced`]), on the produce workload's properties.
+    fn paced_run(&self, env: &EnvDescriptor, knobs: &ClientKnobs, topic: &str) -> Result<Ran<PacedLoop>> {
+        let (cfg, props) = producer_config(env, knobs)?;
+        let applied = producer_applied(knobs, &cfg, client_applied::CLOCK_INTENDED_SEND)?.build();
+        let run = paced::paced(&cfg, topic, knobs.rate, knobs.paced_records(), knobs.payload_bytes)?;
+        let asymmetries = Asymmetries {
+            clock: "each record from its intended send time (the schedule's) to its delivery report, served by \
+                    ThreadedProducer's polling thread; connected and the topic's metadata read before the first \
+                    record is due"
+                .into(),
+            payload: "a 16-byte stamp (sequence, intended send), then 'x'".into(),
+            ..produce_asymmetries(knobs)
+        };
+        let command = format!(
+            "rust-rdkafka ThreadedProducer on {}: {}; a plain thread offers each stamped record when due (on a full \
+             queue: 100 µs and again)",
+            knobs.listener,
+            describe(&props)
+        );
+        Ok(Ran { measured: run, info: info(command, asymmetries, applied) })
+    }
+}
+
+/// The client config of the produce and paced workloads on the knobs' listener, and the properties set on it.
+fn producer_config(env: &EnvDescriptor, knobs: &ClientKnobs) -> Result<(ClientConfig, Vec<(&'static str, String)>)> {
+    let mut cfg = client_config(env, &knobs.listener)?;
+    let props = producer_properties(knobs);
+    for (k, v) in &props {
+        cfg.set(*k, v);
+    }
+    Ok((cfg, props))
 }
 
 /// The shared producer settings under librdkafka's names, for both benches.

@@ -3,4 +3,5 @@
 
 mod c_tool;
 mod java;
+mod paced;
 mod partitionline;
