@@ -323,7 +323,7 @@ pub(crate) mod tests {
         v.as_object().unwrap().clone()
     }
 
-    pub(super) fn knobs(overrides: serde_json::Value) -> ClientKnobs {
+    pub(crate) fn knobs(overrides: serde_json::Value) -> ClientKnobs {
         serde_json::from_value(serde_json::Value::Object(knobs_json(overrides))).unwrap()
     }
 
