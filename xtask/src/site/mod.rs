@@ -11,6 +11,7 @@ mod data;
 mod durability;
 mod forest;
 mod links;
+mod loglog;
 mod pages;
 mod render;
 

@@ -6,6 +6,7 @@ use serde::Serialize;
 use streamlab_record::Record;
 use streamlab_record::stats::Summary;
 
+use super::latency::{self, LatencyView};
 use super::table::{TableRow, measured_row, reference_row, row_kind};
 use crate::provenance::SweepInfo;
 use crate::results::config::{Reference, SiteConfig};
@@ -24,6 +25,8 @@ pub struct Section {
     /// Set when the run holds records for only some of the sweep's points, saying how many.
     pub incomplete: Option<String>,
     pub charts: Vec<ChartView>,
+    /// A paced sweep's latency against offered load and percentile distribution, per arm ([`latency`]).
+    pub latency: Vec<LatencyView>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -114,8 +117,10 @@ pub fn sections(data: &MatrixData, cfg: &SiteConfig) -> Vec<Section> {
         if charts.is_empty() {
             continue;
         }
+        let anchor = format!("sweep-{}", format::slug(&sweep.name));
         out.push(Section {
-            anchor: format!("sweep-{}", format::slug(&sweep.name)),
+            latency: latency::latency_views(data, sweep, &anchor),
+            anchor,
             title: sweep.title.clone(),
             caption: sweep.caption.clone(),
             fixed: sweep.fixed.clone(),

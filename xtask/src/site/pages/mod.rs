@@ -7,6 +7,7 @@
 mod charts;
 mod history;
 mod index;
+mod latency;
 mod matrix;
 mod run;
 mod table;
